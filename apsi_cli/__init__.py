@@ -1,0 +1,1 @@
+"""The `apsi` command (Click). Subcommands load lazily so `apsi -e "print(1)"` starts fast."""

@@ -1,0 +1,31 @@
+"""The permission flags, shared by `apsi` and `apsi run`."""
+
+import click
+
+_FLAGS = [
+    click.option("--allow-python", is_flag=True, default=None,
+                 help="Allow pyimport, the torch backend and full access to Python objects."),
+    click.option("--allow-read", "allow_read", is_flag=False, flag_value="*", default=None,
+                 metavar="[=PATH,...]", help="Allow reading outside the project folder (all, or PATHs)."),
+    click.option("--allow-write", "allow_write", is_flag=False, flag_value="*", default=None,
+                 metavar="[=PATH,...]", help="Allow writing outside the project folder (all, or PATHs)."),
+    click.option("--allow-net", is_flag=True, default=None, help="Allow network access."),
+    click.option("--allow-env", is_flag=True, default=None, help="Allow reading environment variables."),
+    click.option("--allow-run", is_flag=True, default=None, help="Allow starting processes."),
+    click.option("-A", "--allow-all", is_flag=True, default=None, help="Allow everything."),
+]
+
+
+def permission_options(f):
+    for flag in reversed(_FLAGS):
+        f = flag(f)
+    return f
+
+
+def merge(outer, inner):
+    """Flags given to `apsi` and to `apsi run` both count."""
+    merged = dict(outer or {})
+    for key, value in (inner or {}).items():
+        if value is not None:
+            merged[key] = value
+    return merged

@@ -1,0 +1,97 @@
+"""apsi.toml: found in the program's folder or any parent; grants permissions and sets pkg options.
+
+    [run]
+    allow = ["python"]          # whole permissions
+    read = ["../data"]          # folders readable outside the project (relative to apsi.toml)
+    write = ["/tmp/out"]        # folders writable outside the project
+
+    [pkg]
+    torch_index = "https://download.pytorch.org/whl"   # base URL of the PyTorch wheel indexes
+
+Unknown keys give a warning; a bad value is a ConfigError naming the file and the key.
+"""
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import ConfigError
+from .permissions import PERMISSIONS
+
+FILENAME = "apsi.toml"
+KNOWN = {"run": {"allow", "read", "write"}, "pkg": {"torch_index"}}
+
+
+@dataclass
+class Config:
+    path: Path | None = None            # the apsi.toml read, or None
+    allow: tuple = ()
+    read: tuple = ()                     # absolute paths
+    write: tuple = ()
+    torch_index: str | None = None
+    warnings: list = field(default_factory=list)
+
+    @property
+    def root(self):
+        return self.path.parent if self.path else None
+
+
+def find(start):
+    """The nearest apsi.toml in `start` or a parent folder, or None."""
+    here = Path(start).resolve()
+    for folder in (here, *here.parents):
+        candidate = folder / FILENAME
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load(start):
+    """Read the nearest apsi.toml above `start` (a folder); an empty Config when there is none."""
+    path = find(start)
+    return read(path) if path else Config()
+
+
+def read(path):
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: not valid TOML: {e}") from None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read it: {e.strerror}") from None
+    cfg = Config(path=path)
+    for section, value in data.items():
+        if section not in KNOWN:
+            cfg.warnings.append(f"{path}: unknown section [{section}] ignored (known: run, pkg)")
+            continue
+        if not isinstance(value, dict):
+            raise ConfigError(f"{path}: '{section}' must be a table, like [{section}]")
+        for key in value:
+            if key not in KNOWN[section]:
+                known = ", ".join(sorted(KNOWN[section]))
+                cfg.warnings.append(f"{path}: unknown key {section}.{key} ignored (known: {known})")
+    run = data.get("run", {})
+    cfg.allow = tuple(_strings(path, "run.allow", run.get("allow", [])))
+    for name in cfg.allow:
+        if name not in PERMISSIONS:
+            raise ConfigError(f"{path}: run.allow has unknown permission {name!r}; "
+                              f"choose from {', '.join(PERMISSIONS)}")
+    cfg.read = tuple(_paths(path, "run.read", run.get("read", [])))
+    cfg.write = tuple(_paths(path, "run.write", run.get("write", [])))
+    index = data.get("pkg", {}).get("torch_index")
+    if index is not None and not (isinstance(index, str) and index.strip()):
+        raise ConfigError(f"{path}: pkg.torch_index must be a URL string, "
+                          f"like \"https://download.pytorch.org/whl\"")
+    cfg.torch_index = index.rstrip("/") if index else None
+    return cfg
+
+
+def _strings(path, key, value):
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{path}: {key} must be a list of strings, like [\"python\"]")
+    return value
+
+
+def _paths(path, key, value):
+    return [str((path.parent / p).resolve()) for p in _strings(path, key, value)]

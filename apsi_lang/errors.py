@@ -1,0 +1,56 @@
+"""The errors an Apsi program or the apsi command can meet.
+
+Every error a user sees is an ApsiError (or a subclass): its `message` says what happened and what to
+do. The runner adds where (Apsi file:line) from the traceback, so raisers only need the message.
+"""
+
+
+class ApsiError(Exception):
+    """A runtime error visible to Apsi code (`catch e:` gives one; `e.message` is its text)."""
+
+    # Python packages that raise ApsiError from inside Apsi calls get the same treatment as `error()`.
+    __apsi_attrs__ = frozenset({"message", "kind"})
+
+    def __init__(self, message, kind="error"):
+        super().__init__(message)
+        self.message = str(message)
+        self.kind = kind
+
+    def __str__(self):
+        return self.message
+
+
+class PermissionDenied(ApsiError):
+    """An operation needs a permission the program was not given."""
+
+    def __init__(self, message, permission):
+        super().__init__(message, kind="permission")
+        self.permission = permission
+
+
+class ApsiSyntaxError(Exception):
+    """A compile-time error: the program does not run at all (exit code 2)."""
+
+    def __init__(self, message, filename="<input>", line=1, col=1, source_line=None):
+        super().__init__(message)
+        self.message = message
+        self.filename = filename
+        self.line = line
+        self.col = col
+        self.source_line = source_line
+
+    def render(self):
+        """`file:line:col: message`, the source line and a caret under the column."""
+        out = f"{self.filename}:{self.line}:{self.col}: {self.message}"
+        if self.source_line is not None:
+            text = self.source_line.rstrip("\n")
+            caret_at = min(max(self.col - 1, 0), len(text))
+            out += f"\n    {text}\n    {' ' * caret_at}^"
+        return out
+
+    def __str__(self):
+        return self.render()
+
+
+class ConfigError(Exception):
+    """apsi.toml is malformed or has a bad value; names the file and the key."""

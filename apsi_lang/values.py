@@ -1,0 +1,65 @@
+"""Apsi's own value types and how values print.
+
+Apsi values are plain Python objects: int, float, str, bool, None, list, tuple, and Record (the type of
+`{name: "a", n: 3}`). Printing follows Apsi's spelling: true/false/none, records in braces.
+"""
+
+from types import SimpleNamespace
+
+
+class Record(SimpleNamespace):
+    """A record: fields read and written as attributes (`r.name`). C-level storage keeps access fast."""
+
+    def __repr__(self):
+        return show(self, quoted=True)
+
+    __str__ = __repr__
+
+
+def record_fields(r):
+    return list(vars(r))
+
+
+def show(value, quoted=False):
+    """The text `print` writes for a value; strings are quoted when inside a container."""
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if value is None:
+        return "none"
+    t = type(value)
+    if t is str:
+        return _quote(value) if quoted else value
+    if t is int or t is float:
+        return repr(value)
+    if t is list:
+        return "[" + ", ".join(show(v, True) for v in value) + "]"
+    if t is tuple:
+        inner = ", ".join(show(v, True) for v in value)
+        return "(" + inner + ("," if len(value) == 1 else "") + ")"
+    if t is Record:
+        return "{" + ", ".join(f"{k}: {show(v, True)}" for k, v in vars(value).items()) + "}"
+    if callable(value) and hasattr(value, "__apsi_name__"):
+        return f"<fn {value.__apsi_name__}>"
+    if callable(value) and getattr(value, "__module__", None) == "apsi_program":
+        return f"<fn {getattr(value, '__name__', '?')}>"
+    return str(value)
+
+
+def _quote(s):
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t") + '"'
+
+
+def type_name(value):
+    """The Apsi name of a value's type, as `type(x)` returns it."""
+    if value is None:
+        return "none"
+    t = type(value)
+    names = {bool: "bool", int: "int", float: "float", str: "str", list: "list", tuple: "tuple",
+             Record: "record"}
+    if t in names:
+        return names[t]
+    if callable(value):
+        return "function"
+    return getattr(t, "__apsi_type__", t.__name__)
