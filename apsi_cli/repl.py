@@ -1,0 +1,98 @@
+"""The interactive prompt: multi-line input after ':' or open brackets, history, values shown."""
+
+import os
+import sys
+from pathlib import Path
+
+from apsi_lang import program
+from apsi_lang.errors import ApsiSyntaxError
+
+HISTORY = Path(os.environ.get("APSI_HISTORY", Path.home() / ".apsi_history"))
+
+
+def needs_more(text):
+    """True while the input is an unfinished block or has open brackets/strings."""
+    lines = text.split("\n")
+    if lines[-1].rstrip().endswith(":"):
+        return True
+    if len(lines) > 1 and lines[-1].strip():
+        return True          # inside a block: an empty line ends it
+    try:
+        program.Parser(text, "<repl>").parse_program()
+    except ApsiSyntaxError as e:
+        return "never closed" in e.message or "end of the input" in e.message
+    return False
+
+
+class Repl:
+    def __init__(self):
+        self.ns = program.new_namespace(str(Path.cwd()))
+        self.count = 0
+        self.readline = self._setup_history()
+
+    def _setup_history(self):
+        try:
+            import readline
+        except ImportError:
+            return None
+        try:
+            readline.read_history_file(HISTORY)
+        except OSError:
+            pass
+        return readline
+
+    def _save_history(self):
+        if self.readline is not None:
+            try:
+                self.readline.write_history_file(HISTORY)
+            except OSError:
+                pass
+
+    def read(self):
+        """One complete input, or None at end of input."""
+        lines = []
+        while True:
+            prompt = "... " if lines else ">>> "
+            try:
+                line = input(prompt) if sys.stdin.isatty() else self._read_plain(prompt)
+            except EOFError:
+                return "\n".join(lines) if lines else None
+            lines.append(line)
+            text = "\n".join(lines)
+            if not needs_more(text):
+                return text
+
+    def _read_plain(self, prompt):
+        sys.stdout.write(prompt)
+        sys.stdout.flush()
+        line = sys.stdin.readline()
+        if not line:
+            raise EOFError
+        return line.rstrip("\n")
+
+    def loop(self):
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            v = version("apsi")
+        except PackageNotFoundError:
+            v = "source"
+        print(f"Apsi {v} — type an expression to see its value; Ctrl-D to leave.")
+        from .runner import guarded
+
+        while True:
+            try:
+                text = self.read()
+            except KeyboardInterrupt:
+                print("\n(interrupted: Ctrl-D leaves)")
+                continue
+            if text is None:
+                print()
+                break
+            if not text.strip():
+                continue
+            self.count += 1
+            name = f"<repl:{self.count}>"
+            guarded(lambda: program.compile_source(text, name, self.ns, echo=True).run())
+        self._save_history()
+        return 0

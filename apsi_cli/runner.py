@@ -1,0 +1,126 @@
+"""Running Apsi from the command line: files, -e snippets and the REPL, with Apsi-style errors.
+
+Exit codes: 0 ok, 1 runtime error, 2 syntax/usage/config error, 130 interrupted.
+No Python traceback reaches the user unless APSI_DEBUG=1.
+"""
+
+import os
+import sys
+from pathlib import Path
+
+from apsi_lang import config, permissions
+from apsi_lang.errors import ApsiSyntaxError, ConfigError
+
+
+def debug():
+    return os.environ.get("APSI_DEBUG", "") not in ("", "0")
+
+
+def _err(text):
+    sys.stdout.flush()
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
+
+
+def build_grants(perms, program_dir):
+    """Flags plus the nearest apsi.toml -> Grants. Prints apsi.toml warnings."""
+    cfg = config.load(program_dir)
+    for warning in cfg.warnings:
+        _err(f"apsi: warning: {warning}")
+    granted = set(cfg.allow)
+    sources = [(p, str(cfg.path)) for p in cfg.allow]
+    read_paths, write_paths = list(cfg.read), list(cfg.write)
+    if perms.get("allow_all"):
+        granted |= set(permissions.PERMISSIONS)
+        sources += [(p, "--allow-all") for p in permissions.PERMISSIONS]
+    for name in ("python", "net", "env", "run"):
+        if perms.get(f"allow_{name}"):
+            granted.add(name)
+            sources.append((name, f"--allow-{name}"))
+    for name, paths in (("read", read_paths), ("write", write_paths)):
+        value = perms.get(f"allow_{name}")
+        if value == "*" or value == "":
+            granted.add(name)
+            sources.append((name, f"--allow-{name}"))
+        elif value:
+            paths.extend(str(Path(p).resolve()) for p in value.split(",") if p)
+    root = cfg.root or Path(program_dir).resolve()
+    return permissions.Grants(frozenset(granted), tuple(read_paths), tuple(write_paths),
+                              Path(root).resolve(), tuple(sources))
+
+
+def guarded(action):
+    """Run `action()`; report any failure the Apsi way and return an exit code."""
+    from apsi_lang import program
+
+    try:
+        action()
+        return 0
+    except ApsiSyntaxError as e:
+        _err(program.render_syntax_error(e))
+        return 2
+    except ConfigError as e:
+        _err(f"apsi: error in apsi.toml: {e}")
+        return 2
+    except SystemExit as e:
+        code = e.code
+        return code if isinstance(code, int) else (0 if code is None else 1)
+    except KeyboardInterrupt:
+        _err("apsi: interrupted")
+        return 130
+    except BaseException as e:
+        if debug():
+            import traceback
+
+            traceback.print_exception(e)
+        _err(program.render_runtime_error(e))
+        return 1
+    finally:
+        sys.stdout.flush()
+
+
+def _prepare(perms, program_dir):
+    permissions.set_current(build_grants(perms, program_dir))
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 6000))
+
+
+def run_file(path, args, perms):
+    from apsi_lang import program
+
+    p = Path(path)
+    if not p.is_file():
+        what = "is a folder" if p.is_dir() else "does not exist"
+        _err(f"apsi: cannot run '{path}': it {what}. Usage: apsi [PERMISSIONS] FILE.apsi [ARGS]...")
+        return 2
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        _err(f"apsi: cannot read '{path}': {e}")
+        return 2
+
+    def action():
+        _prepare(perms, p.parent)
+        ns = program.new_namespace(str(p.parent.resolve()), args)
+        program.compile_source(text, str(path), ns).run()
+
+    return guarded(action)
+
+
+def run_code(code, perms, args=()):
+    from apsi_lang import program
+
+    def action():
+        _prepare(perms, Path.cwd())
+        ns = program.new_namespace(str(Path.cwd()), args)
+        program.compile_source(code, "<-e>", ns, echo=True).run()
+
+    return guarded(action)
+
+
+def repl(perms):
+    from .repl import Repl
+
+    code = guarded(lambda: _prepare(perms, Path.cwd()))
+    if code:
+        return code
+    return Repl().loop()

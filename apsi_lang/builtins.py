@@ -1,0 +1,162 @@
+"""The builtins table every Apsi program sees (and nothing else of Python's).
+
+Functions that touch files, the environment, processes or the network check a permission first.
+Relative paths are taken from the current folder; inside the project folder reading and writing
+need nothing.
+"""
+
+import builtins as _py
+import os
+import sys
+
+from . import permissions
+from .errors import ApsiError
+from .values import Record, record_fields, show, type_name
+
+
+def apsi_print(*values, sep=" ", end="\n"):
+    sys.stdout.write(sep.join([show(v) for v in values]) + end)
+
+
+def apsi_str(value=""):
+    return value if type(value) is str else show(value)
+
+
+def apsi_repr(value):
+    return show(value, quoted=True)
+
+
+def error(message="error"):
+    raise ApsiError(apsi_str(message))
+
+
+def apsi_map(f, *seqs):
+    return list(_py.map(f, *seqs))
+
+
+def apsi_filter(f, seq):
+    return list(_py.filter(f, seq))
+
+
+def apsi_reversed(seq):
+    return list(_py.reversed(seq))
+
+
+def fields(record):
+    if type(record) is not Record:
+        raise ApsiError(f"fields(r): r must be a record, got a {type_name(record)}")
+    return record_fields(record)
+
+
+def get(record, name, default=None):
+    """A record's field by a computed name: get(r, "lr", 0.1)."""
+    if type(record) is not Record:
+        raise ApsiError(f"get(r, name): r must be a record, got a {type_name(record)}")
+    if type(name) is not str or name.startswith("_"):
+        raise ApsiError(f"get(r, name): name must be a field name, got {show(name, True)}")
+    return vars(record).get(name, default)
+
+
+def has(record, name):
+    return type(record) is Record and type(name) is str and name in vars(record)
+
+
+def read_text(path):
+    permissions.require("read", what=f"read_text({show(path, True)})", path=path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError as e:
+        raise ApsiError(f"read_text({show(path, True)}): {e.strerror or e}") from None
+
+
+def write_text(path, text):
+    """Writes atomically: a temporary file beside the target, then a rename."""
+    permissions.require("write", what=f"write_text({show(path, True)})", path=path)
+    if type(text) is not str:
+        raise ApsiError(f"write_text(path, text): text must be a string, got a {type_name(text)} "
+                        "(use str(x) to convert)")
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError as e:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise ApsiError(f"write_text({show(path, True)}): {e.strerror or e}") from None
+
+
+def exists(path):
+    permissions.require("read", what=f"exists({show(path, True)})", path=path)
+    return os.path.exists(path)
+
+
+def getenv(name, default=None):
+    permissions.require("env", what=f"getenv({show(name, True)})")
+    return os.environ.get(name, default)
+
+
+def pyimport(name):
+    permissions.require("python", what=f"pyimport({show(name, True)})")
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except ImportError as e:
+        raise ApsiError(f"pyimport({show(name, True)}): no Python module named {name!r} in "
+                        f"{sys.executable} ({e}); install it with: apsi pkg install {name}") from None
+
+
+def run_command(command, check=False):
+    """Runs a process (a list of strings, no shell); returns {code, stdout, stderr}."""
+    permissions.require("run", what=f"run_command({show(command, True)})")
+    import subprocess
+
+    argv = command.split() if type(command) is str else [apsi_str(a) for a in command]
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True)
+    except OSError as e:
+        raise ApsiError(f"run_command: cannot start {argv[0]!r}: {e.strerror or e}") from None
+    if check and p.returncode != 0:
+        raise ApsiError(f"run_command: {argv[0]!r} exited with code {p.returncode}: {p.stderr.strip()}")
+    return Record(code=p.returncode, stdout=p.stdout, stderr=p.stderr)
+
+
+def fetch_text(url, timeout=30):
+    permissions.require("net", what=f"fetch_text({show(url, True)})")
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return r.read().decode("utf-8", errors="replace")
+    except Exception as e:
+        raise ApsiError(f"fetch_text({show(url, True)}): {e}") from None
+
+
+def apsi_type(value):
+    return type_name(value)
+
+
+def apsi_exit(code=0):
+    raise SystemExit(code)
+
+
+def apsi_input(prompt=""):
+    try:
+        return _py.input(prompt)
+    except EOFError:
+        return None
+
+
+BUILTINS = {
+    "print": apsi_print, "len": _py.len, "range": _py.range, "str": apsi_str, "repr": apsi_repr,
+    "int": _py.int, "float": _py.float, "bool": _py.bool, "list": _py.list, "tuple": _py.tuple,
+    "abs": _py.abs, "min": _py.min, "max": _py.max, "sum": _py.sum, "round": _py.round,
+    "sorted": _py.sorted, "reversed": apsi_reversed, "enumerate": _py.enumerate, "zip": _py.zip,
+    "map": apsi_map, "filter": apsi_filter, "any": _py.any, "all": _py.all, "type": apsi_type,
+    "error": error, "fields": fields, "get": get, "has": has, "input": apsi_input, "exit": apsi_exit,
+    "read_text": read_text, "write_text": write_text, "exists": exists, "getenv": getenv,
+    "pyimport": pyimport, "run_command": run_command, "fetch_text": fetch_text,
+    "divmod": _py.divmod, "pow": _py.pow, "chr": _py.chr, "ord": _py.ord,
+}

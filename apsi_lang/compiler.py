@@ -1,0 +1,347 @@
+"""The Apsi syntax tree -> a Python `ast.Module`, then a code object.
+
+Apsi runs as compiled Python bytecode: loops run at CPython speed and Python's line tables point
+runtime errors at Apsi lines (the code object's filename is the Apsi file). Helpers the generated
+code calls live in the program's globals under names starting with '_', which Apsi source can't write.
+"""
+
+import ast
+import keyword
+
+from . import sandbox
+from . import syntax as S
+from .errors import ApsiSyntaxError
+from .scopes import Scope, declarations
+
+BINOPS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div, "//": ast.FloorDiv, "%": ast.Mod,
+          "**": ast.Pow, "@": ast.MatMult, "&": ast.BitAnd, "|": ast.BitOr, "^": ast.BitXor,
+          "<<": ast.LShift, ">>": ast.RShift}
+UNOPS = {"-": ast.USub, "+": ast.UAdd, "~": ast.Invert, "not": ast.Not}
+CMPOPS = {"==": ast.Eq, "!=": ast.NotEq, "<": ast.Lt, "<=": ast.LtE, ">": ast.Gt, ">=": ast.GtE,
+          "in": ast.In, "not in": ast.NotIn}
+
+
+def py_name(name):
+    """Apsi names that are Python keywords get a name Apsi can't spell."""
+    return f"_kw_{name}" if keyword.iskeyword(name) or name in ("None", "True", "False") else name
+
+
+def apsi_name(py):
+    return py[4:] if py.startswith("_kw_") else py
+
+
+class Compiler:
+    def __init__(self, filename, lines, fixed_names, user_names, load_module, echo=False,
+                 full_access=False):
+        self.filename = filename
+        self.lines = lines
+        self.known = set(fixed_names)      # builtins and module exports: readable, not assignable
+        self.user = set(user_names)        # globals from earlier REPL inputs: assignable
+        self.load_module = load_module     # name -> iterable of exported names
+        self.echo = echo
+        self.full_access = full_access
+        self.guarded = frozenset() if full_access else sandbox.guarded_names()
+        self.scope = None
+        self.tmp = 0
+
+    def fail(self, message, node):
+        text = self.lines[node.line - 1] if 0 < node.line <= len(self.lines) else None
+        raise ApsiSyntaxError(message, self.filename, node.line, node.col, text)
+
+    def at(self, py, node):
+        py.lineno = py.end_lineno = node.line
+        py.col_offset = node.col - 1
+        py.end_col_offset = node.col
+        return py
+
+    # ---- program ----
+    def module(self, body):
+        for stmt in body:       # `use` first: its names count as declared everywhere below
+            if isinstance(stmt, S.Use):
+                self.known |= set(self.load_module(stmt.name, stmt))
+        self.own = declarations(body) | self.user
+        self.scope = Scope(None, self.own | self.known, is_module=True)
+        out = []
+        for stmt in body:
+            if self.echo and isinstance(stmt, S.ExprStmt):
+                out.append(self.at(ast.Expr(self.helper("_echo", [self.expr(stmt.expr)], stmt)), stmt))
+            else:
+                out.extend(self.stmt(stmt))
+        return ast.fix_missing_locations(ast.Module(body=out, type_ignores=[]))
+
+    def block(self, body):
+        out = []
+        for stmt in body:
+            out.extend(self.stmt(stmt))
+        return out or [ast.Pass()]
+
+    def helper(self, name, args, node, keywords=()):
+        return self.at(ast.Call(self.at(ast.Name(name, ast.Load()), node), list(args), list(keywords)), node)
+
+    # ---- statements ----
+    def stmt(self, s):
+        method = getattr(self, "s_" + type(s).__name__)
+        result = method(s)
+        result = result if isinstance(result, list) else [result]
+        for py in result:
+            if not hasattr(py, "lineno"):
+                self.at(py, s)
+        return result
+
+    def s_Use(self, s):
+        if not self.scope.is_module:
+            self.fail(f"'use {s.name}' must be at the top level of the program, not inside a function", s)
+        return ast.Expr(self.helper("_use", [ast.Constant(s.name)], s))
+
+    def s_Let(self, s):
+        target = self.store_names(s.targets, s)
+        return ast.Assign([target], self.expr(s.value))
+
+    def store_names(self, names, node):
+        if len(names) == 1:
+            return self.at(ast.Name(py_name(names[0]), ast.Store()), node)
+        elts = [self.at(ast.Name(py_name(n), ast.Store()), node) for n in names]
+        return self.at(ast.Tuple(elts, ast.Store()), node)
+
+    def s_Assign(self, s):
+        value = self.expr(s.value)
+        if len(s.targets) == 1 and isinstance(s.targets[0], S.Attr) and self.attr_guarded(s.targets[0].name):
+            t = s.targets[0]
+            return ast.Expr(self.helper("_sa", [self.expr(t.obj), ast.Constant(t.name), value], s))
+        targets = [self.target(t) for t in s.targets]
+        target = targets[0] if len(targets) == 1 else self.at(ast.Tuple(targets, ast.Store()), s)
+        return ast.Assign([target], value)
+
+    def attr_guarded(self, _name):
+        return not self.full_access     # stores on anything but a record need 'python'
+
+    def target(self, t):
+        if isinstance(t, S.Name):
+            self.resolve_store(t)
+            return self.at(ast.Name(py_name(t.id), ast.Store()), t)
+        if isinstance(t, S.Index):
+            return self.at(ast.Subscript(self.expr(t.obj), self.index(t.index), ast.Store()), t)
+        if isinstance(t, S.Attr):
+            if not self.full_access:
+                self.fail("assigning a field inside a multiple assignment is not supported: "
+                          "assign it on its own line", t)
+            return self.at(ast.Attribute(self.expr(t.obj), t.name, ast.Store()), t)
+        self.fail("cannot assign to this", t)
+
+    def resolve_store(self, name_node):
+        name, scope = name_node.id, self.scope
+        owner = scope.owner_of(name)
+        if owner is None or (owner.is_module and name not in self.own):
+            if name in self.known:
+                self.fail(f"cannot assign to '{name}': it is a builtin or comes from a module; "
+                          f"declare your own with 'let {name} = …'", name_node)
+            self.fail(f"cannot assign to '{name}': it was never declared; declare it first with "
+                      f"'let {name} = …'{self.suggest(name)}", name_node)
+        if owner is scope:
+            return
+        if owner.is_module:
+            scope.globals.add(py_name(name))
+        else:
+            scope.nonlocals.add(py_name(name))
+
+    def s_AugAssign(self, s):
+        op = BINOPS[s.op]()
+        t = s.target
+        if isinstance(t, S.Attr) and not self.full_access:
+            return ast.Expr(self.helper("_augattr", [self.expr(t.obj), ast.Constant(t.name),
+                                                     ast.Constant(s.op), self.expr(s.value)], s))
+        return ast.AugAssign(self.target(t), op, self.expr(s.value))
+
+    def s_ExprStmt(self, s):
+        return ast.Expr(self.expr(s.expr))
+
+    def s_FnDef(self, s):
+        args = self.arguments(s.params)
+        body = self.function_body(s.params, s.body, s)
+        return ast.FunctionDef(py_name(s.name), args, body, [], None, None)
+
+    def function_body(self, params, body, node):
+        outer = self.scope
+        self.scope = Scope(outer, declarations(body) | {p.name for p in params})
+        try:
+            out = self.block(body)
+            head = []
+            if self.scope.nonlocals:
+                head.append(self.at(ast.Nonlocal(sorted(self.scope.nonlocals)), node))
+            if self.scope.globals:
+                head.append(self.at(ast.Global(sorted(self.scope.globals)), node))
+            return head + out
+        finally:
+            self.scope = outer
+
+    def arguments(self, params):
+        args, kwonly, kw_defaults, defaults, vararg = [], [], [], [], None
+        for p in params:
+            a = self.at(ast.arg(py_name(p.name)), p)
+            if p.star:
+                if vararg is not None:
+                    self.fail("only one '*' parameter is allowed", p)
+                vararg = a
+            elif vararg is not None:
+                kwonly.append(a)
+                kw_defaults.append(self.expr(p.default) if p.default else None)
+            else:
+                args.append(a)
+                if p.default is not None:
+                    defaults.append(self.expr(p.default))
+        return ast.arguments([], args, vararg, kwonly, kw_defaults, None, defaults)
+
+    def s_Return(self, s):
+        if self.scope.is_module:
+            self.fail("'return' outside a function", s)
+        return ast.Return(self.expr(s.value) if s.value is not None else None)
+
+    def s_If(self, s):
+        return ast.If(self.expr(s.test), self.block(s.body), self.block(s.orelse) if s.orelse else [])
+
+    def loop_body(self, body):
+        self.scope.loop_depth += 1
+        try:
+            return self.block(body)
+        finally:
+            self.scope.loop_depth -= 1
+
+    def s_For(self, s):
+        return ast.For(self.store_names(s.targets, s), self.expr(s.iter), self.loop_body(s.body), [], None)
+
+    def s_While(self, s):
+        return ast.While(self.expr(s.test), self.loop_body(s.body), [])
+
+    def s_Break(self, s):
+        if not self.scope.loop_depth:
+            self.fail("'break' outside a loop", s)
+        return ast.Break()
+
+    def s_Continue(self, s):
+        if not self.scope.loop_depth:
+            self.fail("'continue' outside a loop", s)
+        return ast.Continue()
+
+    def s_Pass(self, s):
+        return ast.Pass()
+
+    def s_Try(self, s):
+        handlers = []
+        if s.handler is not None:
+            self.tmp += 1
+            exc = f"_exc{self.tmp}"
+            body = self.block(s.handler)
+            if s.name:
+                wrap = self.helper("_catch", [self.at(ast.Name(exc, ast.Load()), s)], s)
+                body = [self.at(ast.Assign([self.at(ast.Name(py_name(s.name), ast.Store()), s)], wrap), s)]\
+                    + body
+            catchable = self.at(ast.Name("_Catchable", ast.Load()), s)
+            handlers.append(self.at(ast.ExceptHandler(catchable, exc, body), s))
+        final = self.block(s.final) if s.final is not None else []
+        return ast.Try(self.block(s.body), handlers, [], final)
+
+    def s_Assert(self, s):
+        msg = [self.expr(s.message)] if s.message is not None else []
+        fail = self.at(ast.Raise(self.helper("_assert_fail", msg, s), None), s)
+        test = self.at(ast.UnaryOp(ast.Not(), self.expr(s.test)), s)
+        return ast.If(test, [fail], [])
+
+    # ---- expressions ----
+    def expr(self, e):
+        return self.at(getattr(self, "e_" + type(e).__name__)(e), e)
+
+    def e_Const(self, e):
+        return ast.Constant(e.value)
+
+    def e_Name(self, e):
+        if self.scope.owner_of(e.id) is None:
+            self.fail(f"undefined name '{e.id}'{self.suggest(e.id)}", e)
+        return ast.Name(py_name(e.id), ast.Load())
+
+    def suggest(self, name):
+        import difflib
+
+        close = difflib.get_close_matches(name, sorted(self.scope.all_names()), n=1)
+        return f" (did you mean '{close[0]}'?)" if close else ""
+
+    def e_ListLit(self, e):
+        return ast.List([self.expr(i) for i in e.items], ast.Load())
+
+    def e_TupleLit(self, e):
+        return ast.Tuple([self.expr(i) for i in e.items], ast.Load())
+
+    def e_RecordLit(self, e):
+        kws = [ast.keyword(k, self.expr(v)) for k, v in zip(e.keys, e.values)]
+        return ast.Call(self.at(ast.Name("_R", ast.Load()), e), [], kws)
+
+    def e_FString(self, e):
+        values = []
+        for part in e.parts:
+            if isinstance(part, str):
+                values.append(ast.Constant(part))
+            elif part.spec:
+                spec = ast.JoinedStr([ast.Constant(part.spec)])
+                values.append(ast.FormattedValue(self.expr(part.expr), -1, spec))
+            else:
+                shown = self.helper("_show", [self.expr(part.expr)], part.expr)
+                values.append(ast.FormattedValue(shown, -1, None))
+        return ast.JoinedStr(values)
+
+    def e_Unary(self, e):
+        return ast.UnaryOp(UNOPS[e.op](), self.expr(e.operand))
+
+    def e_Binary(self, e):
+        return ast.BinOp(self.expr(e.left), BINOPS[e.op](), self.expr(e.right))
+
+    def e_Logic(self, e):
+        op = ast.And() if e.op == "and" else ast.Or()
+        return ast.BoolOp(op, [self.expr(v) for v in e.values])
+
+    def e_Compare(self, e):
+        return ast.Compare(self.expr(e.left), [CMPOPS[o]() for o in e.ops], [self.expr(r) for r in e.rights])
+
+    def e_IfExpr(self, e):
+        return ast.IfExp(self.expr(e.test), self.expr(e.body), self.expr(e.orelse))
+
+    def e_Call(self, e):
+        args = [self.at(ast.Starred(self.expr(a.value), ast.Load()), a) if isinstance(a, S.Splat)
+                else self.expr(a) for a in e.args]
+        kws = [ast.keyword(k, self.expr(v)) for k, v in e.kwargs]
+        return ast.Call(self.expr(e.func), args, kws)
+
+    def e_Attr(self, e):
+        if e.name in self.guarded:
+            return self.helper("_ga", [self.expr(e.obj), ast.Constant(e.name)], e)
+        return ast.Attribute(self.expr(e.obj), e.name, ast.Load())
+
+    def e_Index(self, e):
+        return ast.Subscript(self.expr(e.obj), self.index(e.index), ast.Load())
+
+    def index(self, i):
+        if isinstance(i, S.TupleLit):
+            return self.at(ast.Tuple([self.index(x) for x in i.items], ast.Load()), i)
+        return self.expr(i)
+
+    def e_Slice(self, e):
+        part = lambda x: self.expr(x) if x is not None else None
+        return ast.Slice(part(e.lo), part(e.hi), part(e.step))
+
+    def e_Lambda(self, e):
+        args = self.arguments(e.params)
+        outer = self.scope
+        self.scope = Scope(outer, {p.name for p in e.params})
+        try:
+            body = self.expr(e.body)
+        finally:
+            self.scope = outer
+        return ast.Lambda(args, body)
+
+    def e_Splat(self, e):
+        self.fail("'*' spreads a list only inside a call's arguments: f(*xs)", e)
+
+
+def compile_tree(body, filename, lines, fixed_names, user_names, load_module, echo=False,
+                 full_access=False):
+    compiler = Compiler(filename, lines, fixed_names, user_names, load_module, echo, full_access)
+    module = compiler.module(body)
+    return compile(module, filename, "exec", dont_inherit=True)

@@ -1,0 +1,538 @@
+"""Tokens -> the Apsi syntax tree (apsi_lang.syntax), by recursive descent.
+
+Precedence, loosest first: lambda, `a if c else b`, or, and, not, comparisons (chained, in, not in),
+|, ^, &, << >>, + -, * / // % @, unary - + ~, **, then calls, indexing and attributes.
+"""
+
+from . import syntax as S
+from .errors import ApsiSyntaxError
+from .lexer import Lexer
+
+COMPARE_OPS = {"==", "!=", "<", "<=", ">", ">="}
+AUG_OPS = {"+=", "-=", "*=", "/=", "//=", "%=", "**=", "@=", "&=", "|=", "^=", "<<=", ">>="}
+BINARY_LEVELS = [("|",), ("^",), ("&",), ("<<", ">>"), ("+", "-"), ("*", "/", "//", "%", "@")]
+
+
+class Parser:
+    def __init__(self, source, filename="<input>"):
+        self.filename = filename
+        self.lines = source.split("\n")
+        self.toks = Lexer(source, filename).tokenize()
+        self.i = 0
+
+    # ---- token helpers ----
+    @property
+    def tok(self):
+        return self.toks[self.i]
+
+    def peek(self, k=1):
+        return self.toks[min(self.i + k, len(self.toks) - 1)]
+
+    def at(self, kind, value=None):
+        t = self.toks[self.i]
+        return t.kind == kind and (value is None or t.value == value)
+
+    def at_op(self, *ops):
+        t = self.toks[self.i]
+        return t.kind == "OP" and t.value in ops
+
+    def at_kw(self, *words):
+        t = self.toks[self.i]
+        return t.kind == "KEYWORD" and t.value in words
+
+    def advance(self):
+        t = self.toks[self.i]
+        self.i += 1
+        return t
+
+    def expect_op(self, op, context=""):
+        if not self.at_op(op):
+            self.fail(f"expected '{op}'{context}, found {describe(self.tok)}")
+        return self.advance()
+
+    def expect_kw(self, word, context=""):
+        if not self.at_kw(word):
+            self.fail(f"expected '{word}'{context}, found {describe(self.tok)}")
+        return self.advance()
+
+    def expect_name(self, what="a name"):
+        t = self.tok
+        if t.kind != "NAME":
+            extra = f" ('{t.value}' is a keyword)" if t.kind == "KEYWORD" else ""
+            self.fail(f"expected {what}, found {describe(t)}{extra}")
+        self.check_name(t.value, t)
+        return self.advance()
+
+    def check_name(self, name, t):
+        if name.startswith("_"):
+            self.fail(f"names starting with '_' are reserved: '{name}' cannot be used in Apsi", t)
+
+    def fail(self, message, t=None):
+        t = t or self.tok
+        text = self.lines[t.line - 1] if 0 < t.line <= len(self.lines) else None
+        raise ApsiSyntaxError(message, self.filename, t.line, t.col, text)
+
+    # ---- statements ----
+    def parse_program(self):
+        body = []
+        while not self.at("EOF"):
+            if self.at("NEWLINE"):
+                self.advance()
+                continue
+            if self.at("INDENT"):
+                self.fail("unexpected indent")
+            body.extend(self.statement())
+        return body
+
+    def statement(self):
+        t = self.tok
+        if t.kind == "KEYWORD":
+            compound = {"fn": self.fn_def, "if": self.if_stmt, "for": self.for_stmt,
+                        "while": self.while_stmt, "try": self.try_stmt}
+            if t.value in compound and not (t.value == "fn" and self.peek().value == "("):
+                return [compound[t.value]()]
+        stmts = [self.simple_statement()]
+        while not self.at("NEWLINE") and not self.at("EOF") and not self.at("DEDENT"):
+            self.fail(f"expected the end of the statement, found {describe(self.tok)}")
+        if self.at("NEWLINE"):
+            self.advance()
+        return stmts
+
+    def simple_statement(self):
+        t = self.tok
+        if t.kind == "KEYWORD":
+            word = t.value
+            if word == "let":
+                return self.let_stmt()
+            if word == "return":
+                self.advance()
+                value = None if self.at_end() else self.expr_or_tuple()
+                return S.Return(t.line, t.col, value)
+            if word in ("break", "continue", "pass"):
+                self.advance()
+                return {"break": S.Break, "continue": S.Continue, "pass": S.Pass}[word](t.line, t.col)
+            if word == "assert":
+                self.advance()
+                test = self.expr()
+                msg = None
+                if self.at_op(","):
+                    self.advance()
+                    msg = self.expr()
+                return S.Assert(t.line, t.col, test, msg)
+            if word == "use":
+                self.advance()
+                name = self.expect_name("a module name after 'use'")
+                return S.Use(t.line, t.col, name.value)
+            if word in ("elif", "else", "catch", "finally"):
+                self.fail(f"'{word}' without a matching "
+                          f"{'if' if word in ('elif', 'else') else 'try'} block above it")
+        expr = self.expr_or_tuple()
+        if self.at_op("="):
+            self.advance()
+            targets = self.assign_targets(expr)
+            return S.Assign(t.line, t.col, targets, self.expr_or_tuple())
+        if self.tok.kind == "OP" and self.tok.value in AUG_OPS:
+            op = self.advance().value[:-1]
+            self.assign_targets(expr, single=True)
+            return S.AugAssign(t.line, t.col, expr, op, self.expr())
+        return S.ExprStmt(t.line, t.col, expr)
+
+    def at_end(self):
+        return self.at("NEWLINE") or self.at("EOF") or self.at("DEDENT")
+
+    def assign_targets(self, expr, single=False):
+        items = expr.items if isinstance(expr, S.TupleLit) and not single else [expr]
+        for item in items:
+            if not isinstance(item, (S.Name, S.Attr, S.Index)):
+                self.fail("cannot assign to this: only a name, a field (r.x) or an element (xs[i]) "
+                          "can be assigned", _tok_at(item))
+        return items
+
+    def let_stmt(self):
+        t = self.advance()
+        names = [self.expect_name("a name after 'let'").value]
+        while self.at_op(","):
+            self.advance()
+            names.append(self.expect_name("a name").value)
+        if not self.at_op("="):
+            self.fail(f"expected '=' after 'let {', '.join(names)}': a variable needs a value "
+                      "(use 'let x = none' for an empty one)")
+        self.advance()
+        return S.Let(t.line, t.col, names, self.expr_or_tuple())
+
+    def block(self, what):
+        """After ':' — an indented block, or simple statements on the same line."""
+        self.expect_op(":", f" at the end of the {what} line")
+        if not self.at("NEWLINE"):
+            stmts = [self.simple_statement()]
+            while self.at_op(";"):
+                self.advance()
+                stmts.append(self.simple_statement())
+            if self.at("NEWLINE"):
+                self.advance()
+            elif not self.at("EOF") and not self.at("DEDENT"):
+                self.fail(f"expected the end of the statement, found {describe(self.tok)}")
+            return stmts
+        self.advance()
+        if not self.at("INDENT"):
+            self.fail(f"expected an indented block after the {what} line")
+        self.advance()
+        body = []
+        while not self.at("DEDENT") and not self.at("EOF"):
+            body.extend(self.statement())
+        if self.at("DEDENT"):
+            self.advance()
+        return body
+
+    def fn_def(self):
+        t = self.advance()
+        name = self.expect_name("a function name after 'fn'").value
+        params = self.params()
+        if self.at_op("=>"):
+            self.fail("'=>' is for unnamed functions: write 'fn name(a):' with a block, "
+                      "or 'let name = fn(a) => …'")
+        return S.FnDef(t.line, t.col, name, params, self.block(f"'fn {name}'"))
+
+    def params(self):
+        self.expect_op("(", " after the function name")
+        params, seen = [], set()
+        while not self.at_op(")"):
+            star = False
+            if self.at_op("*"):
+                self.advance()
+                star = True
+            pt = self.expect_name("a parameter name")
+            if pt.value in seen:
+                self.fail(f"parameter '{pt.value}' appears twice", pt)
+            seen.add(pt.value)
+            default = None
+            if self.at_op("=") and not star:
+                self.advance()
+                default = self.expr()
+            elif params and params[-1].default is not None and not star:
+                self.fail(f"parameter '{pt.value}' needs a default value because the one before it has one",
+                          pt)
+            params.append(S.Param(pt.line, pt.col, pt.value, default, star))
+            if not self.at_op(")"):
+                self.expect_op(",", " between parameters")
+        self.advance()
+        return params
+
+    def if_stmt(self):
+        t = self.advance()
+        test = self.expr()
+        body = self.block("'if'")
+        orelse = []
+        if self.at_kw("elif"):
+            orelse = [self.if_stmt()]
+        elif self.at_kw("else"):
+            self.advance()
+            orelse = self.block("'else'")
+        return S.If(t.line, t.col, test, body, orelse)
+
+    def for_stmt(self):
+        t = self.advance()
+        names = [self.expect_name("a loop variable after 'for'").value]
+        while self.at_op(","):
+            self.advance()
+            names.append(self.expect_name("a loop variable").value)
+        self.expect_kw("in", " after the loop variable")
+        it = self.expr_or_tuple()
+        return S.For(t.line, t.col, names, it, self.block("'for'"))
+
+    def while_stmt(self):
+        t = self.advance()
+        test = self.expr()
+        return S.While(t.line, t.col, test, self.block("'while'"))
+
+    def try_stmt(self):
+        t = self.advance()
+        body = self.block("'try'")
+        name = handler = final = None
+        if self.at_kw("catch"):
+            self.advance()
+            if not self.at_op(":"):
+                name = self.expect_name("a name after 'catch' (or ':' alone)").value
+            handler = self.block("'catch'")
+        if self.at_kw("finally"):
+            self.advance()
+            final = self.block("'finally'")
+        if handler is None and final is None:
+            self.fail("'try' needs a 'catch e:' or a 'finally:' block after it")
+        return S.Try(t.line, t.col, body, name, handler, final)
+
+    # ---- expressions ----
+    def expr_or_tuple(self):
+        t = self.tok
+        first = self.expr()
+        if not self.at_op(","):
+            return first
+        items = [first]
+        while self.at_op(","):
+            self.advance()
+            if self.at_end() or self.at_op("=") or self.at_op(":"):
+                break
+            items.append(self.expr())
+        return S.TupleLit(t.line, t.col, items)
+
+    def expr(self):
+        t = self.tok
+        if self.at_kw("fn") and self.peek().kind == "OP" and self.peek().value == "(":
+            self.advance()
+            params = self.params()
+            if not self.at_op("=>"):
+                self.fail("expected '=>' after the parameters of an unnamed function: fn(x) => x * 2")
+            self.advance()
+            return S.Lambda(t.line, t.col, params, self.expr())
+        body = self.or_expr()
+        if self.at_kw("if"):
+            self.advance()
+            test = self.or_expr()
+            self.expect_kw("else", " in 'a if condition else b'")
+            return S.IfExpr(t.line, t.col, test, body, self.expr())
+        return body
+
+    def or_expr(self):
+        return self.logic("or", self.and_expr)
+
+    def and_expr(self):
+        return self.logic("and", self.not_expr)
+
+    def logic(self, word, sub):
+        t = self.tok
+        first = sub()
+        if not self.at_kw(word):
+            return first
+        values = [first]
+        while self.at_kw(word):
+            self.advance()
+            values.append(sub())
+        return S.Logic(t.line, t.col, word, values)
+
+    def not_expr(self):
+        if self.at_kw("not"):
+            t = self.advance()
+            return S.Unary(t.line, t.col, "not", self.not_expr())
+        return self.comparison()
+
+    def comparison(self):
+        t = self.tok
+        left = self.binary(0)
+        ops, rights = [], []
+        while True:
+            if self.tok.kind == "OP" and self.tok.value in COMPARE_OPS:
+                ops.append(self.advance().value)
+            elif self.at_kw("in"):
+                self.advance()
+                ops.append("in")
+            elif self.at_kw("not") and self.peek().kind == "KEYWORD" and self.peek().value == "in":
+                self.advance()
+                self.advance()
+                ops.append("not in")
+            else:
+                break
+            rights.append(self.binary(0))
+        return S.Compare(t.line, t.col, left, ops, rights) if ops else left
+
+    def binary(self, level):
+        if level == len(BINARY_LEVELS):
+            return self.unary()
+        t = self.tok
+        left = self.binary(level + 1)
+        ops = BINARY_LEVELS[level]
+        while self.tok.kind == "OP" and self.tok.value in ops:
+            op = self.advance().value
+            left = S.Binary(t.line, t.col, op, left, self.binary(level + 1))
+        return left
+
+    def unary(self):
+        if self.at_op("-", "+", "~"):
+            t = self.advance()
+            return S.Unary(t.line, t.col, t.value, self.unary())
+        return self.power()
+
+    def power(self):
+        t = self.tok
+        base = self.postfix()
+        if self.at_op("**"):
+            self.advance()
+            return S.Binary(t.line, t.col, "**", base, self.unary())
+        return base
+
+    def postfix(self):
+        node = self.atom()
+        while True:
+            t = self.tok
+            if self.at_op("("):
+                node = self.call(node)
+            elif self.at_op("["):
+                self.advance()
+                index = self.subscript()
+                self.expect_op("]", " to close the index")
+                node = S.Index(t.line, t.col, node, index)
+            elif self.at_op("."):
+                self.advance()
+                nt = self.tok
+                if nt.kind not in ("NAME", "KEYWORD"):
+                    self.fail(f"expected a field name after '.', found {describe(nt)}")
+                self.check_name(nt.value, nt)
+                self.advance()
+                node = S.Attr(nt.line, nt.col, node, nt.value)
+            else:
+                return node
+
+    def call(self, func):
+        t = self.advance()
+        args, kwargs, names = [], [], set()
+        while not self.at_op(")"):
+            at = self.tok
+            if self.at_op("*"):
+                self.advance()
+                args.append(S.Splat(at.line, at.col, self.expr()))
+            elif at.kind in ("NAME", "KEYWORD") and self.peek().kind == "OP" and self.peek().value == "=":
+                self.check_name(at.value, at)
+                if at.value in names:
+                    self.fail(f"keyword argument '{at.value}' is given twice")
+                names.add(at.value)
+                self.advance()
+                self.advance()
+                kwargs.append((at.value, self.expr()))
+            else:
+                if kwargs:
+                    self.fail("a positional argument cannot follow a keyword argument")
+                args.append(self.expr())
+            if not self.at_op(")"):
+                self.expect_op(",", " between arguments")
+        self.advance()
+        return S.Call(t.line, t.col, func, args, kwargs)
+
+    def subscript(self):
+        t = self.tok
+        items = [self.slice_item()]
+        while self.at_op(","):
+            self.advance()
+            if self.at_op("]"):
+                break
+            items.append(self.slice_item())
+        return items[0] if len(items) == 1 else S.TupleLit(t.line, t.col, items)
+
+    def slice_item(self):
+        t = self.tok
+        lo = None if self.at_op(":") else self.expr()
+        if not self.at_op(":"):
+            return lo
+        self.advance()
+        hi = None if self.at_op(":", "]", ",") else self.expr()
+        step = None
+        if self.at_op(":"):
+            self.advance()
+            step = None if self.at_op("]", ",") else self.expr()
+        return S.Slice(t.line, t.col, lo, hi, step)
+
+    def atom(self):
+        t = self.tok
+        if t.kind == "NUMBER" or t.kind == "STRING":
+            self.advance()
+            if t.kind == "STRING":
+                while self.at("STRING"):     # "a" "b" concatenates, as in Python
+                    t2 = self.advance()
+                    t = type(t)(t.kind, t.value + t2.value, t.line, t.col)
+            return S.Const(t.line, t.col, t.value)
+        if t.kind == "FSTRING":
+            self.advance()
+            return self.fstring(t)
+        if t.kind == "NAME":
+            self.check_name(t.value, t)
+            self.advance()
+            return S.Name(t.line, t.col, t.value)
+        if t.kind == "KEYWORD" and t.value in ("true", "false", "none"):
+            self.advance()
+            return S.Const(t.line, t.col, {"true": True, "false": False, "none": None}[t.value])
+        if self.at_op("("):
+            self.advance()
+            if self.at_op(")"):
+                self.advance()
+                return S.TupleLit(t.line, t.col, [])
+            inner = self.expr_or_tuple()
+            self.expect_op(")", " to close '('")
+            return inner
+        if self.at_op("["):
+            self.advance()
+            items = self.items("]")
+            return S.ListLit(t.line, t.col, items)
+        if self.at_op("{"):
+            return self.record()
+        if t.kind == "KEYWORD":
+            self.fail(f"'{t.value}' cannot start an expression")
+        self.fail(f"expected an expression, found {describe(t)}")
+
+    def items(self, close):
+        items = []
+        while not self.at_op(close):
+            items.append(self.expr())
+            if not self.at_op(close):
+                self.expect_op(",", " between items")
+        self.advance()
+        return items
+
+    def record(self):
+        t = self.advance()
+        keys, values = [], []
+        while not self.at_op("}"):
+            kt = self.tok
+            if kt.kind == "STRING":
+                key = kt.value
+                if not key.isidentifier():
+                    self.fail(f"record field {key!r} is not a name: fields are read as r.field")
+            elif kt.kind in ("NAME", "KEYWORD"):
+                key = kt.value
+            else:
+                self.fail(f"expected a field name in the record, found {describe(kt)}")
+            self.check_name(key, kt)
+            if key in keys:
+                self.fail(f"field '{key}' appears twice in this record", kt)
+            self.advance()
+            if self.at_op(":"):
+                self.advance()
+                value = self.expr()
+            elif kt.kind == "NAME" and self.at_op(",", "}"):
+                value = S.Name(kt.line, kt.col, key)     # {x, y} is {x: x, y: y}
+            else:
+                self.fail(f"expected ':' after the field name '{key}'")
+            keys.append(key)
+            values.append(value)
+            if not self.at_op("}"):
+                self.expect_op(",", " between record fields")
+        self.advance()
+        return S.RecordLit(t.line, t.col, keys, values)
+
+    def fstring(self, t):
+        from .fstrings import parse_fstring
+
+        return parse_fstring(t, self.filename, self.lines)
+
+
+def _tok_at(node):
+    from .lexer import Token
+
+    return Token("NODE", None, node.line, node.col)
+
+
+def describe(t):
+    if t.kind == "EOF":
+        return "the end of the input"
+    if t.kind == "NEWLINE":
+        return "the end of the line"
+    if t.kind == "INDENT":
+        return "an indented block"
+    if t.kind == "DEDENT":
+        return "the end of the block"
+    if t.kind in ("STRING", "FSTRING"):
+        return "a string"
+    if t.kind == "NUMBER":
+        return f"the number {t.value!r}"
+    return f"'{t.value}'"
+
+
+def parse(source, filename="<input>"):
+    return Parser(source, filename).parse_program()
