@@ -93,6 +93,6 @@ class Repl:
                 continue
             self.count += 1
             name = f"<repl:{self.count}>"
-            guarded(lambda: program.compile_source(text, name, self.ns, echo=True).run())
+            guarded(lambda t=text, n=name: program.compile_source(t, n, self.ns, echo=True).run())
         self._save_history()
         return 0

@@ -11,7 +11,6 @@
 Unknown keys give a warning; a bad value is a ConfigError naming the file and the key.
 """
 
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,6 +52,8 @@ def load(start):
 
 
 def read(path):
+    import tomllib  # only when there is an apsi.toml: keeps start-up light
+
     path = Path(path)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))

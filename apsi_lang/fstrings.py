@@ -42,7 +42,8 @@ def parse_fstring(tok, filename, lines):
             if buf:
                 parts.append("".join(buf))
                 buf = []
-            parts.append(S.FPart(tok.line, tok.col, _parse_expr(expr_text, tok, i + 1, filename, lines), spec))
+            expr = _parse_expr(expr_text, tok, i + 1, filename, lines)
+            parts.append(S.FPart(tok.line, tok.col, expr, spec))
             i = end + 1
         else:
             buf.append(c)

@@ -4,8 +4,6 @@ Newlines inside (), [] and {} continue the line. A token keeps its 1-based line 
 syntax error can point at the exact place.
 """
 
-from dataclasses import dataclass
-
 from .errors import ApsiSyntaxError
 
 KEYWORDS = {
@@ -23,12 +21,16 @@ OPENERS = {"(": ")", "[": "]", "{": "}"}
 CLOSERS = {")", "]", "}"}
 
 
-@dataclass(slots=True)
 class Token:
-    kind: str      # NAME KEYWORD NUMBER STRING FSTRING OP NEWLINE INDENT DEDENT EOF
-    value: object
-    line: int
-    col: int
+    """kind: NAME KEYWORD NUMBER STRING FSTRING OP NEWLINE INDENT DEDENT EOF"""
+
+    __slots__ = ("kind", "value", "line", "col")
+
+    def __init__(self, kind, value, line, col):
+        self.kind, self.value, self.line, self.col = kind, value, line, col
+
+    def __repr__(self):
+        return f"Token({self.kind}, {self.value!r}, {self.line}:{self.col})"
 
 
 class Lexer:

@@ -4,218 +4,71 @@ Every node carries `line` and `col` (1-based) of its first token, for error mess
 line tables of the compiled code.
 """
 
-from dataclasses import dataclass, field
 
 
-@dataclass(slots=True)
 class Node:
-    line: int
-    col: int
+    """Base of all nodes: fields are listed in `fields` (after line and col), with `defaults` for the last."""
+
+    __slots__ = ("line", "col")
+    fields = ()
+    defaults = ()
+
+    def __init__(self, line, col, *values):
+        self.line = line
+        self.col = col
+        names = self.fields
+        if len(values) < len(names):
+            values = values + self.defaults[len(values) - len(names):]
+        for name, value in zip(names, values, strict=True):
+            setattr(self, name, value)
+
+    def __repr__(self):
+        inner = ", ".join(f"{n}={getattr(self, n)!r}" for n in self.fields)
+        return f"{type(self).__name__}({inner})"
+
+
+def node(name, *fields, defaults=()):
+    """A node class with __slots__ (cheaper at start-up than a dataclass)."""
+    return type(name, (Node,), {"__slots__": fields, "fields": fields, "defaults": defaults})
+
 
 
 # ---- expressions -------------------------------------------------------------------------------
+Const = node('Const', 'value')  # numbers, strings, true/false/none
+FString = node('FString', 'parts')  # parts: str pieces and FPart
+FPart = node('FPart', 'expr', 'spec')
+Name = node('Name', 'id')
+ListLit = node('ListLit', 'items')
+TupleLit = node('TupleLit', 'items')
+RecordLit = node('RecordLit', 'keys', 'values')
+Unary = node('Unary', 'op', 'operand')
+Binary = node('Binary', 'op', 'left', 'right')
+Logic = node('Logic', 'op', 'values')  # and / or
+Compare = node('Compare', 'left', 'ops', 'rights')
+IfExpr = node('IfExpr', 'test', 'body', 'orelse')
+Call = node('Call', 'func', 'args', 'kwargs')
+Splat = node('Splat', 'value')
+Attr = node('Attr', 'obj', 'name')
+Index = node('Index', 'obj', 'index')
+Slice = node('Slice', 'lo', 'hi', 'step')
+Param = node('Param', 'name', 'default', 'star', defaults=(False,))
+Lambda = node('Lambda', 'params', 'body')
 
-@dataclass(slots=True)
-class Const(Node):          # numbers, strings, true/false/none
-    value: object
-
-
-@dataclass(slots=True)
-class FString(Node):        # parts: str pieces and FPart
-    parts: list
-
-
-@dataclass(slots=True)
-class FPart(Node):
-    expr: Node
-    spec: str
-
-
-@dataclass(slots=True)
-class Name(Node):
-    id: str
-
-
-@dataclass(slots=True)
-class ListLit(Node):
-    items: list
-
-
-@dataclass(slots=True)
-class TupleLit(Node):
-    items: list
-
-
-@dataclass(slots=True)
-class RecordLit(Node):
-    keys: list
-    values: list
-
-
-@dataclass(slots=True)
-class Unary(Node):
-    op: str
-    operand: Node
-
-
-@dataclass(slots=True)
-class Binary(Node):
-    op: str
-    left: Node
-    right: Node
-
-
-@dataclass(slots=True)
-class Logic(Node):          # and / or
-    op: str
-    values: list
-
-
-@dataclass(slots=True)
-class Compare(Node):
-    left: Node
-    ops: list
-    rights: list
-
-
-@dataclass(slots=True)
-class IfExpr(Node):
-    test: Node
-    body: Node
-    orelse: Node
-
-
-@dataclass(slots=True)
-class Call(Node):
-    func: Node
-    args: list                  # Node, or Splat for *xs
-    kwargs: list                # (name, Node)
-
-
-@dataclass(slots=True)
-class Splat(Node):
-    value: Node
-
-
-@dataclass(slots=True)
-class Attr(Node):
-    obj: Node
-    name: str
-
-
-@dataclass(slots=True)
-class Index(Node):
-    obj: Node
-    index: Node
-
-
-@dataclass(slots=True)
-class Slice(Node):
-    lo: Node | None
-    hi: Node | None
-    step: Node | None
-
-
-@dataclass(slots=True)
-class Param(Node):
-    name: str
-    default: Node | None
-    star: bool = False
-
-
-@dataclass(slots=True)
-class Lambda(Node):
-    params: list
-    body: Node
 
 
 # ---- statements --------------------------------------------------------------------------------
-
-@dataclass(slots=True)
-class Let(Node):
-    targets: list               # names; several for `let a, b = e`
-    value: Node
-
-
-@dataclass(slots=True)
-class Assign(Node):
-    targets: list               # Name / Attr / Index nodes; several for `a, b = e`
-    value: Node
-
-
-@dataclass(slots=True)
-class AugAssign(Node):
-    target: Node
-    op: str
-    value: Node
-
-
-@dataclass(slots=True)
-class ExprStmt(Node):
-    expr: Node
-
-
-@dataclass(slots=True)
-class FnDef(Node):
-    name: str
-    params: list
-    body: list
-
-
-@dataclass(slots=True)
-class Return(Node):
-    value: Node | None
-
-
-@dataclass(slots=True)
-class If(Node):
-    test: Node
-    body: list
-    orelse: list
-
-
-@dataclass(slots=True)
-class For(Node):
-    targets: list               # names
-    iter: Node
-    body: list
-
-
-@dataclass(slots=True)
-class While(Node):
-    test: Node
-    body: list
-
-
-@dataclass(slots=True)
-class Break(Node):
-    pass
-
-
-@dataclass(slots=True)
-class Continue(Node):
-    pass
-
-
-@dataclass(slots=True)
-class Pass(Node):
-    pass
-
-
-@dataclass(slots=True)
-class Try(Node):
-    body: list
-    name: str | None
-    handler: list | None
-    final: list | None = field(default=None)
-
-
-@dataclass(slots=True)
-class Assert(Node):
-    test: Node
-    message: Node | None
-
-
-@dataclass(slots=True)
-class Use(Node):
-    name: str
+Let = node("Let", "targets", "value")                 # targets: names; several for `let a, b = e`
+Assign = node("Assign", "targets", "value")           # targets: Name/Attr/Index; several for `a, b = e`
+AugAssign = node("AugAssign", "target", "op", "value")
+ExprStmt = node("ExprStmt", "expr")
+FnDef = node("FnDef", "name", "params", "body")
+Return = node("Return", "value")
+If = node("If", "test", "body", "orelse")
+For = node("For", "targets", "iter", "body")          # targets: names
+While = node("While", "test", "body")
+Break = node("Break")
+Continue = node("Continue")
+Pass = node("Pass")
+Try = node("Try", "body", "name", "handler", "final", defaults=(None,))
+Assert = node("Assert", "test", "message")
+Use = node("Use", "name")
