@@ -1,0 +1,17 @@
+"""The NumPy backend: float64 tensors with reverse-mode autodiff, and the training pieces.
+
+Usable from Python directly (`from apsi_layers import nn`); apsi_modules.py declares what Apsi sees.
+"""
+
+from . import graph as _graph  # noqa: F401  (installs Tensor's operators)
+from .autodiff import grad, hessian, jacobian, value_and_grad
+from .creation import (arange, array, eye, full, linspace, one_hot, ones, ones_like, permutation,
+                       rand, randint, randn, zeros, zeros_like)
+from .ops import (abs, add, clip, cos, div, exp, gelu, log, log1p, matmul, maximum, minimum, mul, neg,
+                  power, relu, sigmoid, sin, sqrt, sub, tanh, where)
+from .reduce import argmax, argmin, log_softmax, logsumexp, max, mean, min, softmax, sum
+from .shape import broadcast_to, concat, expand_dims, reshape, stack, take_along, transpose
+from .tensor import Tensor, as_tensor
+from .tree import (clip_by_global_norm, flatten, global_norm, param_count, tree_map, unflatten)
+
+__all__ = [name for name in dir() if not name.startswith("_")]

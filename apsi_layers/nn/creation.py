@@ -1,0 +1,135 @@
+"""Making tensors: from lists, filled, ranges, identity, random (every random function takes seed=)."""
+
+import numpy as np
+
+from apsi_lang.errors import ApsiError
+
+from .tensor import Tensor, describe, to_plain
+
+_DTYPES = {"float": np.float64, "float64": np.float64, "int": np.int64, "int64": np.int64, "bool": bool}
+
+
+def _dtype(fn, dtype):
+    if dtype not in _DTYPES:
+        raise ApsiError(f"{fn}: dtype must be one of \"float\", \"int\", \"bool\", not {dtype!r}")
+    return _DTYPES[dtype]
+
+
+def _shape(fn, shape):
+    """zeros(3), zeros(2, 3) and zeros([2, 3]) all work."""
+    if len(shape) == 1 and isinstance(shape[0], list | tuple):
+        shape = tuple(shape[0])
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape):
+        raise ApsiError(f"{fn}: the shape must be non-negative ints, like {fn}(2, 3) or {fn}([2, 3]); "
+                        f"got {list(shape)}")
+    return shape
+
+
+def array(data, dtype="float"):
+    """A tensor from a number or a nested list (float64 unless dtype="int"/"bool")."""
+    try:
+        d = np.array(to_plain(data), dtype=_dtype("array", dtype))
+    except (TypeError, ValueError):
+        raise ApsiError(f"array: expects a number or a nested list of numbers with equal lengths "
+                        f"(like [[1, 2], [3, 4]]), not {describe(data)}") from None
+    return Tensor(d)
+
+
+def zeros(*shape):
+    """A float64 tensor of zeros: zeros(2, 3)."""
+    return Tensor(np.zeros(_shape("zeros", shape)))
+
+
+def ones(*shape):
+    """A float64 tensor of ones: ones(2, 3)."""
+    return Tensor(np.ones(_shape("ones", shape)))
+
+
+def full(shape, value):
+    """A float64 tensor of `shape` filled with `value`."""
+    shape = _shape("full", (shape,) if isinstance(shape, int) else tuple(shape))
+    return Tensor(np.full(shape, float(value)))
+
+
+def zeros_like(x):
+    """Zeros with x's shape."""
+    return Tensor(np.zeros(np.shape(x.data if type(x) is Tensor else x)))
+
+
+def ones_like(x):
+    """Ones with x's shape."""
+    return Tensor(np.ones(np.shape(x.data if type(x) is Tensor else x)))
+
+
+def arange(start, stop=None, step=1):
+    """Evenly spaced values in [start, stop): arange(5), arange(1, 5), arange(0, 1, 0.25).
+    Int arguments give an int tensor (usable as indices), floats a float64 one."""
+    if step == 0:
+        raise ApsiError("arange: step must not be 0")
+    values = np.arange(start, stop, step) if stop is not None else np.arange(start)
+    if values.dtype.kind == "f":
+        values = values.astype(np.float64)
+    return Tensor(values)
+
+
+def linspace(start, stop, num=50):
+    """`num` evenly spaced values from start to stop inclusive."""
+    if not isinstance(num, int) or num < 0:
+        raise ApsiError(f"linspace: num must be a non-negative int, got {num!r}")
+    return Tensor(np.linspace(float(start), float(stop), num))
+
+
+def eye(n, m=None):
+    """The n x m identity matrix (m defaults to n)."""
+    return Tensor(np.eye(n, m))
+
+
+def _rng(seed):
+    if seed is not None and not (isinstance(seed, int) and not isinstance(seed, bool)):
+        raise ApsiError(f"seed must be an int, got {seed!r}")
+    return np.random.default_rng(seed)
+
+
+def randn(*shape, seed=None):
+    """Standard normal samples; seed=int makes them reproducible on every machine."""
+    return Tensor(_rng(seed).standard_normal(_shape("randn", shape)))
+
+
+def rand(*shape, seed=None):
+    """Uniform samples in [0, 1)."""
+    return Tensor(_rng(seed).random(_shape("rand", shape)))
+
+
+def randint(low, high, shape, seed=None):
+    """Random ints in [low, high) with the given shape (an int tensor)."""
+    if high <= low:
+        raise ApsiError(f"randint: high ({high}) must be larger than low ({low})")
+    shape = _shape("randint", (shape,) if isinstance(shape, int) else (list(shape),))
+    return Tensor(_rng(seed).integers(low, high, size=shape, dtype=np.int64))
+
+
+def permutation(n, seed=None):
+    """The ints 0..n-1 in random order (for shuffling a data set: x[permutation(len(x), seed=s)])."""
+    return Tensor(_rng(seed).permutation(n).astype(np.int64))
+
+
+def one_hot(labels, classes):
+    """Float64 rows of zeros with a 1 at each label: shape labels.shape + [classes]."""
+    lab = labels_array(labels, classes, "one_hot")
+    return Tensor(np.eye(classes)[lab])
+
+
+def labels_array(labels, classes, fn):
+    """Integer labels checked to lie in [0, classes)."""
+    d = np.asarray(labels.data if type(labels) is Tensor else to_plain(labels))
+    if d.dtype.kind == "f":
+        if not np.all(d == np.round(d)):
+            raise ApsiError(f"{fn}: labels must be whole numbers (class indices), got {d.ravel()[:5]}")
+        d = d.astype(np.int64)
+    elif d.dtype.kind not in "iu":
+        raise ApsiError(f"{fn}: labels must be ints (class indices), got dtype {d.dtype.name}")
+    if d.size and (d.min() < 0 or d.max() >= classes):
+        bad = d[(d < 0) | (d >= classes)].ravel()[0]
+        raise ApsiError(f"{fn}: label {bad} is out of range for {classes} classes; "
+                        f"labels must be in 0..{classes - 1}")
+    return d

@@ -1,0 +1,83 @@
+"""GRAPH (the differentiable twin of xp.RAW) and Tensor's operator methods.
+
+Both are wiring only: each name maps to an op defined in ops.py, reduce.py or shape.py.
+"""
+
+from types import SimpleNamespace
+
+import numpy as np
+
+from apsi_lang.errors import ApsiError
+
+from . import ops, reduce, shape
+from . import xp as _raw
+from .tensor import Tensor, as_tensor
+
+
+def _const(fn):
+    """A RAW helper lifted to tensors: its result is a constant (masks and counts)."""
+    return lambda *args: Tensor(fn(*(a.data if type(a) is Tensor else a for a in args)))
+
+
+GRAPH = SimpleNamespace(
+    sum_to=shape.sum_to, broadcast_to=shape.broadcast_to, reshape=shape.reshape,
+    transpose=shape.transpose, swap_last=shape.swap_last, expand_dims=shape.expand_dims,
+    matmul=ops.matmul, sum=reduce.sum, exp=ops.exp, log=ops.log, tanh=ops.tanh, sin=ops.sin,
+    cos=ops.cos, sign=_const(np.sign), where=ops.where, between=_const(_raw.between),
+    share=_const(_raw.share), equal_mask=_const(_raw.equal_mask), count=_const(_raw.count),
+    getitem=shape.getitem, index_add=shape.index_add, take_along=shape.take_along,
+    put_along=shape.put_along,
+)
+
+
+def _compare(fn, symbol):
+    def op(a, b):
+        if type(b) is not Tensor and not isinstance(b, float | int | list | tuple | np.ndarray):
+            return NotImplemented
+        ad = a.data
+        bd = b.data if type(b) is Tensor else as_tensor(b, symbol, "b").data
+        try:
+            return Tensor(fn(ad, bd))
+        except ValueError:
+            raise ApsiError(ops.broadcast_message(f"comparison {symbol}", ad, bd)) from None
+    return op
+
+
+def _immutable(self, index, value):
+    raise ApsiError("tensors are immutable: build a new one, e.g. with where(mask, new, x) or concat")
+
+
+def _install():
+    T = Tensor
+    T.__add__ = T.__radd__ = ops.add          # commutative: order does not change the value
+    T.__mul__ = T.__rmul__ = ops.mul
+    T.__sub__ = ops.sub
+    T.__rsub__ = lambda a, b: ops.sub(b, a)
+    T.__truediv__ = ops.div
+    T.__rtruediv__ = lambda a, b: ops.div(b, a)
+    T.__pow__ = ops.power
+    T.__rpow__ = lambda a, b: ops.power(b, a)
+    T.__matmul__ = ops.matmul
+    T.__rmatmul__ = lambda a, b: ops.matmul(b, a)
+    T.__neg__ = ops.neg
+    T.__pos__ = lambda a: a
+    T.__abs__ = ops.abs
+    T.__getitem__ = shape.getitem
+    T.__setitem__ = _immutable
+    T.__lt__ = _compare(np.less, "<")
+    T.__le__ = _compare(np.less_equal, "<=")
+    T.__gt__ = _compare(np.greater, ">")
+    T.__ge__ = _compare(np.greater_equal, ">=")
+    T.__eq__ = _compare(np.equal, "==")
+    T.__ne__ = _compare(np.not_equal, "!=")
+    T.__hash__ = None
+    T.T = property(lambda a: shape.transpose(a))
+    T.reshape = shape.reshape
+    T.sum = reduce.sum
+    T.mean = reduce.mean
+    T.max = reduce.max
+    T.min = reduce.min
+    T.argmax = reduce.argmax
+
+
+_install()

@@ -1,0 +1,169 @@
+"""The differentiable ops: forward in NumPy, recorded on the active tape when an input is on it.
+
+Hot paths (unary and binary elementwise ops, which Tensor's operators call directly) are written out
+by hand: a Python number stays a number, a constant input is never wrapped twice, and nothing is
+recorded when no tape is active or no input is on it. Gradient rules live in vjps.py.
+"""
+
+import numpy as np
+
+from apsi_lang.errors import ApsiError
+
+from . import xp as _raw
+from .tape import STATE
+from .tensor import Tensor, as_tensor
+from .vjps import RULES, concat_rule, keep_shape
+
+_NUMBER = (float, int)
+
+
+def _unary(name, fwd, doc):
+    rules = RULES[name]
+
+    def op(x):
+        if type(x) is not Tensor:
+            x = as_tensor(x, name)
+        d = x.data
+        out = fwd(d)
+        tape = STATE.tape
+        if tape is not None and x.tape is tape:
+            return tape.record(rules, (x.node,), (d,), out, None, (x,))
+        return Tensor(out)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = doc
+    return op
+
+
+def _operand(x, fn, arg):
+    """(x, its data): numbers stay numbers (NumPy broadcasts them for free)."""
+    if type(x) is Tensor:
+        return x, x.data
+    if type(x) in _NUMBER:
+        return x, x
+    x = as_tensor(x, fn, arg)
+    return x, x.data
+
+
+def _binary(name, fwd, doc):
+    rules = RULES[name]
+
+    def op(a, b):
+        a, ad = _operand(a, name, "a")
+        b, bd = _operand(b, name, "b")
+        try:
+            out = fwd(ad, bd)
+        except ValueError:
+            raise ApsiError(broadcast_message(name, ad, bd)) from None
+        tape = STATE.tape
+        if tape is not None:
+            pa = a.node if type(a) is Tensor and a.tape is tape else -1
+            pb = b.node if type(b) is Tensor and b.tape is tape else -1
+            if pa >= 0 or pb >= 0:
+                return tape.record(rules, (pa, pb), (ad, bd), out, None, (a, b))
+        return Tensor(out)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = doc
+    return op
+
+
+def broadcast_message(name, a, b):
+    sa, sb = np.shape(a), np.shape(b)
+    return (f"{name}: shapes {sa} and {sb} do not broadcast: compared from the last axis, each pair "
+            f"of sizes must be equal or one of them 1; reshape one argument (e.g. x[:, None])")
+
+
+def apply(name, fwd, args, params, rules=None):
+    """The general path: any number of tensor arguments plus static `params`."""
+    datas = tuple(a.data if type(a) is Tensor else a for a in args)
+    out = fwd(*datas, **params)
+    tape = STATE.tape
+    if tape is not None:
+        parents = tuple(a.node if type(a) is Tensor and a.tape is tape else -1 for a in args)
+        if max(parents) >= 0:
+            return tape.record(rules or RULES[name], parents, datas, out, params or None, args)
+    return Tensor(out)
+
+
+def constant(data):
+    """A tensor that is never on a tape (masks, counts, argmax...)."""
+    return Tensor(np.asarray(data))
+
+
+# --- elementwise --------------------------------------------------------------------------------
+
+def _sigmoid(x):
+    # Stable on both tails: exp only ever sees -|x|.
+    e = np.exp(-np.abs(x))
+    r = 1.0 / (1.0 + e)
+    return np.where(x >= 0, r, e * r)
+
+
+_GC, _GA = np.sqrt(2.0 / np.pi), 0.044715
+
+
+def _gelu(x):
+    return 0.5 * x * (1.0 + np.tanh(_GC * (x + _GA * x * x * x)))
+
+
+neg = _unary("neg", np.negative, "-x")
+exp = _unary("exp", np.exp, "e**x elementwise")
+log = _unary("log", np.log, "natural logarithm elementwise")
+log1p = _unary("log1p", np.log1p, "log(1 + x), accurate for small x")
+sqrt = _unary("sqrt", np.sqrt, "square root elementwise")
+abs = _unary("abs", np.abs, "absolute value elementwise")  # noqa: A001
+tanh = _unary("tanh", np.tanh, "hyperbolic tangent elementwise")
+sigmoid = _unary("sigmoid", _sigmoid, "1 / (1 + exp(-x)), computed stably")
+relu = _unary("relu", lambda x: np.maximum(x, 0.0), "max(x, 0) elementwise")
+gelu = _unary("gelu", _gelu, "GELU, tanh approximation (torch's approximate='tanh')")
+sin = _unary("sin", np.sin, "sine elementwise")
+cos = _unary("cos", np.cos, "cosine elementwise")
+
+add = _binary("add", np.add, "a + b with broadcasting")
+sub = _binary("sub", np.subtract, "a - b with broadcasting")
+mul = _binary("mul", np.multiply, "a * b with broadcasting")
+div = _binary("div", np.true_divide, "a / b with broadcasting")
+power = _binary("pow", np.power, "a ** b with broadcasting")
+maximum = _binary("maximum", np.maximum, "elementwise maximum of a and b")
+minimum = _binary("minimum", np.minimum, "elementwise minimum of a and b")
+
+
+def clip(x, lo=None, hi=None):
+    """x limited to [lo, hi] (either bound may be none); the gradient is 0 outside."""
+    x = as_tensor(x, "clip")
+    return apply("clip", lambda d, lo, hi: np.clip(d, lo, hi), (x,), {"lo": lo, "hi": hi})
+
+
+def where(cond, a, b):
+    """a where cond is true, else b (broadcasting); differentiable in a and b."""
+    c = np.asarray(cond.data if type(cond) is Tensor else cond, dtype=bool)
+    a, _ = _operand(a, "where", "a")
+    b, _ = _operand(b, "where", "b")
+    try:
+        return apply("where", lambda x, y, cond: np.where(cond, x, y), (a, b), {"cond": c})
+    except ValueError:
+        raise ApsiError(f"where: cond {c.shape}, a {np.shape(_data(a))} and b {np.shape(_data(b))} "
+                        "do not broadcast together") from None
+
+
+def _data(x):
+    return x.data if type(x) is Tensor else x
+
+
+def matmul(a, b):
+    """Matrix product with NumPy's rules (1-D vectors, batched leading axes)."""
+    a = as_tensor(a, "matmul", "a")
+    b = as_tensor(b, "matmul", "b")
+    sa, sb = a.data.shape, b.data.shape
+    if not sa or not sb:
+        raise ApsiError(f"matmul: both arguments need at least one axis, got shapes {sa} and {sb}; "
+                        "use * to scale by a number")
+    k = sb[0] if len(sb) == 1 else sb[-2]
+    if sa[-1] != k:
+        raise ApsiError(f"matmul: shapes {sa} and {sb} do not align: the last axis of a ({sa[-1]}) "
+                        f"must equal the {'first' if len(sb) <= 2 else 'second-to-last'} of b ({k})")
+    try:
+        return apply("matmul", np.matmul, (a, b), {})
+    except ValueError:
+        raise ApsiError(f"matmul: the batch axes of {sa} and {sb} do not broadcast") from None

@@ -1,0 +1,109 @@
+"""Reductions (sum, mean, max, min, logsumexp), softmax/log_softmax, argmax/argmin."""
+
+import numpy as np
+
+from apsi_lang.errors import ApsiError
+
+from .ops import apply
+from .tensor import Tensor, as_tensor
+
+def _axis(axis):
+    if isinstance(axis, list):
+        return tuple(axis)
+    return axis
+
+
+def _reduce(name, fwd, x, axis, keepdims):
+    x = as_tensor(x, name)
+    axis = _axis(axis)
+    try:
+        return apply(name, fwd, (x,), {"axis": axis, "keepdims": bool(keepdims)})
+    except (ValueError, IndexError, TypeError) as e:
+        raise ApsiError(f"{name}: axis={axis!r} does not fit a tensor of shape {x.shape}: {e}") from None
+
+
+def sum(x, axis=None, keepdims=False):  # noqa: A001
+    """Sum over `axis` (an int, a list of ints, or none for all)."""
+    return _reduce("sum", np.sum, x, axis, keepdims)
+
+
+def mean(x, axis=None, keepdims=False):
+    """Mean over `axis` (an int, a list of ints, or none for all)."""
+    x = as_tensor(x, "mean")
+    if x.data.size == 0:
+        raise ApsiError("mean: the tensor is empty")
+    s = sum(x, axis, keepdims)
+    return s * (s.data.size / x.data.size)
+
+
+def max(x, axis=None, keepdims=False):  # noqa: A001
+    """Largest element over `axis`; ties share the gradient."""
+    if as_tensor(x, "max").data.size == 0:
+        raise ApsiError("max: the tensor is empty")
+    return _reduce("max", np.max, x, axis, keepdims)
+
+
+def min(x, axis=None, keepdims=False):  # noqa: A001
+    """Smallest element over `axis`; ties share the gradient."""
+    if as_tensor(x, "min").data.size == 0:
+        raise ApsiError("min: the tensor is empty")
+    return _reduce("min", np.min, x, axis, keepdims)
+
+
+def _logsumexp(x, axis=None, keepdims=False):
+    m = np.max(x, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    out = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
+    return out if keepdims else np.squeeze(out, axis=axis)
+
+
+def logsumexp(x, axis=None, keepdims=False):
+    """log(sum(exp(x))) over `axis`, without overflow."""
+    return _reduce("logsumexp", _logsumexp, x, axis, keepdims)
+
+
+def _softmax(x, axis=-1):
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def _log_softmax(x, axis=-1):
+    return x - _logsumexp(x, axis=axis, keepdims=True)
+
+
+def softmax(x, axis=-1):
+    """exp(x) / sum(exp(x)) along `axis` (stable)."""
+    x = as_tensor(x, "softmax")
+    _check_axis("softmax", x, axis)
+    return apply("softmax", _softmax, (x,), {"axis": axis})
+
+
+def log_softmax(x, axis=-1):
+    """x - logsumexp(x) along `axis` (stable)."""
+    x = as_tensor(x, "log_softmax")
+    _check_axis("log_softmax", x, axis)
+    return apply("log_softmax", _log_softmax, (x,), {"axis": axis})
+
+
+def _check_axis(name, x, axis):
+    if not isinstance(axis, int) or not -x.ndim <= axis < x.ndim:
+        raise ApsiError(f"{name}: axis={axis!r} does not fit a tensor of shape {x.shape}; "
+                        f"use an int from {-x.ndim} to {x.ndim - 1}")
+
+
+def argmax(x, axis=None, keepdims=False):
+    """Index of the largest element (an int tensor; not differentiable)."""
+    x = as_tensor(x, "argmax")
+    try:
+        return Tensor(np.argmax(x.data, axis=_axis(axis), keepdims=bool(keepdims)))
+    except (ValueError, IndexError, TypeError) as e:
+        raise ApsiError(f"argmax: axis={axis!r} does not fit a tensor of shape {x.shape}: {e}") from None
+
+
+def argmin(x, axis=None, keepdims=False):
+    """Index of the smallest element (an int tensor; not differentiable)."""
+    x = as_tensor(x, "argmin")
+    try:
+        return Tensor(np.argmin(x.data, axis=_axis(axis), keepdims=bool(keepdims)))
+    except (ValueError, IndexError, TypeError) as e:
+        raise ApsiError(f"argmin: axis={axis!r} does not fit a tensor of shape {x.shape}: {e}") from None

@@ -1,0 +1,170 @@
+"""The gradient rules: one table, RULES[op] = (VJP for argument 0, VJP for argument 1, ...).
+
+A rule is `rule(xp, g, ans, *args, **params) -> gradient for that argument`, where g is the cotangent
+of the op's output `ans`. Rules are written only with operators and `xp.*` functions, and `xp` is
+one of two namespaces with the same names (xp.py):
+
+- RAW: plain NumPy on ndarrays. Used for an ordinary first-order backward pass: no tape, no tensors.
+- GRAPH: the differentiable ops on tensors. Used when the backward pass is itself being
+  differentiated (hessian, grad of grad): every step of the rule is recorded, so reverse over reverse
+  works without a second table.
+
+So every rule must stay differentiable: no in-place updates, no raw NumPy calls. Masks from
+comparisons are constants, which is right for relu, abs, max and clip (their second derivative is 0
+almost everywhere). Only the arguments whose node is on the tape get their rule called, so the
+gradient of a constant (an input batch, labels) is never computed.
+"""
+
+import math
+
+_GELU_C = math.sqrt(2.0 / math.pi)
+_GELU_A = 0.044715
+
+
+def _unbroadcast_pair(fa, fb):
+    """Rules for a broadcasting binary op from the unreduced gradients fa, fb."""
+    return (lambda xp, g, ans, a, b: xp.sum_to(fa(xp, g, ans, a, b), a.shape),
+            lambda xp, g, ans, a, b: xp.sum_to(fb(xp, g, ans, a, b), b.shape))
+
+
+def _pow_exponent(xp, g, ans, a, b):
+    # d(a**b)/db = a**b * log(a); defined as 0 where a <= 0 (log undefined; matches torch's choice of
+    # not producing NaN for the common case of a constant exponent).
+    positive = a > 0
+    return g * ans * xp.log(xp.where(positive, a, 1.0)) * positive
+
+
+def _gelu_grad(xp, g, ans, x):
+    # GELU, tanh form: 0.5 x (1 + tanh(u)), u = c (x + a x^3).
+    t = xp.tanh(_GELU_C * (x + _GELU_A * x * x * x))
+    du = _GELU_C * (1.0 + 3.0 * _GELU_A * x * x)
+    return g * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du)
+
+
+def _matmul_a(xp, g, ans, a, b):
+    if a.ndim == 1 and b.ndim == 1:
+        return g * b
+    if b.ndim == 1:                                   # (..., n) @ (n,) -> (...)
+        return xp.expand_dims(g, -1) * b
+    if a.ndim == 1:                                   # (n,) @ (..., n, m) -> (..., m)
+        return xp.sum_to(xp.matmul(b, xp.expand_dims(g, -1))[..., 0], a.shape)
+    return xp.sum_to(xp.matmul(g, xp.swap_last(b)), a.shape)
+
+
+def _matmul_b(xp, g, ans, a, b):
+    if a.ndim == 1 and b.ndim == 1:
+        return g * a
+    if b.ndim == 1:
+        flat_a = xp.reshape(a, (-1, a.shape[-1]))
+        return xp.matmul(xp.reshape(g, (-1,)), flat_a)
+    if a.ndim == 1:
+        return xp.expand_dims(a, -1) * xp.expand_dims(g, -2)
+    return xp.sum_to(xp.matmul(xp.swap_last(a), g), b.shape)
+
+
+def _keep(xp, g, shape, axis, keepdims):
+    """g reshaped as if the reduction over `axis` had kept its dims, so it broadcasts against x."""
+    if keepdims:
+        return g
+    return xp.reshape(g, keep_shape(shape, axis))
+
+
+def keep_shape(shape, axis):
+    if axis is None:
+        return (1,) * len(shape)
+    axes = {a % len(shape) for a in ((axis,) if isinstance(axis, int) else axis)}
+    return tuple(1 if i in axes else n for i, n in enumerate(shape))
+
+
+def _sum_grad(xp, g, ans, x, axis=None, keepdims=False):
+    return xp.broadcast_to(_keep(xp, g, x.shape, axis, keepdims), x.shape)
+
+
+def _extreme_grad(xp, g, ans, x, axis=None, keepdims=False):
+    # Ties share the gradient equally, as torch's amax/amin do.
+    hit = xp.equal_mask(x, _keep(xp, ans, x.shape, axis, keepdims))
+    count = xp.count(hit, axis)
+    return xp.broadcast_to(_keep(xp, g, x.shape, axis, keepdims), x.shape) * hit / count
+
+
+def _logsumexp_grad(xp, g, ans, x, axis=None, keepdims=False):
+    return _keep(xp, g, x.shape, axis, keepdims) * xp.exp(x - _keep(xp, ans, x.shape, axis, keepdims))
+
+
+def _softmax_grad(xp, g, ans, x, axis=-1):
+    return ans * (g - xp.sum(g * ans, axis=axis, keepdims=True))
+
+
+def _log_softmax_grad(xp, g, ans, x, axis=-1):
+    return g - xp.exp(ans) * xp.sum(g, axis=axis, keepdims=True)
+
+
+def _inverse(axes):
+    inv = [0] * len(axes)
+    for i, a in enumerate(axes):
+        inv[a] = i
+    return tuple(inv)
+
+
+RULES = {
+    # elementwise, one argument
+    "neg": (lambda xp, g, ans, x: -g,),
+    "exp": (lambda xp, g, ans, x: g * ans,),
+    "log": (lambda xp, g, ans, x: g / x,),
+    "log1p": (lambda xp, g, ans, x: g / (1.0 + x),),
+    "sqrt": (lambda xp, g, ans, x: g * 0.5 / ans,),
+    "abs": (lambda xp, g, ans, x: g * xp.sign(x),),
+    "tanh": (lambda xp, g, ans, x: g * (1.0 - ans * ans),),
+    "sigmoid": (lambda xp, g, ans, x: g * (ans * (1.0 - ans)),),
+    "relu": (lambda xp, g, ans, x: g * (x > 0),),
+    "gelu": (_gelu_grad,),
+    "sin": (lambda xp, g, ans, x: g * xp.cos(x),),
+    "cos": (lambda xp, g, ans, x: -g * xp.sin(x),),
+    "clip": (lambda xp, g, ans, x, lo=None, hi=None: g * xp.between(x, lo, hi),),
+    # elementwise, two arguments (broadcasting: gradients are summed back to each argument's shape)
+    "add": _unbroadcast_pair(lambda xp, g, ans, a, b: g, lambda xp, g, ans, a, b: g),
+    "sub": _unbroadcast_pair(lambda xp, g, ans, a, b: g, lambda xp, g, ans, a, b: -g),
+    "mul": _unbroadcast_pair(lambda xp, g, ans, a, b: g * b, lambda xp, g, ans, a, b: g * a),
+    "div": _unbroadcast_pair(lambda xp, g, ans, a, b: g / b, lambda xp, g, ans, a, b: -g * ans / b),
+    "pow": _unbroadcast_pair(lambda xp, g, ans, a, b: g * b * a ** (b - 1), _pow_exponent),
+    "maximum": _unbroadcast_pair(lambda xp, g, ans, a, b: g * xp.share(a, b),
+                                 lambda xp, g, ans, a, b: g * xp.share(b, a)),
+    "minimum": _unbroadcast_pair(lambda xp, g, ans, a, b: g * xp.share(b, a),
+                                 lambda xp, g, ans, a, b: g * xp.share(a, b)),
+    "where": (lambda xp, g, ans, a, b, cond=None: xp.sum_to(xp.where(cond, g, 0.0), a.shape),
+              lambda xp, g, ans, a, b, cond=None: xp.sum_to(xp.where(cond, 0.0, g), b.shape)),
+    "matmul": (_matmul_a, _matmul_b),
+    # reductions
+    "sum": (_sum_grad,),
+    "max": (_extreme_grad,),
+    "min": (_extreme_grad,),
+    "logsumexp": (_logsumexp_grad,),
+    "softmax": (_softmax_grad,),
+    "log_softmax": (_log_softmax_grad,),
+    # shape and indexing; each rule is the op's linear adjoint, and the adjoints pair up
+    "reshape": (lambda xp, g, ans, x, shape=None: xp.reshape(g, x.shape),),
+    "transpose": (lambda xp, g, ans, x, axes=None: xp.transpose(g, _inverse(axes)),),
+    "broadcast_to": (lambda xp, g, ans, x, shape=None: xp.sum_to(g, x.shape),),
+    "sum_to": (lambda xp, g, ans, x, shape=None: xp.broadcast_to(g, x.shape),),
+    "getitem": (lambda xp, g, ans, x, index=None: xp.index_add(g, index, x.shape),),
+    "index_add": (lambda xp, g, ans, x, index=None, shape=None: xp.getitem(g, index),),
+    "take_along": (lambda xp, g, ans, x, idx=None, axis=-1: xp.put_along(g, idx, axis, x.shape),),
+    "put_along": (lambda xp, g, ans, x, idx=None, axis=-1, shape=None: xp.take_along(g, idx, axis),),
+}
+
+
+def concat_rule(start, stop):
+    """The rule for one argument of concat: its slice of the output's gradient."""
+    def rule(xp, g, ans, *args, axis=0):
+        index = (slice(None),) * (axis % g.ndim) + (slice(start, stop),)
+        return xp.getitem(g, index)
+    return rule
+
+
+RULES["identity"] = (lambda xp, g, ans, x: g,)
+_NAMES = {id(rules): name for name, rules in RULES.items()}
+
+
+def rule_name(rules):
+    """The op name for an entry's rules (concat's are made per call)."""
+    return _NAMES.get(id(rules), "concat")
