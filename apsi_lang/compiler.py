@@ -283,7 +283,7 @@ class Compiler:
                 spec = ast.JoinedStr([ast.Constant(part.spec)])
                 values.append(ast.FormattedValue(self.expr(part.expr), -1, spec))
             else:
-                shown = self.helper("_show", [self.expr(part.expr)], part.expr)
+                shown = self.shown(part.expr, plain=lambda x: x)
                 values.append(ast.FormattedValue(shown, -1, None))
         return ast.JoinedStr(values)
 
@@ -303,7 +303,25 @@ class Compiler:
     def e_IfExpr(self, e):
         return ast.IfExp(self.expr(e.test), self.expr(e.body), self.expr(e.orelse))
 
+    def shown(self, e, plain):
+        """Apsi's text for a value. For a plain name, ints/floats/strs take CPython's own fast path
+        (their Apsi text is Python's); only other types pay for the call to `show`."""
+        if not isinstance(e, S.Name):
+            return self.helper("_show", [self.expr(e)], e)
+        test = self.at(ast.Compare(self.helper("_type", [self.expr(e)], e), [ast.In()],
+                                   [self.at(ast.Name("_PLAIN", ast.Load()), e)]), e)
+        return self.at(ast.IfExp(test, plain(self.expr(e)), self.helper("_show", [self.expr(e)], e)), e)
+
+    def is_builtin(self, e, name):
+        if not (isinstance(e, S.Name) and e.id == name):
+            return False
+        owner = self.scope.owner_of(name)
+        return owner is not None and owner.is_module and name not in self.own
+
     def e_Call(self, e):
+        if self.is_builtin(e.func, "str") and len(e.args) == 1 and not e.kwargs \
+                and isinstance(e.args[0], S.Name):
+            return self.shown(e.args[0], plain=lambda x: self.helper("_pystr", [x], e))
         args = [self.at(ast.Starred(self.expr(a.value), ast.Load()), a) if isinstance(a, S.Splat)
                 else self.expr(a) for a in e.args]
         kws = [ast.keyword(k, self.expr(v)) for k, v in e.kwargs]

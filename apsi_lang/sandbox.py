@@ -16,25 +16,36 @@ import types
 from .errors import ApsiError
 from .values import Record, type_name
 
-_STR = {"split", "rsplit", "join", "strip", "lstrip", "rstrip", "replace", "upper", "lower", "startswith",
-        "endswith", "find", "rfind", "count", "index", "rindex", "isdigit", "isalpha", "isalnum", "isspace",
-        "isupper", "islower", "title", "capitalize", "splitlines", "partition", "rpartition", "zfill",
-        "ljust", "rjust", "center", "casefold", "swapcase", "removeprefix", "removesuffix", "expandtabs"}
-_LIST = {"append", "pop", "extend", "insert", "remove", "index", "count", "sort", "reverse", "copy", "clear"}
-_NUMBER = {"real", "imag", "conjugate", "is_integer", "bit_length", "numerator", "denominator"}
 
+def _public(tp):
+    try:
+        return {n for n in dir(tp) if not n.startswith("_")}
+    except Exception:
+        return set()
+
+
+def _all_but(tp, *dangerous):
+    """Everything public on a well-understood type except the names that reach outside Apsi."""
+    return frozenset(_public(tp) - set(dangerous))
+
+
+# Plain data types: every public method is harmless except string formatting (it walks attributes).
 ALLOWED = {
-    str: frozenset(_STR),
-    list: frozenset(_LIST),
-    tuple: frozenset({"index", "count"}),
-    int: frozenset(_NUMBER),
-    bool: frozenset(_NUMBER),
-    float: frozenset(_NUMBER),
-    range: frozenset({"start", "stop", "step", "index", "count"}),
+    str: _all_but(str, "format", "format_map"),
+    list: _all_but(list), tuple: _all_but(tuple), dict: _all_but(dict), set: _all_but(set),
+    frozenset: _all_but(frozenset), bytes: _all_but(bytes), bytearray: _all_but(bytearray),
+    int: _all_but(int), bool: _all_but(bool), float: _all_but(float), complex: _all_but(complex),
+    range: _all_but(range), slice: _all_but(slice), memoryview: _all_but(memoryview, "obj"),
     ApsiError: ApsiError.__apsi_attrs__,
 }
+# NumPy arrays and scalars: all but what writes files, pickles or exposes raw memory.
+NUMPY_DANGEROUS = ("tofile", "dump", "dumps", "ctypes", "data", "base", "setflags", "getfield",
+                   "setfield", "view", "resize", "put", "itemset", "newbyteorder", "byteswap", "tobytes",
+                   "to_device", "device", "flags")
 
 # Attribute names dangerous on some type whatever the known types say (frames, code, file writers).
+# Frames, tracebacks and code objects are reachable only through these names, so their other
+# attributes need no guard of their own.
 ALWAYS_GUARDED = frozenset({
     "format", "format_map", "mro", "gi_frame", "gi_code", "gi_yieldfrom", "cr_frame", "cr_code",
     "ag_frame", "ag_code", "f_globals", "f_locals", "f_builtins", "f_back", "f_code", "tb_frame",
@@ -44,11 +55,12 @@ ALWAYS_GUARDED = frozenset({
 
 _BUILTIN_TYPES = (
     str, list, tuple, int, float, bool, complex, dict, set, frozenset, bytes, bytearray, range, slice,
-    type, memoryview, property, staticmethod, classmethod, map, filter, zip, enumerate, reversed,
+    type, property, staticmethod, classmethod, map, filter, zip, enumerate, reversed,
     types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.GeneratorType,
-    types.CoroutineType, types.AsyncGeneratorType, types.FrameType, types.TracebackType, types.CodeType,
+    types.CoroutineType, types.AsyncGeneratorType,
     types.ModuleType, BaseException, OSError, SyntaxError, StopIteration, UnicodeDecodeError,
 )
+_numpy_done = False
 
 _registered = set()
 _guarded_cache = None
@@ -75,20 +87,22 @@ def allowed_attrs(tp):
     return getattr(tp, "__apsi_attrs__", frozenset())
 
 
-def _public(tp):
-    try:
-        return {n for n in dir(tp) if not n.startswith("_")}
-    except Exception:
-        return set()
+def _add_numpy():
+    """NumPy's types join the allow-lists once NumPy is loaded (apsi_lang never imports it)."""
+    global _numpy_done
+    np = sys.modules.get("numpy")
+    if np is None or _numpy_done:
+        return
+    _numpy_done = True
+    for tp in (np.ndarray, np.generic):
+        ALLOWED[tp] = _all_but(tp, *NUMPY_DANGEROUS)
 
 
 def guarded_names():
     """Every name that some known type has but does not allow Apsi to read."""
     global _guarded_cache
-    known = list(_BUILTIN_TYPES) + list(_registered)
-    np = sys.modules.get("numpy")
-    if np is not None:
-        known += [np.ndarray, np.generic, np.dtype]
+    _add_numpy()
+    known = list(_BUILTIN_TYPES) + list(_registered) + [t for t in ALLOWED if t not in _BUILTIN_TYPES]
     key = len(known)
     if _guarded_cache is None or _guarded_cache[0] != key:
         names = set(ALWAYS_GUARDED)
@@ -102,6 +116,14 @@ def needs_guard(name):
     return name in guarded_names()
 
 
+def _inherited_allowed(tp):
+    """numpy scalar subclasses (float64, int64, ...) use their base's list."""
+    for base in tp.__mro__[1:]:
+        if base in ALLOWED and base is not object:
+            return ALLOWED[base]
+    return frozenset()
+
+
 def _python_allowed():
     from .permissions import allowed
 
@@ -111,7 +133,7 @@ def _python_allowed():
 def get_attr(obj, name):
     """obj.name for Apsi code: allowed by the type's allow-list, or anything with permission 'python'."""
     tp = type(obj)
-    if tp is Record or name in allowed_attrs(tp) or _python_allowed():
+    if tp is Record or name in allowed_attrs(tp) or name in _inherited_allowed(tp) or _python_allowed():
         return getattr(obj, name)
     raise ApsiError(refusal(obj, name), kind="permission")
 

@@ -1,0 +1,176 @@
+"""Apsi language benchmarks: ratios against CPython measured in the same run (never a timed test).
+
+    python scripts/bench_lang.py [--quick]
+
+Start-up: `apsi -e "print(1)"` against `python -c "print(1)"`, median of N runs (target ≤ 3×).
+Loops: each Apsi program against the same program in Python, both compiled once and executed in
+this process, median of several runs (target ≤ 1.3×).
+"""
+
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from apsi_lang import program
+
+CASES = {
+    "fib(25), recursive": (
+        """
+fn fib(n):
+    if n < 2:
+        return n
+    return fib(n - 1) + fib(n - 2)
+let r = fib(25)
+""", """
+def fib(n):
+    if n < 2:
+        return n
+    return fib(n - 1) + fib(n - 2)
+r = fib(25)
+"""),
+    "nested numeric loops": (
+        """
+fn work(n):
+    let total = 0
+    for i in range(n):
+        for j in range(n):
+            total += (i * j) % 7
+    return total
+let r = work(400)
+""", """
+def work(n):
+    total = 0
+    for i in range(n):
+        for j in range(n):
+            total += (i * j) % 7
+    return total
+r = work(400)
+"""),
+    "list building": (
+        """
+fn build(n):
+    let xs = []
+    for i in range(n):
+        xs.append(i * 2 + 1)
+    return xs
+let r = len(build(300000))
+""", """
+def build(n):
+    xs = []
+    for i in range(n):
+        xs.append(i * 2 + 1)
+    return xs
+r = len(build(300000))
+"""),
+    "string building": (
+        """
+fn build(n):
+    let parts = []
+    for i in range(n):
+        parts.append(str(i))
+    let s = ""
+    for i in range(n):
+        s += "ab"
+    return ",".join(parts) + s
+let r = len(build(100000))
+""", """
+def build(n):
+    parts = []
+    for i in range(n):
+        parts.append(str(i))
+    s = ""
+    for i in range(n):
+        s += "ab"
+    return ",".join(parts) + s
+r = len(build(100000))
+"""),
+}
+
+# Records: Apsi has no comprehensions, so build the points with a loop on both sides.
+CASES["record field access"] = (
+    """
+fn walk(points, reps):
+    let total = 0.0
+    for k in range(reps):
+        for p in points:
+            total += p.x * p.y + p.z
+    return total
+let pts = []
+for i in range(1000):
+    pts.append({x: i, y: 2.0, z: 1})
+let r = walk(pts, 300)
+""", """
+from types import SimpleNamespace as Rec
+def walk(points, reps):
+    total = 0.0
+    for k in range(reps):
+        for p in points:
+            total += p.x * p.y + p.z
+    return total
+pts = []
+for i in range(1000):
+    pts.append(Rec(x=i, y=2.0, z=1))
+r = walk(pts, 300)
+""")
+
+
+def time_apsi(src, reps):
+    times = []
+    for _ in range(reps):
+        prog = program.compile_source(src, "<bench>")
+        t = time.perf_counter()
+        prog.run()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times), prog.namespace["r"]
+
+
+def time_python(src, reps):
+    code = compile(src, "<bench.py>", "exec")
+    times = []
+    for _ in range(reps):
+        ns = {"__name__": "bench"}
+        t = time.perf_counter()
+        exec(code, ns)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times), ns["r"]
+
+
+def apsi_command():
+    beside = Path(sys.executable).parent / "apsi"     # the console script, not a shell shim
+    return [str(beside)] if beside.exists() else ([shutil.which("apsi")] if shutil.which("apsi")
+                                                  else [sys.executable, "-m", "apsi"])
+
+
+def median_run(cmd, n):
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def main():
+    quick = "--quick" in sys.argv
+    reps, starts = (3, 10) if quick else (7, 20)
+    rows = []
+    apsi_t = median_run(apsi_command() + ["-e", "print(1)"], starts)
+    py_t = median_run([sys.executable, "-c", "print(1)"], starts)
+    rows.append(("start-up: apsi -e \"print(1)\"", apsi_t, py_t, 3.0))
+    for name, (apsi_src, py_src) in CASES.items():
+        a, ra = time_apsi(apsi_src, reps)
+        p, rp = time_python(py_src, reps)
+        if ra != rp:
+            raise SystemExit(f"{name}: results differ (apsi {ra!r}, python {rp!r})")
+        rows.append((name, a, p, 1.3))
+    print(f"{'benchmark':32} {'apsi':>10} {'python':>10} {'ratio':>7} {'target':>7}")
+    for name, a, p, target in rows:
+        ok = "ok" if a / p <= target else "OVER"
+        print(f"{name:32} {a * 1e3:9.1f}ms {p * 1e3:9.1f}ms {a / p:6.2f}x {target:6.1f}x {ok}")
+
+
+if __name__ == "__main__":
+    main()
