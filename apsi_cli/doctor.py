@@ -1,0 +1,319 @@
+"""`apsi doctor`: one report on this machine's setup, each line ✓, ! or ✗ with a fix.
+
+Fast and offline: nvidia-smi (with a timeout), one subprocess of Apsi's Python that imports torch (so a
+broken PyTorch cannot crash the doctor), NumPy's build information. Exit code 1 when something is broken.
+"""
+
+import os
+import platform
+import sys
+from pathlib import Path
+
+import click
+
+OK, WARN, FAIL, INFO = "ok", "warn", "fail", "info"
+SYMBOL = {OK: "✓", WARN: "!", FAIL: "✗", INFO: "·"}
+
+
+class Report:
+    def __init__(self):
+        self.sections = {}
+        self.checks = []
+
+    def check(self, key, label, status, detail, fix=None):
+        self.checks.append({"key": key, "label": label, "status": status, "detail": detail, "fix": fix})
+
+    @property
+    def ok(self):
+        return all(c["status"] != FAIL for c in self.checks)
+
+    def as_dict(self):
+        return {"ok": self.ok, **self.sections, "checks": self.checks}
+
+
+def collect(perms=None):
+    """Build the report (a Report); never raises."""
+    from . import hardware, pipcmd, torch_choice
+
+    r = Report()
+    _apsi(r)
+    python = pipcmd.target_python()
+    try:
+        info = pipcmd.probe(python, import_torch=True)
+    except pipcmd.PipError as e:
+        info = None
+        r.sections["python"] = {"executable": python, "version": None, "pip": None}
+        r.check("python", "Python", FAIL, e.message, "reinstall Apsi")
+    if info:
+        _python(r, info)
+    _platform(r)
+    _numpy(r)
+    hw = hardware.detect()
+    _hardware(r, hw)
+    torch = (info or {}).get("torch", {"found": False})
+    _torch(r, torch, hw)
+    plan = torch_choice.choose(hw)
+    _recommendation(r, plan, torch, hw)
+    _config(r, perms or {})
+    return r
+
+
+def _apsi(r):
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        v = version("apsi")
+    except PackageNotFoundError:
+        v = "source checkout"
+    r.sections["apsi"] = {"version": v, "location": str(Path(__file__).resolve().parent.parent)}
+    r.check("apsi", "Apsi", OK, f"apsi {v}")
+
+
+def _python(r, info):
+    py = info["python"]
+    r.sections["python"] = {**py, "pip": info.get("pip")}
+    r.check("python", "Python", OK, f"{py['executable']} (Python {py['version']})")
+    if info.get("pip"):
+        r.check("pip", "pip", OK, f"pip {info['pip']}")
+    else:
+        r.check("pip", "pip", FAIL, f"pip is missing in {py['executable']}; `apsi pkg` needs it",
+                f"{py['executable']} -m ensurepip --upgrade")
+
+
+def _platform(r):
+    from .hardware import others
+
+    system = platform.system()
+    wsl = system == "Linux" and others.is_wsl()
+    r.sections["platform"] = {"system": system, "release": platform.release(), "machine": platform.machine(),
+                              "wsl": wsl}
+    r.check("platform", "Platform", OK,
+            f"{system} {platform.release()} {platform.machine()}" + (" (WSL)" if wsl else ""))
+
+
+def _numpy(r):
+    try:
+        import numpy
+    except ImportError as e:
+        r.sections["numpy"] = {"version": None}
+        r.check("numpy", "NumPy", FAIL, f"NumPy does not import: {e}",
+                f"{sys.executable} -m pip install --force-reinstall numpy")
+        return
+    blas = _blas(numpy)
+    threads = _threads()
+    r.sections["numpy"] = {"version": numpy.__version__, "blas": blas, "threads": threads}
+    r.check("numpy", "NumPy", OK, f"NumPy {numpy.__version__}, BLAS {blas or 'unknown'}, {threads} threads")
+
+
+def _blas(numpy):
+    try:
+        cfg = numpy.show_config(mode="dicts")
+        b = cfg["Build Dependencies"]["blas"]
+        return f"{b.get('name')} {b.get('version', '')}".strip()
+    except Exception:
+        return None
+
+
+def _threads():
+    try:
+        from threadpoolctl import threadpool_info
+
+        blas = [p for p in threadpool_info() if p.get("user_api") == "blas"]
+        if blas:
+            return int(blas[0]["num_threads"])
+    except Exception:
+        pass
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        if os.environ.get(var, "").isdigit():
+            return int(os.environ[var])
+    return os.cpu_count() or 1
+
+
+def _hardware(r, hw):
+    nv = hw.nvidia
+    r.sections["hardware"] = {
+        "nvidia": {"status": nv.status, "driver": nv.driver, "cuda_driver_api": nv.cuda_driver_api,
+                   "source": nv.source, "note": nv.note,
+                   "gpus": [_gpu(g) for g in nv.gpus]},
+        "amd": [_gpu(g) for g in hw.amd],
+        "intel": [_gpu(g) for g in hw.intel],
+        "mps": hw.apple_mps,
+        "wsl": hw.wsl,
+    }
+    if nv.status == "ok" or nv.status == "driver-only":
+        gpus = "; ".join(f"{g.describe()}" + (f", {g.memory_mib / 1024:.0f} GiB" if g.memory_mib else "")
+                         for g in nv.gpus) or "GPU models unknown"
+        api = f" (runs CUDA ≤ {nv.cuda_driver_api})" if nv.cuda_driver_api else ""
+        r.check("gpu", "NVIDIA", OK if nv.gpus else WARN, f"driver {nv.driver}{api}: {gpus}",
+                None if nv.gpus else "install or repair nvidia-smi (it comes with the driver)")
+    elif nv.status == "not-loaded":
+        r.check("gpu", "NVIDIA", FAIL, nv.note.split(":")[0], nv.note.split(": ", 1)[-1])
+    elif nv.status in ("timeout", "error"):
+        r.check("gpu", "NVIDIA", WARN, nv.note.split(";")[0], (nv.note.split("; ", 1) + [""])[1] or None)
+    for g in hw.amd:
+        r.check("gpu", "AMD", OK, g.describe())
+    for g in hw.intel:
+        r.check("gpu", "Intel", OK, g.describe())
+    if hw.apple_mps:
+        r.check("gpu", "Apple", OK, "Apple silicon GPU (MPS)")
+    if not hw.gpus and not hw.apple_mps and nv.status == "absent":
+        r.check("gpu", "GPU", INFO, "none found: NumPy and PyTorch run on the CPU")
+
+
+def _gpu(g):
+    return {"name": g.name, "vendor": g.vendor, "compute_cap": g.compute_cap_text if g.vendor == "nvidia"
+            else None, "compute_cap_source": g.compute_cap_source or None, "arch": g.arch or None,
+            "memory_mib": g.memory_mib}
+
+
+def _torch(r, torch, hw):
+    from . import torch_choice
+
+    section = {k: torch.get(k) for k in ("found", "version", "cuda", "hip", "cudnn", "location",
+                                          "imported", "import_error")}
+    section["build"] = torch_choice.installed_key(torch) if torch.get("found") else None
+    section["devices"] = torch.get("devices", [])
+    r.sections["torch"] = section
+    if not torch.get("found"):
+        r.check("torch", "PyTorch", WARN, "not installed (optional: the torch backend needs it)",
+                "apsi pkg install torch-auto")
+        return
+    if not torch.get("imported"):
+        r.check("torch", "PyTorch", FAIL, f"{torch.get('version') or 'PyTorch'} is installed but does not "
+                f"import: {torch.get('import_error')}", f"apsi pkg install {_plan_name(hw)}")
+        return
+    parts = [torch["version"]]
+    if torch.get("cuda"):
+        parts.append(f"CUDA {torch['cuda']}")
+    if torch.get("hip"):
+        parts.append(f"ROCm {torch['hip']}")
+    if torch.get("cudnn"):
+        parts.append(f"cuDNN {torch['cudnn']}")
+    r.check("torch", "PyTorch", OK, ", ".join(parts))
+    devices = torch.get("devices", [])
+    names = "; ".join(f"{d['name']} {d.get('model', '')}".strip() +
+                      (f", {d['memory_gib']} GiB" if d.get("memory_gib") else "") for d in devices)
+    gpu_build = bool(torch.get("cuda") or torch.get("hip"))
+    if gpu_build and not devices and hw.gpus:
+        r.check("devices", "Devices", FAIL, "PyTorch is a GPU build but sees no GPU",
+                "check the driver (`nvidia-smi`), or install the build `apsi pkg install torch-auto` "
+                "chooses for this machine")
+    else:
+        r.check("devices", "Devices", OK, ("cpu; " + names) if names else "cpu")
+
+
+def _plan_name(hw):
+    from . import torch_choice
+
+    plan = torch_choice.choose(hw)
+    return plan.name if plan.index else "torch-auto"
+
+
+def _recommendation(r, plan, torch, hw):
+    from . import torch_choice
+
+    fix = None
+    section = {"build": plan.name if plan.index else None, "summary": plan.summary if plan.index else None,
+               "reason": plan.reason, "warnings": list(plan.warnings), "stop": plan.stop,
+               "installed": None, "suits": None, "fix": None}
+    if plan.index is None:
+        r.check("choice", "Best build", WARN, plan.reason, plan.stop)
+    elif torch.get("found") and torch.get("version"):
+        suits, why = torch_choice.suitability(hw, plan, torch)
+        section["installed"] = torch_choice.installed_key(torch)
+        section["suits"] = suits
+        if suits:
+            r.check("choice", "Best build", OK, f"{why}; torch-auto would choose {plan.summary}")
+        else:
+            fix = f"apsi pkg install {plan.name}"
+            r.check("choice", "Best build", WARN, f"{why}; torch-auto would choose {plan.summary}", fix)
+    else:
+        fix = f"apsi pkg install {plan.name}"
+        r.check("choice", "Best build", INFO, f"torch-auto would choose {plan.summary}", fix)
+    for w in plan.warnings:
+        r.check("choice", "Best build", WARN, w)
+    section["fix"] = fix
+    r.sections["recommendation"] = section
+
+
+def _config(r, perms):
+    from apsi_lang import config
+    from apsi_lang.errors import ConfigError
+    from apsi_lang.permissions import PERMISSIONS
+
+    flags = sorted(k.removeprefix("allow_").replace("_", "-") for k, v in perms.items() if v)
+    try:
+        cfg = config.load(Path.cwd())
+    except ConfigError as e:
+        r.sections["config"] = {"path": None, "error": str(e), "allow": [], "torch_index": None}
+        r.sections["permissions"] = {"known": list(PERMISSIONS), "granted": [], "flags": flags}
+        r.check("config", "apsi.toml", FAIL, str(e), "fix the key it names (docs/permissions.md)")
+        return
+    granted = list(cfg.allow)
+    r.sections["config"] = {"path": str(cfg.path) if cfg.path else None, "error": None, "allow": granted,
+                            "read": list(cfg.read), "write": list(cfg.write),
+                            "torch_index": cfg.torch_index, "warnings": list(cfg.warnings)}
+    r.sections["permissions"] = {"known": list(PERMISSIONS), "granted": granted, "flags": flags}
+    if cfg.path:
+        r.check("config", "apsi.toml", OK, str(cfg.path))
+    else:
+        r.check("config", "apsi.toml", INFO,
+                f"none in {Path.cwd()} or above: permissions come from flags only", "apsi setup writes one")
+    for w in cfg.warnings:
+        r.check("config", "apsi.toml", WARN, w, "remove or correct the key")
+    others = [p for p in PERMISSIONS if p not in granted]
+    detail = f"granted by apsi.toml: {', '.join(granted) or 'none'}"
+    if cfg.read or cfg.write:
+        detail += f"; read paths: {len(cfg.read)}, write paths: {len(cfg.write)}"
+    if flags:
+        detail += f"; by flags: {', '.join(flags)}"
+    detail += f"; not granted: {', '.join(others) or 'none'}"
+    r.check("permissions", "Permissions", INFO, detail)
+
+
+def render(report, console=None):
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console()
+    table = Table(title="apsi doctor", show_lines=False, expand=False)
+    table.add_column("", no_wrap=True)
+    table.add_column("Check", no_wrap=True)
+    table.add_column("Result")
+    table.add_column("Fix")
+    style = {OK: "green", WARN: "yellow", FAIL: "red", INFO: "dim"}
+    for c in report.checks:
+        table.add_row(f"[{style[c['status']]}]{SYMBOL[c['status']]}[/]", c["label"], _esc(c["detail"]),
+                      _esc(c["fix"] or ""))
+    console.print(table)
+    if report.ok:
+        console.print("[green]Nothing is broken.[/]")
+    else:
+        broken = sum(c["status"] == FAIL for c in report.checks)
+        console.print(f"[red]{broken} problem{'s' if broken > 1 else ''} to fix (✗ above).[/]")
+
+
+def _esc(text):
+    from rich.markup import escape
+
+    return escape(text)
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON, for scripts.")
+@click.pass_context
+def doctor(ctx, as_json):
+    """Explain this machine's setup: Python, NumPy, PyTorch, GPUs, apsi.toml. Exit code 1 when broken."""
+    perms = (ctx.obj or {}).get("perms", {}) if isinstance(ctx.obj, dict) else {}
+    try:
+        report = collect(perms)
+    except KeyboardInterrupt:
+        click.echo("error: interrupted (Ctrl-C)", err=True)
+        ctx.exit(1)
+    if as_json:
+        import json
+
+        click.echo(json.dumps(report.as_dict(), indent=2, ensure_ascii=False))
+    else:
+        render(report)
+    ctx.exit(0 if report.ok else 1)

@@ -1,0 +1,198 @@
+"""The Python Apsi installs into, what it holds, and running pip there.
+
+The target is the Python that runs Apsi (`sys.executable`); APSI_PYTHON names another one (tests use a
+throwaway virtual environment). Everything about the target is asked in a subprocess of it, so a broken
+PyTorch there cannot crash Apsi. pip runs with the user's own configuration and PIP_* variables.
+"""
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import threading
+
+PROBE_TIMEOUT = float(os.environ.get("APSI_PROBE_TIMEOUT", "120"))
+
+
+class PipError(Exception):
+    """pip could not do what was asked. `message` says what happened and what to do."""
+
+    def __init__(self, message):
+        super().__init__(message)
+        self.message = message
+
+
+def target_python():
+    return os.environ.get("APSI_PYTHON") or sys.executable
+
+
+def quote(cmd):
+    return " ".join(shlex.quote(str(c)) for c in cmd)
+
+
+# Runs inside the target Python. Reads torch/version.py without importing torch (fast, and works when
+# torch is broken); imports torch only when asked (doctor).
+_PROBE = r"""
+import json, os, sys, sysconfig
+sys.path[:] = [p for p in sys.path if p not in ("", os.getcwd())]
+import importlib.util, importlib.metadata as md
+out = {"python": {"executable": sys.executable, "version": sys.version.split()[0],
+                  "platform": sysconfig.get_platform(), "implementation": sys.implementation.name}}
+try:
+    out["pip"] = md.version("pip") if importlib.util.find_spec("pip") else None
+except md.PackageNotFoundError:
+    out["pip"] = None
+t = {"found": False}
+spec = importlib.util.find_spec("torch")
+if spec is not None and spec.submodule_search_locations:
+    t["found"] = True
+    t["location"] = list(spec.submodule_search_locations)[0]
+    vfile = os.path.join(t["location"], "version.py")
+    ns = {}
+    try:
+        exec(compile(open(vfile, encoding="utf-8").read(), vfile, "exec"), ns)
+    except Exception as e:
+        t["version_error"] = f"{type(e).__name__}: {e}"
+    t["version"] = ns.get("__version__")
+    for k in ("cuda", "hip", "xpu"):
+        t[k] = ns.get(k) if isinstance(ns.get(k), str) else None
+    try:
+        t["metadata_version"] = md.version("torch")
+    except md.PackageNotFoundError:
+        t["metadata_version"] = None
+    if not t["version"]:
+        t["version"] = t["metadata_version"]
+if t["found"] and "--import" in sys.argv:
+    try:
+        import torch
+        t["imported"] = True
+        t["version"] = str(torch.__version__)
+        try:
+            t["cudnn"] = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+        except Exception:
+            t["cudnn"] = None
+        devs = []
+        if torch.cuda.is_available():
+            kind = "rocm" if getattr(torch.version, "hip", None) else "cuda"
+            for i in range(torch.cuda.device_count()):
+                p = torch.cuda.get_device_properties(i)
+                devs.append({"name": f"cuda:{i}", "kind": kind, "model": p.name,
+                             "memory_gib": round(p.total_memory / 2**30, 1),
+                             "compute_cap": f"{p.major}.{p.minor}"})
+        mps = getattr(torch.backends, "mps", None)
+        if mps is not None and mps.is_available():
+            devs.append({"name": "mps", "kind": "mps", "model": "Apple GPU"})
+        xpu = getattr(torch, "xpu", None)
+        if xpu is not None and xpu.is_available():
+            for i in range(xpu.device_count()):
+                devs.append({"name": f"xpu:{i}", "kind": "xpu", "model": str(xpu.get_device_name(i))})
+        t["devices"] = devs
+    except BaseException as e:
+        t["imported"] = False
+        lines = [l for l in str(e).strip().splitlines() if l.strip()] or [""]
+        t["import_error"] = f"{type(e).__name__}: {lines[-1]}"[:500]
+out["torch"] = t
+print("APSI-PROBE " + json.dumps(out))
+"""
+
+
+def probe(python=None, import_torch=False, timeout=None):
+    """What the target Python is and holds: {"python": {...}, "pip": version|None, "torch": {...}}.
+
+    Raises PipError when the Python cannot be run at all."""
+    python = python or target_python()
+    cmd = [python, "-c", _PROBE] + (["--import"] if import_torch else [])
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout or PROBE_TIMEOUT,
+                           stdin=subprocess.DEVNULL)
+    except FileNotFoundError:
+        raise PipError(f"the Python that runs Apsi ({python}) is not there; reinstall Apsi "
+                       f"(or unset APSI_PYTHON)") from None
+    except subprocess.TimeoutExpired:
+        if import_torch:
+            # PyTorch hangs on import (a stuck GPU?): answer without it.
+            result = probe(python, import_torch=False, timeout=timeout)
+            result["torch"]["imported"] = False
+            result["torch"]["import_error"] = (f"importing torch took longer than "
+                                               f"{timeout or PROBE_TIMEOUT:g} s")
+            return result
+        raise PipError(f"{python} did not answer within {timeout or PROBE_TIMEOUT:g} s") from None
+    except OSError as e:
+        raise PipError(f"cannot run {python}: {e.strerror}") from None
+    for line in r.stdout.splitlines():
+        if line.startswith("APSI-PROBE "):
+            return json.loads(line[len("APSI-PROBE "):])
+    last = (r.stderr.strip().splitlines() or ["no output"])[-1]
+    raise PipError(f"cannot ask {python} what it holds: {last}")
+
+
+def pip_cmd(python, *args):
+    return [python, "-m", "pip", *args]
+
+
+def run_pip(cmd, echo=True):
+    """Run a pip command, showing its output as it goes. Returns (exit code, stderr text).
+
+    stdout passes straight through (pip's progress); stderr is shown and also kept for diagnosis.
+    Ctrl-C stops pip and raises KeyboardInterrupt here once pip has ended."""
+    try:
+        proc = subprocess.Popen(cmd, stdout=None, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    except OSError as e:
+        raise PipError(f"cannot run {cmd[0]}: {e.strerror}") from None
+    lines = []
+
+    def pump():
+        for raw in proc.stderr:
+            text = raw.decode("utf-8", "replace")
+            lines.append(text)
+            if echo:
+                sys.stderr.write(text)
+                sys.stderr.flush()
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    try:
+        rc = proc.wait()
+    except KeyboardInterrupt:
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        reader.join(timeout=5)
+        raise
+    reader.join(timeout=5)
+    return rc, "".join(lines)
+
+
+NETWORK_SIGNS = ("Failed to establish a new connection", "Max retries exceeded", "NewConnectionError",
+                 "Temporary failure in name resolution", "Name or service not known", "ConnectionError",
+                 "Read timed out", "ProxyError", "SSLError", "Network is unreachable",
+                 "Could not fetch URL", "HTTP error 5", "404 Client Error", "No such file or directory")
+
+
+def explain_failure(stderr, what, index_url, pyinfo):
+    """A one-paragraph message for a failed pip run: what happened, and what to do."""
+    py = pyinfo.get("python", {})
+    where = f"Python {py.get('version', '?')} on {py.get('platform', '?')}"
+    source = f" from {index_url}" if index_url else ""
+    if "No matching distribution found" in stderr or "Could not find a version that satisfies" in stderr:
+        return (f"no {what} wheel{source} matches {where}. That index may not carry this Python version "
+                f"or platform: try another build (`apsi pkg list` shows what is installed, "
+                f"`apsi pkg install torch-auto --dry-run` what fits), or a Python version PyTorch supports.")
+    if any(sign in stderr for sign in NETWORK_SIGNS):
+        return (f"pip could not reach the package index{source} (network, proxy or mirror problem). "
+                f"Check the connection, or point Apsi at a mirror: --torch-index URL, APSI_TORCH_INDEX, "
+                f"or [pkg] torch_index in apsi.toml; pip's own settings (pip.conf, PIP_INDEX_URL) apply too.")
+    if "No module named pip" in stderr:
+        return (f"pip is not installed in {py.get('executable', 'the Python that runs Apsi')}: "
+                f"run `{py.get('executable', 'python')} -m ensurepip --upgrade`, then try again.")
+    if "Permission denied" in stderr or "EnvironmentError: [Errno 13]" in stderr:
+        return (f"pip has no permission to write into {py.get('executable', 'this Python')}'s packages; "
+                f"run Apsi from a Python you own (a virtual environment), or as the owner of that Python.")
+    if "No space left on device" in stderr:
+        return "the disk is full: free some space (PyTorch needs several GB), then try again."
+    last = [ln for ln in stderr.strip().splitlines() if ln.strip()]
+    tail = last[-1].strip() if last else "no message"
+    return f"pip failed installing {what}{source} ({where}): {tail}"
