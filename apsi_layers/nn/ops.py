@@ -93,13 +93,6 @@ def constant(data):
 
 # --- elementwise --------------------------------------------------------------------------------
 
-def _sigmoid(x):
-    # Stable on both tails: exp only ever sees -|x|.
-    e = np.exp(-np.abs(x))
-    r = 1.0 / (1.0 + e)
-    return np.where(x >= 0, r, e * r)
-
-
 _GC, _GA = np.sqrt(2.0 / np.pi), 0.044715
 
 
@@ -114,7 +107,8 @@ log1p = _unary("log1p", np.log1p, "log(1 + x), accurate for small x")
 sqrt = _unary("sqrt", np.sqrt, "square root elementwise")
 abs = _unary("abs", np.abs, "absolute value elementwise")  # noqa: A001
 tanh = _unary("tanh", np.tanh, "hyperbolic tangent elementwise")
-sigmoid = _unary("sigmoid", _sigmoid, "1 / (1 + exp(-x)), computed stably")
+sigmoid = _unary("sigmoid", _raw.sigmoid, "1 / (1 + exp(-x)), stable on both tails")
+softplus = _unary("softplus", lambda x: np.logaddexp(0.0, x), "log(1 + exp(x)), stable")
 relu = _unary("relu", lambda x: np.maximum(x, 0.0), "max(x, 0) elementwise")
 gelu = _unary("gelu", _gelu, "GELU, tanh approximation (torch's approximate='tanh')")
 sin = _unary("sin", np.sin, "sine elementwise")

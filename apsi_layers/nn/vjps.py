@@ -118,6 +118,7 @@ RULES = {
     "sigmoid": (lambda xp, g, ans, x: g * (ans * (1.0 - ans)),),
     "relu": (lambda xp, g, ans, x: g * (x > 0),),
     "gelu": (_gelu_grad,),
+    "softplus": (lambda xp, g, ans, x: g * xp.sigmoid(x),),
     "sin": (lambda xp, g, ans, x: g * xp.cos(x),),
     "cos": (lambda xp, g, ans, x: -g * xp.sin(x),),
     "clip": (lambda xp, g, ans, x, lo=None, hi=None: g * xp.between(x, lo, hi),),
