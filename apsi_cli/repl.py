@@ -13,10 +13,9 @@ HISTORY = Path(os.environ.get("APSI_HISTORY", Path.home() / ".apsi_history"))
 def needs_more(text):
     """True while the input is an unfinished block or has open brackets/strings."""
     lines = text.split("\n")
-    if lines[-1].rstrip().endswith(":"):
-        return True
-    if len(lines) > 1 and lines[-1].strip():
-        return True          # inside a block: an empty line ends it
+    opened_block = any(line.rstrip().endswith(":") for line in lines)
+    if opened_block and lines[-1].strip():
+        return True          # a block ends with an empty line, as in Python's REPL
     try:
         program.Parser(text, "<repl>").parse_program()
     except ApsiSyntaxError as e:

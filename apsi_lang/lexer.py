@@ -64,11 +64,12 @@ class Lexer:
                 at_line_start = False
             c = src[self.pos]
             if c == "\n":
-                self.newline_token()
+                if not self.brackets:      # inside (), [] and {} the line continues
+                    self.newline_token()
                 self.pos += 1
                 self.line += 1
                 self.line_start = self.pos
-                at_line_start = True
+                at_line_start = not self.brackets
             elif c in " \t\r":
                 self.pos += 1
             elif c == "#":
