@@ -1,0 +1,104 @@
+import os
+import subprocess
+import sys
+
+import pytest
+
+from . import helpers
+
+NO_WSL = "/nonexistent/wsl/nvidia-smi"
+NO_PROC = "/nonexistent/proc/driver/nvidia/version"
+
+
+@pytest.fixture
+def machine(tmp_path, monkeypatch):
+    """Make this process see a chosen machine: machine("rtx4090-driver560"), machine(None) for no GPU,
+    machine("hang") for an nvidia-smi that hangs. Returns the fake bin folder (first on PATH)."""
+    bindir = tmp_path / "fakebin"
+    bindir.mkdir()
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}/usr/bin{os.pathsep}/bin")
+    monkeypatch.setenv("APSI_WSL_NVIDIA_SMI", NO_WSL)
+    monkeypatch.setenv("APSI_NVIDIA_PROC_VERSION", NO_PROC)
+    monkeypatch.setenv("APSI_DETECT_TIMEOUT", "5")
+    monkeypatch.delenv("WSL_DISTRO_NAME", raising=False)
+
+    def use(fixture):
+        smi = bindir / "nvidia-smi"
+        if smi.exists():
+            smi.unlink()
+        if fixture == "hang":
+            helpers.hanging_nvidia_smi(smi)
+        elif fixture:
+            helpers.fake_nvidia_smi(smi, fixture)
+        return bindir
+
+    return use
+
+
+@pytest.fixture(scope="session")
+def wheels(tmp_path_factory):
+    """Stand-in torch wheels and one PEP 503 index per build under a file:// base."""
+    root = tmp_path_factory.mktemp("wheels")
+    w = {
+        "cu126": helpers.make_torch_wheel(root / "w", "2.6.0+cu126", cuda="12.6"),
+        "cu128": helpers.make_torch_wheel(root / "w", "2.7.0+cu128", cuda="12.8"),
+        "cpu": helpers.make_torch_wheel(root / "w", "2.13.0+cpu"),
+        "rocm6.2": helpers.make_torch_wheel(root / "w", "2.5.1+rocm6.2", hip="6.2"),
+        "broken": helpers.make_torch_wheel(root / "broken", "2.6.0+cu126", cuda="12.6", broken=True),
+        "old": helpers.make_torch_wheel(root / "w", "2.1.0+cpu"),
+    }
+    base = root / "whl"
+    for key in ("cu126", "cu128", "cpu", "rocm6.2"):
+        helpers.make_index(base, key, [w[key]])
+    partial = root / "partial"                     # a mirror that lacks cu128
+    helpers.make_index(partial, "cu126", [w["cu126"]])
+    return {"wheel": w, "base": base.as_uri(), "partial": partial.as_uri(), "root": root}
+
+
+@pytest.fixture(scope="session")
+def venv(tmp_path_factory):
+    """A throwaway virtual environment with pip, made once per test session."""
+    path = tmp_path_factory.mktemp("venv") / "env"
+    python = helpers.make_venv(path)
+    cache = tmp_path_factory.mktemp("pip-cache")
+    return {"python": python, "site": helpers.site_packages(python), "cache": cache}
+
+
+@pytest.fixture
+def target(venv, wheels, monkeypatch, tmp_path):
+    """The venv as Apsi's Python, with no torch in it, isolated from this machine's pip settings."""
+    helpers.remove_torch(venv["site"])
+    env = helpers.isolated_pip_env(venv["cache"])
+    for k in [k for k in os.environ if k.startswith("PIP_")]:
+        monkeypatch.delenv(k)
+    for k, v in env.items():
+        if k.startswith("PIP_"):
+            monkeypatch.setenv(k, v)
+    monkeypatch.setenv("APSI_PYTHON", str(venv["python"]))
+    monkeypatch.setenv("APSI_TORCH_INDEX", wheels["base"])
+    monkeypatch.delenv("APSI_FAKE_TORCH_GPUS", raising=False)
+    monkeypatch.chdir(tmp_path)
+
+    class Target:
+        python = venv["python"]
+        site = venv["site"]
+
+        @staticmethod
+        def pip_install(wheel):
+            subprocess.run([str(venv["python"]), "-m", "pip", "install", "--no-index", "--no-deps",
+                            "--force-reinstall", str(wheel)], check=True, capture_output=True,
+                           env=dict(os.environ))
+
+        @staticmethod
+        def torch():
+            return helpers.torch_in(venv["python"], env=dict(os.environ))
+
+        @staticmethod
+        def apsi(*args, env=None):
+            """Run `apsi ARGS` as a separate process, the way a user does."""
+            r = subprocess.run([sys.executable, "-m", "apsi", *args], capture_output=True, text=True,
+                               env={**os.environ, **(env or {})}, timeout=300)
+            r.all = r.stdout + r.stderr
+            return r
+
+    return Target

@@ -1,0 +1,203 @@
+"""Stand-ins for tests: fake nvidia-smi programs, tiny torch wheels, PEP 503 indexes, a throwaway venv."""
+
+import base64
+import hashlib
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from urllib.parse import quote
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "nvidia-smi"
+
+
+# ---- fake nvidia-smi -------------------------------------------------------------------------------
+
+def fake_nvidia_smi(path, fixture):
+    """Write an executable at `path` that answers like nvidia-smi on the machine `fixture`.
+
+    Exit codes follow the fixtures' README: 9 when the driver is not loaded, 2 when the driver does not
+    know the compute_cap field, 0 otherwise."""
+    d = FIXTURES / fixture
+
+    def rc_for(name):
+        text = (d / name).read_text() if (d / name).exists() else ""
+        if "couldn't communicate" in text:
+            return 9
+        if "is not a valid field" in text:
+            return 2
+        return 0
+
+    script = f"""#!/bin/sh
+case "$*" in
+  *compute_cap*) f='{d}/query.csv'; rc={rc_for('query.csv')} ;;
+  *--query-gpu*) f='{d}/query-without-compute_cap.csv'; rc={rc_for('query-without-compute_cap.csv')} ;;
+  *) f='{d}/banner.txt'; rc={rc_for('banner.txt')} ;;
+esac
+/bin/cat "$f"
+exit $rc
+"""
+    _write_exe(path, script)
+    return path
+
+
+def hanging_nvidia_smi(path):
+    _write_exe(path, "#!/bin/sh\nexec /bin/sleep 60\n")
+    return path
+
+
+def failing_query_nvidia_smi(path, fixture):
+    """nvidia-smi whose --query-gpu fails (exit 6) but whose banner works."""
+    d = FIXTURES / fixture
+    _write_exe(path, f"""#!/bin/sh
+case "$*" in
+  *--query-gpu*) echo "Unknown Error"; exit 6 ;;
+esac
+/bin/cat '{d}/banner.txt'
+""")
+    return path
+
+
+def _write_exe(path, text):
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+
+
+# ---- stand-in torch wheels -------------------------------------------------------------------------
+
+_INIT = '''"""A stand-in for PyTorch, for Apsi's tests."""
+from . import version, cuda, backends
+__version__ = version.__version__
+'''
+
+_INIT_BROKEN = ('raise ImportError("libcudart.so.12: cannot open shared object file: '
+                'No such file or directory")\n')
+
+# Devices come from APSI_FAKE_TORCH_GPUS: "name:major.minor:GiB;..." (only when the build is a GPU one).
+_CUDA = '''import os
+from . import version
+
+def _gpus():
+    if not (version.cuda or version.hip):
+        return []
+    spec = os.environ.get("APSI_FAKE_TORCH_GPUS", "")
+    return [g.split(":") for g in spec.split(";") if g]
+
+class _Props:
+    def __init__(self, name, cc, gib):
+        self.name = name
+        self.major, self.minor = (int(p) for p in cc.split("."))
+        self.total_memory = int(float(gib) * 2**30)
+
+def is_available():
+    return bool(_gpus())
+
+def device_count():
+    return len(_gpus())
+
+def get_device_properties(i):
+    return _Props(*_gpus()[i])
+'''
+
+_BACKENDS = '''class cudnn:
+    @staticmethod
+    def is_available():
+        from .. import version
+        return bool(version.cuda)
+    @staticmethod
+    def version():
+        return 90100
+
+class mps:
+    @staticmethod
+    def is_available():
+        return False
+'''
+
+
+def make_torch_wheel(folder, version, cuda=None, hip=None, broken=False):
+    """Write torch-VERSION-py3-none-any.whl into `folder`; returns its path."""
+    files = {
+        "torch/__init__.py": _INIT_BROKEN if broken else _INIT,
+        "torch/version.py": (f"__version__ = {version!r}\ncuda = {cuda!r}\nhip = {hip!r}\nxpu = None\n"
+                             f"git_version = 'stand-in'\n"),
+        "torch/cuda.py": _CUDA,
+        "torch/backends/__init__.py": _BACKENDS,
+    }
+    dist = f"torch-{version}.dist-info"
+    files[f"{dist}/METADATA"] = f"Metadata-Version: 2.1\nName: torch\nVersion: {version}\nSummary: stand-in\n"
+    files[f"{dist}/WHEEL"] = ("Wheel-Version: 1.0\nGenerator: apsi-tests\nRoot-Is-Purelib: true\n"
+                              "Tag: py3-none-any\n")
+    files[f"{dist}/top_level.txt"] = "torch\n"
+    record = []
+    for name, text in files.items():
+        data = text.encode()
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record.append(f"{name},sha256={digest},{len(data)}")
+    record.append(f"{dist}/RECORD,,")
+    files[f"{dist}/RECORD"] = "\n".join(record) + "\n"
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"torch-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, text in files.items():
+            z.writestr(name, text)
+    return path
+
+
+def make_index(base, key, wheels):
+    """A PEP 503 simple index at base/key holding `wheels` (paths) for the project torch."""
+    project = Path(base) / key / "torch"
+    project.mkdir(parents=True, exist_ok=True)
+    links = []
+    for w in wheels:
+        shutil.copy(w, project / Path(w).name)
+        links.append(f'<a href="{quote(Path(w).name)}">{Path(w).name}</a><br>')
+    page = "<!DOCTYPE html><html><body>\n" + "\n".join(links) + "\n</body></html>\n"
+    (project / "index.html").write_text(page)
+    (Path(base) / key / "index.html").write_text('<html><body><a href="torch/">torch</a></body></html>\n')
+    return Path(base) / key
+
+
+# ---- the throwaway Python ---------------------------------------------------------------------------
+
+def isolated_pip_env(cache):
+    """os.environ without this machine's pip settings: no config file, no PIP_* variables."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    env.update(PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1",
+               PIP_CACHE_DIR=str(cache), PIP_RETRIES="0", PIP_TIMEOUT="3", PYTHONDONTWRITEBYTECODE="1")
+    return env
+
+
+def make_venv(path, with_pip=True):
+    cmd = [sys.executable, "-m", "venv", str(path)] + ([] if with_pip else ["--without-pip"])
+    subprocess.run(cmd, check=True, capture_output=True)
+    return venv_python(path)
+
+
+def venv_python(path):
+    bindir = "Scripts" if os.name == "nt" else "bin"
+    return Path(path) / bindir / ("python.exe" if os.name == "nt" else "python")
+
+
+def site_packages(python):
+    out = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                         capture_output=True, text=True, check=True)
+    return Path(out.stdout.strip())
+
+
+def remove_torch(site):
+    for p in list(site.glob("torch")) + list(site.glob("torch-*.dist-info")):
+        shutil.rmtree(p, ignore_errors=True)
+
+
+def torch_in(python, env=None):
+    """The torch version the venv imports, or the import error's last line."""
+    r = subprocess.run([str(python), "-c", "import torch; print(torch.__version__)"], capture_output=True,
+                       text=True, env=env, cwd=os.path.dirname(str(python)))
+    return r.stdout.strip() if r.returncode == 0 else "ERROR: " + (r.stderr.strip().splitlines() or [""])[-1]

@@ -1,0 +1,248 @@
+"""torch-auto's choice for every real machine in tests/fixtures/nvidia-smi, and detection's edge cases."""
+
+import time
+
+import pytest
+
+from apsi_cli import hardware, torch_builds, torch_choice
+from apsi_cli.hardware import GPU, Hardware, NvidiaInfo, others
+
+from . import helpers
+
+# fixture -> (index chosen, pip requirement, reasoning line)
+EXPECTED = {
+    "a100x2-driver580": ("cu130", "torch>=2.9",
+                         "2× NVIDIA A100-SXM4-80GB (compute 8.0), driver 580.65.06 → "
+                         "torch-cu130: PyTorch ≥ 2.9 + CUDA 13.0"),
+    "gtx1080-driver535": ("cu118", "torch>=2.3,<2.8",
+                          "NVIDIA GeForce GTX 1080 (compute 6.1), driver 535.183.01 → "
+                          "torch-cu118: PyTorch 2.3–2.7 + CUDA 11.8"),
+    "gtx970-driver470": ("cpu", "torch>=2.3",
+                         "NVIDIA GeForce GTX 970 (compute 5.2 from its name), driver 470.256.02 → "
+                         "torch: PyTorch ≥ 2.3 + the CPU build"),
+    "h100-driver550": ("cu124", "torch>=2.4,<2.7",
+                       "NVIDIA H100 80GB HBM3 (compute 9.0), driver 550.54.15 → "
+                       "torch-cu124: PyTorch 2.4–2.6 + CUDA 12.4"),
+    "mixed-rtx5090-gtx1080-driver575": ("cu129", "torch>=2.8,<2.9",
+                                        "NVIDIA GeForce RTX 5090 (compute 12.0) + NVIDIA GeForce GTX 1080 "
+                                        "(compute 6.1), driver 575.57.08 → "
+                                        "torch-cu129: PyTorch 2.8 + CUDA 12.9"),
+    "rtx3060-driver525": ("cu118", "torch>=2.3,<2.8",
+                          "NVIDIA GeForce RTX 3060 (compute 8.6), driver 525.147.05 → "
+                          "torch-cu118: PyTorch 2.3–2.7 + CUDA 11.8"),
+    "rtx4090-driver560": ("cu126", "torch>=2.6",
+                          "NVIDIA GeForce RTX 4090 (compute 8.9), driver 560.35.03 → "
+                          "torch-cuda: PyTorch ≥ 2.6 + CUDA 12.6"),
+    "rtx5090-driver570": ("cu128", "torch>=2.7,<2.12",
+                          "NVIDIA GeForce RTX 5090 (compute 12.0), driver 570.124.04 → "
+                          "torch-cu128: PyTorch 2.7–2.11 + CUDA 12.8"),
+    "t4-driver550": ("cu124", "torch>=2.4,<2.7",
+                     "Tesla T4 (compute 7.5), driver 550.90.07 → torch-cu124: PyTorch 2.4–2.6 + CUDA 12.4"),
+}
+
+
+def test_every_fixture_has_an_expectation():
+    names = {p.name for p in helpers.FIXTURES.iterdir() if p.is_dir()}
+    assert names == set(EXPECTED) | {"driver-not-loaded"}
+
+
+@pytest.mark.parametrize("fixture", sorted(EXPECTED))
+def test_choice_for_fixture(machine, fixture):
+    machine(fixture)
+    hw = hardware.detect()
+    plan = torch_choice.choose(hw)
+    index, requirement, reason = EXPECTED[fixture]
+    assert (plan.index, plan.requirement, plan.reason) == (index, requirement, reason)
+    assert plan.stop is None
+
+
+def test_fixture_details_read_from_nvidia_smi(machine):
+    machine("a100x2-driver580")
+    nv = hardware.detect().nvidia
+    assert nv.status == "ok" and nv.driver == "580.65.06" and nv.cuda_driver_api == "13.0"
+    assert [(g.name, g.compute_cap, g.memory_mib) for g in nv.gpus] == [
+        ("NVIDIA A100-SXM4-80GB", (8, 0), 81920)] * 2
+
+
+def test_old_driver_retries_without_compute_cap(machine):
+    machine("gtx970-driver470")
+    nv = hardware.detect().nvidia
+    assert nv.status == "ok"
+    assert nv.gpus[0].compute_cap == (5, 2) and nv.gpus[0].compute_cap_source == "name"
+    plan = torch_choice.choose(hardware.detect())
+    assert plan.warnings == ("driver 470.256.02 is older than every CUDA build needs (CUDA 11.8 needs "
+                             "520.61.05 or newer): installing the CPU build; update the NVIDIA driver to "
+                             "use the GPU, then run `apsi pkg install torch-auto` again",)
+
+
+def test_mixed_gpus_warn_about_the_one_left_out(machine):
+    machine("mixed-rtx5090-gtx1080-driver575")
+    plan = torch_choice.choose(hardware.detect())
+    assert plan.warnings == ("NVIDIA GeForce GTX 1080 (compute 6.1) has no kernels in torch-cu129; PyTorch "
+                             "will not be able to use it (torch-cuda would serve it, but not NVIDIA GeForce "
+                             "RTX 5090)",)
+
+
+def test_driver_not_loaded_is_reported_and_stops(machine):
+    machine("driver-not-loaded")
+    hw = hardware.detect()
+    assert hw.nvidia.status == "not-loaded"
+    assert "installed but not loaded" in hw.nvidia.note
+    plan = torch_choice.choose(hw)
+    assert plan.index is None and "sudo modprobe nvidia" in plan.stop
+    assert "apsi pkg install torch-auto" in plan.stop
+
+
+def test_no_nvidia_smi_means_cpu(machine):
+    machine(None)
+    hw = hardware.detect()
+    assert hw.nvidia.status == "absent" and hw.gpus == ()
+    plan = torch_choice.choose(hw)
+    if hw.system == "Linux":
+        assert plan.index == "cpu" and plan.reason.startswith("no NVIDIA, AMD or Intel GPU found → torch:")
+
+
+def test_hanging_nvidia_smi_times_out_quickly(machine, monkeypatch):
+    machine("hang")
+    monkeypatch.setenv("APSI_DETECT_TIMEOUT", "0.5")
+    start = time.monotonic()
+    hw = hardware.detect()
+    assert time.monotonic() - start < 4
+    assert hw.nvidia.status == "timeout" and "did not answer within 0.5 s" in hw.nvidia.note
+    plan = torch_choice.choose(hw)
+    assert plan.index is None and "apsi pkg install torch-cuda" in plan.stop
+
+
+def test_wsl_location_is_found_and_windows_driver_numbers_apply(machine, monkeypatch, tmp_path):
+    machine(None)
+    wsl = helpers.fake_nvidia_smi(tmp_path / "wsl" / "lib" / "nvidia-smi", "rtx5090-driver570")
+    monkeypatch.setenv("APSI_WSL_NVIDIA_SMI", str(wsl))
+    hw = hardware.detect()
+    assert hw.nvidia.status == "ok" and hw.nvidia.source.startswith(str(wsl))
+    if hw.system == "Linux":
+        assert hw.wsl and hw.windows_driver
+        plan = torch_choice.choose(hw)
+        assert plan.index == "cu128" and "driver 570.124.04 (WSL) → torch-cu128" in plan.reason
+
+
+def test_banner_when_the_query_fails(machine):
+    bindir = machine(None)
+    helpers.failing_query_nvidia_smi(bindir / "nvidia-smi", "rtx4090-driver560")
+    nv = hardware.detect().nvidia
+    assert nv.status == "ok" and nv.driver == "560.35.03" and nv.cuda_driver_api == "12.6"
+    assert [(g.name, g.compute_cap, g.memory_mib) for g in nv.gpus] == [
+        ("NVIDIA GeForce RTX 4090", None, 24564)]
+    plan = torch_choice.choose(hardware.detect())
+    assert plan.index == "cu126"
+    assert plan.warnings == ("NVIDIA GeForce RTX 4090: its compute capability is unknown, so only the "
+                             "driver was checked",)
+
+
+def test_proc_driver_version_without_nvidia_smi(machine, monkeypatch, tmp_path):
+    machine(None)
+    proc = tmp_path / "version"
+    proc.write_text("NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  "
+                    "Tue Mar  5 22:23:56 UTC 2024\nGCC version:  gcc version 12.2.0\n")
+    monkeypatch.setenv("APSI_NVIDIA_PROC_VERSION", str(proc))
+    hw = hardware.detect()
+    assert (hw.nvidia.status, hw.nvidia.driver, hw.nvidia.source) == ("driver-only", "550.54.15", str(proc))
+    plan = torch_choice.choose(hw)
+    assert plan.index == "cu124"
+    assert "nvidia-smi listed no GPU models" in plan.warnings[0]
+
+
+def _nv(driver, *ccs, system="Linux"):
+    gpus = tuple(GPU(name=f"GPU {a}.{b}", vendor="nvidia", compute_cap=(a, b)) for a, b in ccs)
+    return Hardware(system, "x86_64", nvidia=NvidiaInfo(status="ok", driver=driver, gpus=gpus))
+
+
+@pytest.mark.parametrize("driver, cc, index", [
+    ("580.95.05", (7, 0), "cu126"),     # Volta: CUDA 13 has no kernels; cu126 still gets new releases
+    ("595.45.04", (8, 9), "cu132"),     # the newest CUDA where the driver allows
+    ("595.45.04", (12, 1), "cu132"),    # 12.0 code (and PTX) serves 12.1
+    ("570.26", (12, 0), "cu128"),       # 12.8 GA driver
+    ("570.25", (12, 0), None),          # too old for any Blackwell build: CPU with a warning
+    ("560.28.03", (6, 1), "cu126"),     # Pascal on the last index that has it
+    ("520.61.05", (7, 5), "cu118"),
+])
+def test_choice_table(driver, cc, index):
+    plan = torch_choice.choose(_nv(driver, cc))
+    assert plan.index == (index or "cpu")
+    if index is None:
+        assert "no CUDA build this driver runs has kernels" in plan.warnings[0]
+
+
+def test_windows_driver_numbers():
+    # 560.70 meets Linux's 560.28.03 for CUDA 12.6 but not Windows' 560.76
+    assert torch_choice.choose(_nv("560.70", (8, 9))).index == "cu126"
+    assert torch_choice.choose(_nv("560.70", (8, 9), system="Windows")).index == "cu124"
+
+
+def test_amd_intel_and_macos():
+    amd = Hardware("Linux", "x86_64", amd=(GPU(name="Radeon RX 7900 XTX", vendor="amd", arch="gfx1100"),))
+    plan = torch_choice.choose(amd)
+    assert plan.index == "rocm6.4" and plan.reason.startswith("Radeon RX 7900 XTX (gfx1100) → torch-rocm:")
+    odd = Hardware("Linux", "x86_64", amd=(GPU(name="Old", vendor="amd", arch="gfx803"),))
+    assert torch_choice.choose(odd).index == "cpu"
+    win = Hardware("Windows", "AMD64", amd=amd.amd)
+    assert "Linux only" in torch_choice.choose(win).warnings[0]
+    intel = Hardware("Linux", "x86_64", intel=(GPU(name="Intel GPU 0x56a0", vendor="intel"),))
+    assert torch_choice.choose(intel).index == "xpu"
+    mac = torch_choice.choose(Hardware("Darwin", "arm64", apple_mps=True))
+    assert mac.default_index and mac.reason == ("macOS on Apple silicon (MPS) → torch: PyTorch from the "
+                                                "default index (CPU, and MPS on Apple silicon)")
+
+
+def test_rocminfo_parsing():
+    text = """ROCk module is loaded
+*******
+Agent 1
+*******
+  Name:                    AMD Ryzen 9 7950X
+  Marketing Name:          AMD Ryzen 9 7950X
+  Device Type:             CPU
+*******
+Agent 2
+*******
+  Name:                    gfx1100
+  Marketing Name:          Radeon RX 7900 XTX
+  Device Type:             GPU
+"""
+    assert others.parse_rocminfo(text) == [("Radeon RX 7900 XTX", "gfx1100")]
+
+
+def test_intel_detection_from_sysfs(tmp_path):
+    for card, vendor, device in (("card0", "0x8086", "0x56a0"), ("card1", "0x8086", "0x9a49"),
+                                 ("card0-DP-1", "0x8086", "0x56a0")):
+        d = tmp_path / card / "device"
+        d.mkdir(parents=True)
+        (d / "vendor").write_text(vendor + "\n")
+        (d / "device").write_text(device + "\n")
+    assert [g.name for g in others.detect_intel(str(tmp_path))] == ["Intel GPU 0x56a0"]
+
+
+def test_suitability():
+    hw = _nv("560.35.03", (8, 9))
+    plan = torch_choice.choose(hw)
+    assert torch_choice.suitability(hw, plan, {"version": "2.6.0+cu126", "cuda": "12.6"})[0]
+    ok, why = torch_choice.suitability(hw, plan, {"version": "2.13.0+cpu"})
+    assert not ok and why == ("PyTorch 2.13.0+cpu is the CPU build, but this machine has a GPU that "
+                              "torch-cuda would use")
+    ok, why = torch_choice.suitability(hw, plan, {"version": "2.7.0+cu128", "cuda": "12.8"})
+    assert not ok and why == ("PyTorch 2.7.0+cu128 needs NVIDIA driver 570.26 or newer, "
+                              "this machine has 560.35.03")
+    pascal = _nv("580.65.06", (6, 1))
+    ok, why = torch_choice.suitability(pascal, torch_choice.choose(pascal), {"version": "2.9.0+cu130",
+                                                                             "cuda": "13.0"})
+    assert not ok and why == "PyTorch 2.9.0+cu130 has no kernels for GPU 6.1 (compute 6.1)"
+
+
+def test_table_is_consistent():
+    for ix in torch_builds.INDEXES.values():
+        assert ix.spans and all(s.first for s in ix.spans)
+        for a, b in zip(ix.spans, ix.spans[1:], strict=False):
+            assert a.last is not None and torch_builds.next_minor(a.last) == b.first
+    for build in torch_builds.BUILDS.values():
+        assert build.index is None or build.index in torch_builds.INDEXES
+    assert torch_choice.explicit("cu124").reason == "torch-cu124: PyTorch 2.4–2.6 + CUDA 12.4"
+    assert torch_choice.explicit("cu126").reason == "torch-cuda: PyTorch ≥ 2.6 + CUDA 12.6"
