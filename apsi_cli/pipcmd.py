@@ -177,14 +177,14 @@ def explain_failure(stderr, what, index_url, pyinfo):
     py = pyinfo.get("python", {})
     where = f"Python {py.get('version', '?')} on {py.get('platform', '?')}"
     source = f" from {index_url}" if index_url else ""
-    if "No matching distribution found" in stderr or "Could not find a version that satisfies" in stderr:
-        return (f"no {what} wheel{source} matches {where}. That index may not carry this Python version "
-                f"or platform: try another build (`apsi pkg list` shows what is installed, "
-                f"`apsi pkg install torch-auto --dry-run` what fits), or a Python version PyTorch supports.")
     if any(sign in stderr for sign in NETWORK_SIGNS):
         return (f"pip could not reach the package index{source} (network, proxy or mirror problem). "
                 f"Check the connection, or point Apsi at a mirror: --torch-index URL, APSI_TORCH_INDEX, "
                 f"or [pkg] torch_index in apsi.toml; pip's own settings (pip.conf, PIP_INDEX_URL) apply too.")
+    if "No matching distribution found" in stderr or "Could not find a version that satisfies" in stderr:
+        return (f"no {what} wheel{source} matches {where}. That index may not carry this Python version "
+                f"or platform: try another build (`apsi pkg list` shows what is installed, "
+                f"`apsi pkg install torch-auto --dry-run` what fits), or a Python version PyTorch supports.")
     if "No module named pip" in stderr:
         return (f"pip is not installed in {py.get('executable', 'the Python that runs Apsi')}: "
                 f"run `{py.get('executable', 'python')} -m ensurepip --upgrade`, then try again.")
