@@ -61,7 +61,13 @@ NN_EXPORTS = (
 
 def nn_module():
     """{name: value} for `use nn`."""
+    import warnings
+
     from apsi_layers import nn
+
+    # NumPy's "invalid value encountered in log" would reach Apsi users as a Python warning; in Apsi,
+    # NaN and inf are reported by grad and the optimizers instead, naming the op that made them.
+    warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"apsi_layers\.")
 
     exports = {name: getattr(nn, name) for name in NN_EXPORTS}
     exports.update(_tensor_aware(nn))

@@ -112,7 +112,10 @@ def _backward_raw(entries, top, seed, first, stop):
         if g is None:
             continue
         grads[i - first] = None                     # free it as soon as it has been passed on
-        rules, parents, datas, ans, params, _, _ = entries[i]
+        entry = entries[i]
+        if entry is None:                           # a leaf of an inner grad: nothing flows past it
+            continue
+        rules, parents, datas, ans, params, _, _ = entry
         for k, p in enumerate(parents):
             if p < first:
                 continue
@@ -138,7 +141,10 @@ def _backward_graph(entries, top, seed, first, stop):
         if g is None:
             continue
         grads[i - first] = None
-        rules, parents, _, _, params, args, out = entries[i]
+        entry = entries[i]
+        if entry is None:
+            continue
+        rules, parents, _, _, params, args, out = entry
         for k, p in enumerate(parents):
             if p < first:
                 continue

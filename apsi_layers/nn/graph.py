@@ -22,7 +22,8 @@ def _const(fn):
 GRAPH = SimpleNamespace(
     sum_to=shape.sum_to, broadcast_to=shape.broadcast_to, reshape=shape.reshape,
     transpose=shape.transpose, swap_last=shape.swap_last, expand_dims=shape.expand_dims,
-    matmul=ops.matmul, sum=reduce.sum, exp=ops.exp, log=ops.log, sigmoid=ops.sigmoid, tanh=ops.tanh, sin=ops.sin,
+    matmul=ops.matmul, sum=reduce.sum, exp=ops.exp, log=ops.log, sigmoid=ops.sigmoid, tanh=ops.tanh,
+    sin=ops.sin,
     cos=ops.cos, sign=_const(np.sign), where=ops.where, between=_const(_raw.between),
     share=_const(_raw.share), equal_mask=_const(_raw.equal_mask), count=_const(_raw.count),
     getitem=shape.getitem, index_add=shape.index_add, take_along=shape.take_along,

@@ -12,7 +12,7 @@ from apsi_lang.errors import ApsiError
 from . import xp as _raw
 from .tape import STATE
 from .tensor import Tensor, as_tensor
-from .vjps import RULES, concat_rule, keep_shape
+from .vjps import RULES
 
 _NUMBER = (float, int)
 

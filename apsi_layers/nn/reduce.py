@@ -7,6 +7,7 @@ from apsi_lang.errors import ApsiError
 from .ops import apply
 from .tensor import Tensor, as_tensor
 
+
 def _axis(axis):
     if isinstance(axis, list):
         return tuple(axis)

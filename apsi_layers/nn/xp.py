@@ -89,7 +89,8 @@ def count(mask, axis):
 RAW = SimpleNamespace(
     sum_to=sum_to, broadcast_to=np.broadcast_to, reshape=np.reshape, transpose=np.transpose,
     swap_last=swap_last, expand_dims=np.expand_dims, matmul=np.matmul, sum=np.sum,
-    exp=np.exp, log=np.log, sigmoid=sigmoid, tanh=np.tanh, sin=np.sin, cos=np.cos, sign=np.sign, where=np.where,
+    exp=np.exp, log=np.log, sigmoid=sigmoid, tanh=np.tanh, sin=np.sin, cos=np.cos, sign=np.sign,
+    where=np.where,
     between=between, share=share, equal_mask=equal_mask, count=count,
     getitem=lambda x, index: x[index], index_add=index_add,
     take_along=np.take_along_axis, put_along=put_along,
