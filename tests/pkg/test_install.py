@@ -180,3 +180,15 @@ def test_python_without_pip(target, machine, tmp_path):
     assert r.returncode == 1
     assert r.stderr.strip() == (f"error: pip is not installed in {bare}: "
                                 f"run `{bare} -m ensurepip --upgrade`, then try again")
+
+
+def test_bundles_dry_run(target, machine):
+    machine("rtx4090-driver560")
+    r = target.apsi("pkg", "install", "ai", "--dry-run")
+    assert r.returncode == 0, r.all
+    assert r.stdout.splitlines()[0].startswith("ai: NVIDIA GeForce RTX 4090 (compute 8.9)")
+    assert r.stdout.rstrip().endswith("-m pip install onnxruntime transformers")
+    r = target.apsi("pkg", "install", "ai-gpu", "numpy", "--dry-run")
+    assert r.returncode == 0, r.all
+    assert r.stdout.splitlines()[0] == "ai-gpu: torch-cuda: PyTorch ≥ 2.6 + CUDA 12.6"
+    assert r.stdout.rstrip().endswith("-m pip install onnxruntime-gpu cupy-cuda12x transformers numpy")

@@ -1,0 +1,183 @@
+"""`apsi doctor` and `apsi setup` through Click's runner; doctor's JSON checked field by field."""
+
+import json
+import platform
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from apsi_cli.main import cli
+
+pytestmark = pytest.mark.slow
+
+
+def doctor_json(*args):
+    r = CliRunner().invoke(cli, [*args, "doctor", "--json"])
+    assert r.exception is None or isinstance(r.exception, SystemExit), r.output
+    return r.exit_code, json.loads(r.stdout)
+
+
+def checks(report, key):
+    return [(c["status"], c["detail"], c["fix"]) for c in report["checks"] if c["key"] == key]
+
+
+def test_doctor_json_gpu_machine_with_the_right_build(target, wheels, machine, monkeypatch):
+    machine("rtx4090-driver560")
+    target.pip_install(wheels["wheel"]["cu126"])
+    monkeypatch.setenv("APSI_FAKE_TORCH_GPUS", "NVIDIA GeForce RTX 4090:8.9:23.99")
+    code, rep = doctor_json()
+    assert code == 0 and rep["ok"] is True
+    assert set(rep) == {"ok", "apsi", "python", "platform", "numpy", "hardware", "torch", "recommendation",
+                        "config", "permissions", "checks"}
+    assert rep["apsi"]["version"]
+    assert rep["python"]["executable"] == str(target.python)
+    assert rep["python"]["version"] == platform.python_version()
+    assert rep["python"]["pip"]
+    assert rep["platform"]["system"] == platform.system() and rep["platform"]["machine"] == platform.machine()
+    import numpy
+
+    assert rep["numpy"]["version"] == numpy.__version__ and rep["numpy"]["threads"] >= 1
+    nv = rep["hardware"]["nvidia"]
+    assert (nv["status"], nv["driver"], nv["cuda_driver_api"]) == ("ok", "560.35.03", "12.6")
+    assert nv["gpus"] == [{"name": "NVIDIA GeForce RTX 4090", "vendor": "nvidia", "compute_cap": "8.9",
+                           "compute_cap_source": "nvidia-smi", "arch": None, "memory_mib": 24564}]
+    t = rep["torch"]
+    assert (t["found"], t["imported"], t["version"], t["build"], t["cuda"], t["hip"], t["cudnn"]) == (
+        True, True, "2.6.0+cu126", "cu126", "12.6", None, 90100)
+    assert t["import_error"] is None
+    assert t["devices"] == [{"name": "cuda:0", "kind": "cuda", "model": "NVIDIA GeForce RTX 4090",
+                             "memory_gib": 24.0, "compute_cap": "8.9"}]
+    rec = rep["recommendation"]
+    assert rec["build"] == "torch-cuda" and rec["summary"] == "torch-cuda: PyTorch ≥ 2.6 + CUDA 12.6"
+    assert rec["installed"] == "cu126" and rec["suits"] is True and rec["fix"] is None
+    assert rec["reason"] == ("NVIDIA GeForce RTX 4090 (compute 8.9), driver 560.35.03 → "
+                             "torch-cuda: PyTorch ≥ 2.6 + CUDA 12.6")
+    assert rep["config"]["path"] is None and rep["config"]["allow"] == []
+    from apsi_lang.permissions import PERMISSIONS
+
+    assert rep["permissions"] == {"known": list(PERMISSIONS), "granted": [], "flags": []}
+    assert checks(rep, "torch") == [("ok", "2.6.0+cu126, CUDA 12.6, cuDNN 90100", None)]
+    assert checks(rep, "devices") == [("ok", "cpu; cuda:0 NVIDIA GeForce RTX 4090, 24.0 GiB", None)]
+    assert checks(rep, "gpu") == [("ok", "driver 560.35.03 (runs CUDA ≤ 12.6): NVIDIA GeForce RTX 4090 "
+                                         "(compute 8.9), 24 GiB", None)]
+    assert all(c["status"] in ("ok", "warn", "fail", "info") for c in rep["checks"])
+
+
+def test_doctor_cpu_build_on_a_gpu_machine_gives_the_fix(target, wheels, machine):
+    machine("rtx4090-driver560")
+    target.pip_install(wheels["wheel"]["cpu"])
+    code, rep = doctor_json()
+    assert code == 0                          # works, but not what the machine deserves: a warning
+    rec = rep["recommendation"]
+    assert rec["suits"] is False and rec["fix"] == "apsi pkg install torch-cuda"
+    assert checks(rep, "choice") == [(
+        "warn", "PyTorch 2.13.0+cpu is the CPU build, but this machine has a GPU that torch-cuda would use; "
+                "torch-auto would choose torch-cuda: PyTorch ≥ 2.6 + CUDA 12.6",
+        "apsi pkg install torch-cuda")]
+
+
+def test_doctor_gpu_build_that_sees_no_gpu_is_broken(target, wheels, machine):
+    machine("rtx4090-driver560")
+    target.pip_install(wheels["wheel"]["cu126"])
+    code, rep = doctor_json()
+    assert code == 1 and rep["ok"] is False
+    assert checks(rep, "devices")[0][:2] == ("fail", "PyTorch is a GPU build but sees no GPU")
+
+
+def test_doctor_broken_torch(target, wheels, machine):
+    machine(None)
+    target.pip_install(wheels["wheel"]["broken"])
+    code, rep = doctor_json()
+    assert code == 1
+    assert rep["torch"]["imported"] is False
+    assert rep["torch"]["import_error"].startswith("ImportError: libcudart.so.12")
+    status, detail, fix = checks(rep, "torch")[0]
+    assert status == "fail" and "is installed but does not import" in detail
+    assert fix == "apsi pkg install torch"
+
+
+def test_doctor_without_torch_and_with_driver_not_loaded(target, machine):
+    machine("driver-not-loaded")
+    code, rep = doctor_json()
+    assert code == 1
+    assert rep["torch"]["found"] is False
+    assert checks(rep, "torch") == [("warn", "not installed (optional: the torch backend needs it)",
+                                     "apsi pkg install torch-auto")]
+    status, detail, fix = checks(rep, "gpu")[0]
+    assert status == "fail" and "installed but not loaded" in detail and "modprobe" in fix
+    assert rep["recommendation"]["build"] is None and "modprobe" in rep["recommendation"]["stop"]
+
+
+def test_doctor_reports_apsi_toml_and_its_permissions(target, machine, tmp_path):
+    machine(None)
+    (tmp_path / "apsi.toml").write_text('[run]\nallow = ["python", "net"]\n[extra]\n')
+    code, rep = doctor_json("--allow-env")
+    assert code == 0
+    assert rep["config"]["path"] == str(tmp_path / "apsi.toml")
+    assert rep["permissions"]["granted"] == ["python", "net"] and rep["permissions"]["flags"] == ["env"]
+    assert ("warn", f"{tmp_path / 'apsi.toml'}: unknown section [extra] ignored (known: run, pkg)",
+            "remove or correct the key") in checks(rep, "config")
+
+
+def test_doctor_bad_apsi_toml_is_broken(target, machine, tmp_path):
+    machine(None)
+    (tmp_path / "apsi.toml").write_text('[run]\nallow = ["root"]\n')
+    code, rep = doctor_json()
+    assert code == 1
+    status, detail, _ = checks(rep, "config")[0]
+    assert status == "fail" and "run.allow has unknown permission 'root'" in detail
+
+
+def test_doctor_table(target, machine, monkeypatch):
+    machine("rtx4090-driver560")
+    monkeypatch.setenv("COLUMNS", "250")
+    r = CliRunner().invoke(cli, ["doctor"], terminal_width=200)
+    assert r.exit_code == 0, r.output
+    assert "apsi doctor" in r.output and "✓" in r.output and "!" in r.output
+    assert "torch-auto would choose torch-cuda: PyTorch ≥ 2.6 + CUDA 12.6" in r.output
+    assert "apsi pkg install torch-auto" in r.output
+
+
+def test_setup_with_scripted_answers(target, machine, tmp_path):
+    machine("t4-driver550")
+    r = CliRunner().invoke(cli, ["setup"], input="n\ny\npython, bogus\npython,net\n", terminal_width=200)
+    assert r.exit_code == 0, r.output
+    out = r.output
+    assert "NVIDIA: Tesla T4 (compute 7.5), 15 GiB, driver 550.90.07" in out
+    assert ("Recommended PyTorch: Tesla T4 (compute 7.5), driver 550.90.07 → torch-cu124: "
+            "PyTorch 2.4–2.6 + CUDA 12.4") in out
+    assert "unknown: bogus" in out
+    assert (tmp_path / "apsi.toml").read_text().endswith('[run]\nallow = ["python", "net"]\n')
+    assert "apsi doctor" in out and "Nothing is broken." in out
+
+
+def test_setup_yes_installs_and_writes_defaults(target, wheels, machine, tmp_path):
+    machine(None)
+    r = CliRunner().invoke(cli, ["setup", "--yes"], terminal_width=200)
+    assert r.exit_code == 0, r.output
+    assert "Install it now (apsi pkg install torch-auto)? yes (--yes)" in r.output
+    assert target.torch() == "2.13.0+cpu"
+    assert (tmp_path / "apsi.toml").read_text().endswith('allow = ["python"]\n')
+    r = CliRunner().invoke(cli, ["setup", "--yes"], terminal_width=200)
+    assert "exists already; it is left as it is" in r.output
+    assert "nothing is downloaded" in r.output
+
+
+def test_setup_when_the_driver_is_not_loaded_installs_nothing(target, machine, tmp_path):
+    machine("driver-not-loaded")
+    r = CliRunner().invoke(cli, ["setup"], input="n\n", terminal_width=200)
+    assert r.exit_code == 1                                   # the doctor reports the driver
+    assert "Install it now" not in r.output and "sudo modprobe nvidia" in r.output
+    assert not (tmp_path / "apsi.toml").exists()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX start-up check")
+def test_commands_do_not_load_heavy_modules_at_start():
+    import subprocess
+
+    code = ("import sys; import apsi_cli.main; "
+            "print(sorted(m for m in ('rich', 'numpy', 'torch', 'apsi_cli.pkg', 'apsi_cli.doctor') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
