@@ -89,9 +89,13 @@ def install(req):
 
 
 def _plan_for(req, build):
-    if req.index_url and build.name in ("torch", "torch-auto"):
-        return torch_choice.Plan(index=None, requirement="torch",
-                                 reason=f"torch from {req.index_url} (--index-url)"), req.index_url
+    if req.index_url:
+        if build.index is None or build.index == "cpu":
+            return torch_choice.Plan(index=None, requirement="torch",
+                                     reason=f"torch from {req.index_url} (--index-url)"), req.index_url
+        plan = torch_choice.explicit(build.index)
+        return torch_choice.Plan(**{**plan.__dict__, "reason": f"{plan.reason}, from {req.index_url}"}), \
+            req.index_url
     if build.index is None:
         from . import hardware
 
