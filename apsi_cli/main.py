@@ -85,4 +85,7 @@ def cli(ctx, code, **perms):
 
 
 def main(argv=None, prog_name="apsi"):
+    import sys
+
+    argv = options.normalize_argv(sys.argv[1:] if argv is None else argv)
     cli.main(args=argv, prog_name=prog_name)

@@ -29,3 +29,21 @@ def merge(outer, inner):
         if value is not None:
             merged[key] = value
     return merged
+
+
+def normalize_argv(argv):
+    """`--allow-read FILE` must not take FILE as the list of paths: a bare --allow-read/--allow-write
+    (before the program's file) means "everywhere"; paths are given only as --allow-read=PATH,…"""
+    out, i, argv = [], 0, list(argv)
+    while i < len(argv):
+        arg = argv[i]
+        if arg in ("--allow-read", "--allow-write"):
+            out.append(arg + "=*")
+        elif arg == "-e" or arg == "--":
+            return out + argv[i:]
+        elif arg.startswith("-") or arg == "run":
+            out.append(arg)
+        else:                        # the program file (or a subcommand): the rest is its own
+            return out + argv[i:]
+        i += 1
+    return out

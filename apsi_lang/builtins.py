@@ -11,7 +11,7 @@ import sys
 
 from . import permissions
 from .errors import ApsiError
-from .values import Record, record_fields, show, type_name
+from .values import Record, a_type, record_fields, show, type_name
 
 
 def apsi_print(*values, sep=" ", end="\n"):
@@ -44,14 +44,14 @@ def apsi_reversed(seq):
 
 def fields(record):
     if type(record) is not Record:
-        raise ApsiError(f"fields(r): r must be a record, got a {type_name(record)}")
+        raise ApsiError(f"fields(r): r must be a record, got {a_type(record)}")
     return record_fields(record)
 
 
 def get(record, name, default=None):
     """A record's field by a computed name: get(r, "lr", 0.1)."""
     if type(record) is not Record:
-        raise ApsiError(f"get(r, name): r must be a record, got a {type_name(record)}")
+        raise ApsiError(f"get(r, name): r must be a record, got {a_type(record)}")
     if type(name) is not str or name.startswith("_"):
         raise ApsiError(f"get(r, name): name must be a field name, got {show(name, True)}")
     return vars(record).get(name, default)
@@ -74,7 +74,7 @@ def write_text(path, text):
     """Writes atomically: a temporary file beside the target, then a rename."""
     permissions.require("write", what=f"write_text({show(path, True)})", path=path)
     if type(text) is not str:
-        raise ApsiError(f"write_text(path, text): text must be a string, got a {type_name(text)} "
+        raise ApsiError(f"write_text(path, text): text must be a string, got {a_type(text)} "
                         "(use str(x) to convert)")
     tmp = f"{path}.tmp{os.getpid()}"
     try:

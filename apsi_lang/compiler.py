@@ -17,6 +17,7 @@ BINOPS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div, "//": ast.Flo
           "**": ast.Pow, "@": ast.MatMult, "&": ast.BitAnd, "|": ast.BitOr, "^": ast.BitXor,
           "<<": ast.LShift, ">>": ast.RShift}
 UNOPS = {"-": ast.USub, "+": ast.UAdd, "~": ast.Invert, "not": ast.Not}
+MAX_DEPTH = 200      # nested expressions/statements; deeper ASTs overflow CPython's compiler
 CMPOPS = {"==": ast.Eq, "!=": ast.NotEq, "<": ast.Lt, "<=": ast.LtE, ">": ast.Gt, ">=": ast.GtE,
           "in": ast.In, "not in": ast.NotIn}
 
@@ -43,6 +44,7 @@ class Compiler:
         self.guarded = frozenset() if full_access else sandbox.guarded_names()
         self.scope = None
         self.tmp = 0
+        self.depth = 0
 
     def fail(self, message, node):
         text = self.lines[node.line - 1] if 0 < node.line <= len(self.lines) else None
@@ -59,6 +61,8 @@ class Compiler:
         for stmt in body:       # `use` first: its names count as declared everywhere below
             if isinstance(stmt, S.Use):
                 self.known |= set(self.load_module(stmt.name, stmt))
+        if not self.full_access:        # modules may register types (with their allow-lists)
+            self.guarded = sandbox.guarded_names()
         self.own = declarations(body) | self.user
         self.scope = Scope(None, self.own | self.known, is_module=True)
         out = []
@@ -81,7 +85,14 @@ class Compiler:
     # ---- statements ----
     def stmt(self, s):
         method = getattr(self, "s_" + type(s).__name__)
-        result = method(s)
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH:
+                self.fail(f"this program is nested too deeply (more than {MAX_DEPTH} levels of blocks "
+                          "and 'elif's): move the inner part into a function", s)
+            result = method(s)
+        finally:
+            self.depth -= 1
         result = result if isinstance(result, list) else [result]
         for py in result:
             if not hasattr(py, "lineno"):
@@ -248,7 +259,14 @@ class Compiler:
 
     # ---- expressions ----
     def expr(self, e):
-        return self.at(getattr(self, "e_" + type(e).__name__)(e), e)
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH:
+                self.fail(f"this expression is nested too deeply (more than {MAX_DEPTH} levels): "
+                          "split it into several statements with 'let'", e)
+            return self.at(getattr(self, "e_" + type(e).__name__)(e), e)
+        finally:
+            self.depth -= 1
 
     def e_Const(self, e):
         return ast.Constant(e.value)
@@ -280,7 +298,9 @@ class Compiler:
             if isinstance(part, str):
                 values.append(ast.Constant(part))
             elif part.spec:
-                spec = ast.JoinedStr([ast.Constant(part.spec)])
+                pieces = [part.spec] if isinstance(part.spec, str) else part.spec
+                spec = ast.JoinedStr([ast.Constant(x) if isinstance(x, str) else
+                                      ast.FormattedValue(self.expr(x.expr), -1, None) for x in pieces])
                 values.append(ast.FormattedValue(self.expr(part.expr), -1, spec))
             else:
                 shown = self.shown(part.expr, plain=lambda x: x)
@@ -324,7 +344,8 @@ class Compiler:
             return self.shown(e.args[0], plain=lambda x: self.helper("_pystr", [x], e))
         args = [self.at(ast.Starred(self.expr(a.value), ast.Load()), a) if isinstance(a, S.Splat)
                 else self.expr(a) for a in e.args]
-        kws = [ast.keyword(k, self.expr(v)) for k, v in e.kwargs]
+        # an Apsi parameter named like a Python keyword (`from`) is compiled as py_name's spelling
+        kws = [ast.keyword(py_name(k), self.expr(v)) for k, v in e.kwargs]
         return ast.Call(self.expr(e.func), args, kws)
 
     def e_Attr(self, e):
@@ -362,4 +383,15 @@ def compile_tree(body, filename, lines, fixed_names, user_names, load_module, ec
                  full_access=False):
     compiler = Compiler(filename, lines, fixed_names, user_names, load_module, echo, full_access)
     module = compiler.module(body)
-    return compile(module, filename, "exec", dont_inherit=True)
+    try:
+        return compile(module, filename, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
+        # CPython's own limits (e.g. more than 20 nested loops/try blocks): an Apsi syntax error
+        line = getattr(e, "lineno", None) or 1
+        text = lines[line - 1] if 0 < line <= len(lines) else None
+        reason = getattr(e, "msg", None) or str(e) or type(e).__name__
+        if "statically nested blocks" in reason:
+            reason = "more than 20 loops and 'try' blocks are nested here"
+        hint = ": move the inner part into a function" if "nested" in reason else ""
+        raise ApsiSyntaxError(f"cannot compile this program: {reason}{hint}", filename, line,
+                              (getattr(e, "offset", None) or 1), text) from None

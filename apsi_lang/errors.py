@@ -10,6 +10,7 @@ class ApsiError(Exception):
 
     # Python packages that raise ApsiError from inside Apsi calls get the same treatment as `error()`.
     __apsi_attrs__ = frozenset({"message", "kind"})
+    __apsi_type__ = "error"          # what `type(e)` says
 
     def __init__(self, message, kind="error"):
         super().__init__(message)
@@ -45,7 +46,8 @@ class ApsiSyntaxError(Exception):
         if self.source_line is not None:
             text = self.source_line.rstrip("\n")
             caret_at = min(max(self.col - 1, 0), len(text))
-            out += f"\n    {text}\n    {' ' * caret_at}^"
+            pad = "".join(c if c == "\t" else " " for c in text[:caret_at])   # tabs line up
+            out += f"\n    {text}\n    {pad}^"
         return out
 
     def __str__(self):

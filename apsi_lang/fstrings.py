@@ -43,6 +43,8 @@ def parse_fstring(tok, filename, lines):
                 parts.append("".join(buf))
                 buf = []
             expr = _parse_expr(expr_text, tok, i + 1, filename, lines)
+            if "{" in spec:          # f"{x:>{width}}": fields inside the spec
+                spec = _spec_parts(spec, tok, colon + 1, filename, lines, fail)
             parts.append(S.FPart(tok.line, tok.col, expr, spec))
             i = end + 1
         else:
@@ -51,6 +53,31 @@ def parse_fstring(tok, filename, lines):
     if buf:
         parts.append("".join(buf))
     return S.FString(tok.line, tok.col, parts)
+
+
+def _spec_parts(spec, tok, offset, filename, lines, fail):
+    """A format spec with {expr} fields -> a list of str pieces and FParts (without specs)."""
+    parts, i, start = [], 0, 0
+    while i < len(spec):
+        if spec[i] == "{":
+            end, colon = _field_end(spec, i + 1)
+            if end is None or colon is not None:
+                fail("a field inside a format spec must be a plain {expression}", offset + i)
+            if start < i:
+                parts.append(spec[start:i])
+            text = spec[i + 1:end]
+            if not text.strip():
+                fail("empty expression in f-string braces", offset + i)
+            expr = _parse_expr(text, tok, offset + i + 1, filename, lines)
+            parts.append(S.FPart(tok.line, tok.col, expr, ""))
+            i = start = end + 1
+        elif spec[i] == "}":
+            fail("single '}' in a format spec", offset + i)
+        else:
+            i += 1
+    if start < len(spec):
+        parts.append(spec[start:])
+    return parts
 
 
 def _field_end(raw, start):
@@ -80,7 +107,9 @@ def _field_end(raw, start):
 def _parse_expr(text, tok, offset, filename, lines):
     from .parser import Parser
 
-    p = Parser(text, filename)
+    stripped = text.lstrip()          # f"{ x }": spaces inside the braces are fine
+    offset += len(text) - len(stripped)
+    p = Parser(stripped, filename)
     # point positions at the f-string's place in the real source line
     for t in p.toks:
         t.line = tok.line

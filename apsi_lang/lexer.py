@@ -18,6 +18,10 @@ OPERATORS = sorted("""
 """.split(), key=len, reverse=True)
 
 OPENERS = {"(": ")", "[": "]", "{": "}"}
+DIGITS = frozenset("0123456789")
+MAX_INDENT_LEVELS = 100
+MAX_BRACKET_DEPTH = 100
+BLOCK_WORDS = {"if", "elif", "else", "for", "while", "fn", "try", "catch", "finally"}
 CLOSERS = {")", "]", "}"}
 
 
@@ -79,9 +83,9 @@ class Lexer:
                 self.pos += 2
                 self.line += 1
                 self.line_start = self.pos
-            elif c.isdigit() or (c == "." and self.pos + 1 < len(src) and src[self.pos + 1].isdigit()):
+            elif c in DIGITS or (c == "." and self.pos + 1 < len(src) and src[self.pos + 1] in DIGITS):
                 self.number()
-            elif c.isalpha() or c == "_":
+            elif c.isidentifier():
                 self.name()
             elif c in "\"'":
                 self.string(self.pos, fmt=False)
@@ -97,9 +101,9 @@ class Lexer:
         self.add("EOF", None, self.pos)
         return self.tokens
 
-    def newline_token(self):
+    def newline_token(self, value=None):
         if self.tokens and self.tokens[-1].kind not in ("NEWLINE", "INDENT", "DEDENT"):
-            self.add("NEWLINE", None, self.pos)
+            self.add("NEWLINE", value, self.pos)
 
     def indentation(self):
         """Measure a new line's indent; returns True if the line is blank (skipped)."""
@@ -121,9 +125,13 @@ class Lexer:
         self.pos = p
         if width > self.indents[-1]:
             if self.tokens and self.tokens[-1].kind == "NEWLINE" and self.tokens[-2].value == ":":
+                if len(self.indents) > MAX_INDENT_LEVELS:
+                    self.error(f"blocks are nested too deeply (more than {MAX_INDENT_LEVELS} levels): "
+                               "move the inner part into a function")
                 self.indents.append(width)
                 self.add("INDENT", None, p)
             else:
+                self.missing_colon()
                 self.error("unexpected indent: only a block after a line ending in ':' is indented")
         while width < self.indents[-1]:
             self.indents.pop()
@@ -131,6 +139,17 @@ class Lexer:
         if width != self.indents[-1]:
             self.error("this line's indentation does not match any enclosing block")
         return False
+
+    def missing_colon(self):
+        """An indented line after `if x` (no ':'): point at the end of the line above."""
+        if not self.tokens or self.tokens[-1].kind != "NEWLINE" or self.tokens[-1].value == ";":
+            return
+        line = self.tokens[-2].line
+        first = next((t for t in self.tokens if t.line == line and t.kind not in ("INDENT", "DEDENT")),
+                     None)
+        if first is not None and first.kind == "KEYWORD" and first.value in BLOCK_WORDS:
+            end = len(self.lines[line - 1].split("#")[0].rstrip()) + 1
+            self.error(f"expected ':' at the end of the '{first.value}' line", line, end)
 
     def number(self):
         src, start = self.src, self.pos
@@ -146,38 +165,44 @@ class Lexer:
             except ValueError:
                 self.error(f"bad number {text!r}")
         else:
-            while p < len(src) and (src[p].isdigit() or src[p] == "_"):
+            while p < len(src) and (src[p] in DIGITS or src[p] == "_"):
                 p += 1
             is_float = False
             if p < len(src) and src[p] == "." and not src.startswith("..", p):
                 if not (p + 1 < len(src) and (src[p + 1].isalpha() or src[p + 1] == "_")):
                     is_float = True
                     p += 1
-                    while p < len(src) and (src[p].isdigit() or src[p] == "_"):
+                    while p < len(src) and (src[p] in DIGITS or src[p] == "_"):
                         p += 1
             if p < len(src) and src[p] in "eE":
                 q = p + 1
                 if q < len(src) and src[q] in "+-":
                     q += 1
-                if q < len(src) and src[q].isdigit():
+                if q < len(src) and src[q] in DIGITS:
                     is_float = True
                     p = q
-                    while p < len(src) and src[p].isdigit():
+                    while p < len(src) and src[p] in DIGITS:
                         p += 1
             text = src[start:p]
-            if p < len(src) and (src[p].isalpha() or src[p] == "_"):
+            if p < len(src) and (src[p].isalnum() or src[p] == "_"):
+                q = p
+                while q < len(src) and (src[q].isalnum() or src[q] == "_"):
+                    q += 1
                 self.pos = p
-                self.error(f"bad number {src[start:p + 1]!r}: a name cannot start with a digit")
-            if "__" in text or text.endswith("_"):
+                self.error(f"bad number {src[start:q]!r}: a name cannot start with a digit")
+            if "__" in text or text.endswith("_") or "_." in text or "._" in text or "_e" in text.lower():
                 self.error(f"bad number {text!r}: '_' may only separate digits")
-            value = float(text.replace("_", "")) if is_float else int(text.replace("_", ""))
+            try:
+                value = float(text.replace("_", "")) if is_float else _big_int(text.replace("_", ""))
+            except ValueError:
+                self.error(f"bad number {text!r}")
         self.pos = p
         self.add("NUMBER", value, start)
 
     def name(self):
         src, start = self.src, self.pos
         p = start
-        while p < len(src) and (src[p].isalnum() or src[p] == "_"):
+        while p < len(src) and ("a" + src[p]).isidentifier():
             p += 1
         word = src[start:p]
         if word in ("f", "F") and p < len(src) and src[p] in "\"'":
@@ -259,6 +284,9 @@ class Lexer:
             hint = " (use 'not' for negation)" if c == "!" else ""
             self.error(f"unexpected character {c!r}{hint}")
         if op in OPENERS:
+            if len(self.brackets) >= MAX_BRACKET_DEPTH:
+                self.error(f"brackets are nested too deeply (more than {MAX_BRACKET_DEPTH} levels): "
+                           "split the expression with 'let'")
             self.brackets.append((op, self.line, start - self.line_start + 1))
         elif op in CLOSERS:
             if not self.brackets:
@@ -268,9 +296,20 @@ class Lexer:
                 self.error(f"'{op}' does not match '{opener}' opened on line {line}")
         self.pos += len(op)
         if op == ";":
-            self.newline_token()
+            self.newline_token(";")
             return
         self.add("OP", op, start)
+
+
+def _big_int(digits):
+    """int(digits) for any length (Python refuses more than 4300 digits in one go)."""
+    if len(digits) <= 4000:
+        return int(digits)
+    value = 0
+    for i in range(0, len(digits), 4000):
+        chunk = digits[i:i + 4000]
+        value = value * 10 ** len(chunk) + int(chunk)
+    return value
 
 
 def tokenize(source, filename="<input>"):

@@ -13,6 +13,7 @@ from .errors import ApsiError
 
 GROUP = "apsi.modules"
 _loaded = {}          # key -> exports dict
+_compiled = {}        # ("file", path) -> (Program, exported names)
 _loading = set()      # for a clear error on `use` cycles
 
 
@@ -32,29 +33,68 @@ def available():
     return sorted(ep.name for ep in entry_points(group=GROUP))
 
 
+def names(name, program_dir):
+    """The names module `name` exports, for the compiler: an installed module is loaded (it is Python
+    code), an Apsi file is only compiled, so a program with an error runs nothing, not even its modules.
+    Raises ApsiError when the module can't be found; ApsiSyntaxError for an error in its file."""
+    ep = _entry_point(name)
+    if ep is not None:
+        return set(load(name, program_dir))
+    path = _file(name, program_dir)
+    return set(_compiled_file(name, path)[1])
+
+
 def load(name, program_dir):
-    """The exports of module `name` as a dict; raises ApsiError when it can't be found or loaded."""
+    """The exports of module `name` as a dict (runs an Apsi module the first time); raises ApsiError
+    when it can't be found or loaded."""
     ep = _entry_point(name)
     if ep is not None:
         key = ("ep", name)
         if key not in _loaded:
             _loaded[key] = _load_entry_point(ep)
         return _loaded[key]
+    path = _file(name, program_dir)
+    key = ("file", str(path))
+    if key not in _loaded:
+        from .compiler import py_name
+
+        program, exported = _compiled_file(name, path)
+        namespace = program.run()
+        _loaded[key] = {py_name(k): namespace[py_name(k)] for k in exported if py_name(k) in namespace}
+    return _loaded[key]
+
+
+def _file(name, program_dir):
     path = (Path(program_dir) / f"{name}.apsi").resolve()
     if path.is_file():
-        key = ("file", str(path))
-        if key not in _loaded:
-            if key in _loading:
-                raise ApsiError(f"use {name}: {path.name} uses itself through a cycle of 'use' lines")
-            _loading.add(key)
-            try:
-                _loaded[key] = _load_file(path)
-            finally:
-                _loading.discard(key)
-        return _loaded[key]
+        return path
     installed = ", ".join(available()) or "none"
     raise ApsiError(f"use {name}: no module named '{name}': no installed package provides it "
                     f"(installed: {installed}) and there is no {name}.apsi in {program_dir}")
+
+
+def _compiled_file(name, path):
+    """(Program, exported names) of an Apsi module file, compiled once per process."""
+    key = ("file", str(path))
+    if key not in _compiled:
+        if key in _loading:
+            raise ApsiError(f"use {name}: {path.name} uses itself through a cycle of 'use' lines")
+        _loading.add(key)
+        try:
+            from .program import compile_module
+
+            _compiled[key] = compile_module(path, display_path(path))
+        finally:
+            _loading.discard(key)
+    return _compiled[key]
+
+
+def display_path(path):
+    """How messages name a module file: relative to the current folder when inside it."""
+    try:
+        return str(Path(path).relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
 
 
 def _load_entry_point(ep):
@@ -71,10 +111,3 @@ def _load_entry_point(ep):
         if modname == package or modname.startswith(package + "."):
             sandbox.register_from_module(module)
     return {k: v for k, v in exports.items() if not k.startswith("_")}
-
-
-def _load_file(path):
-    from .program import run_file_module
-
-    namespace = run_file_module(path)
-    return {k: v for k, v in namespace.items() if not k.startswith("_") and k != "args"}

@@ -165,7 +165,9 @@ class Parser:
         self.expect_op(":", f" at the end of the {what} line")
         if not self.at("NEWLINE"):
             stmts = [self.simple_statement()]
-            while self.at_op(";"):
+            # `if x: a; b` puts both in the block, as in Python
+            while self.at("NEWLINE", ";") and self.peek().line == self.tok.line \
+                    and self.peek().kind not in ("NEWLINE", "EOF", "DEDENT", "INDENT"):
                 self.advance()
                 stmts.append(self.simple_statement())
             if self.at("NEWLINE"):
@@ -258,7 +260,7 @@ class Parser:
             self.advance()
             final = self.block("'finally'")
         if handler is None and final is None:
-            self.fail("'try' needs a 'catch e:' or a 'finally:' block after it")
+            self.fail("'try' needs a 'catch e:' or a 'finally:' block after it", t)
         return S.Try(t.line, t.col, body, name, handler, final)
 
     # ---- expressions ----
@@ -270,7 +272,7 @@ class Parser:
         items = [first]
         while self.at_op(","):
             self.advance()
-            if self.at_end() or self.at_op("=") or self.at_op(":"):
+            if self.at_end() or self.at_op("=", ":", ")", "]", "}"):
                 break
             items.append(self.expr())
         return S.TupleLit(t.line, t.col, items)
@@ -522,7 +524,7 @@ def describe(t):
     if t.kind == "EOF":
         return "the end of the input"
     if t.kind == "NEWLINE":
-        return "the end of the line"
+        return "';'" if t.value == ";" else "the end of the line"
     if t.kind == "INDENT":
         return "an indented block"
     if t.kind == "DEDENT":

@@ -5,6 +5,7 @@ escapes. Sources are kept by filename so tracebacks can show Apsi lines.
 """
 
 import operator
+import re
 import sys
 from pathlib import Path
 
@@ -13,8 +14,10 @@ from .builtins import BUILTINS
 from .compiler import apsi_name, compile_tree
 from .errors import ApsiError, ApsiSyntaxError
 from .parser import Parser
-from .values import Record, show, type_name
+from .scopes import declarations
+from .values import Record, a_type, show
 
+_COMPILE_RECURSION = 12000
 SOURCES = {}          # filename -> source lines, for tracebacks
 _AUG = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
         "//": operator.floordiv, "%": operator.mod, "**": operator.pow, "@": operator.matmul,
@@ -78,16 +81,34 @@ def compile_source(text, filename="<input>", namespace=None, echo=False, program
     SOURCES[filename] = lines
     program_dir = program_dir or _dir_of(filename)
     ns = namespace if namespace is not None else new_namespace(program_dir)
+    old_limit = sys.getrecursionlimit()
+    if old_limit < _COMPILE_RECURSION:       # the parser recurses once per nesting level
+        sys.setrecursionlimit(_COMPILE_RECURSION)
+    try:
+        return _compile(text, filename, lines, ns, echo, program_dir)
+    except RecursionError:
+        raise ApsiSyntaxError("this program is nested too deeply to compile: split deep expressions "
+                              "with 'let' and move deep blocks into functions", filename, 1, 1,
+                              lines[0]) from None
+    finally:
+        if old_limit < _COMPILE_RECURSION:
+            sys.setrecursionlimit(old_limit)
+
+
+def _compile(text, filename, lines, ns, echo, program_dir):
     body = Parser(text, filename).parse_program()
     fixed = set(BUILTINS)
-    user = {k for k in ns if not k.startswith("_")}
+    user = {apsi_name(k) for k in ns if not k.startswith("_") or k.startswith("_kw_")}
+
+    used = set()
 
     def load_module(name, node):
         try:
-            exports = modules.load(name, program_dir)
+            exports = modules.names(name, program_dir)
         except ApsiError as e:
             raise ApsiSyntaxError(e.message, filename, node.line, node.col, lines[node.line - 1]) from None
         fixed.update(exports)
+        used.update(exports)
         return exports
 
     for name in list(user):
@@ -96,7 +117,9 @@ def compile_source(text, filename="<input>", namespace=None, echo=False, program
     fixed.add("args")
     code = compile_tree(body, filename, lines, fixed, user, load_module, echo=echo,
                         full_access=permissions.allowed("python"))
-    return Program(code, ns)
+    prog = Program(code, ns)
+    prog.exports = (declarations(body) | used) - {"args"}
+    return prog
 
 
 def _dir_of(filename):
@@ -111,11 +134,15 @@ def run_source(text, filename="<input>", args=(), grants=None, echo=False):
     return compile_source(text, filename, ns, echo=echo).run()
 
 
-def run_file_module(path):
-    """Run an Apsi module file (for `use`), returning its namespace."""
-    text = Path(path).read_text(encoding="utf-8")
+def compile_module(path, display_name):
+    """Compile an Apsi module file (for `use`): (Program, the top-level names it exports)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ApsiError(f"use {Path(path).stem}: cannot read {path}: {e}") from None
     ns = new_namespace(str(Path(path).parent))
-    return compile_source(text, str(path), ns).run()
+    prog = compile_source(text, display_name, ns, program_dir=str(Path(path).parent))
+    return prog, prog.exports
 
 
 # ---- errors ------------------------------------------------------------------------------------
@@ -151,16 +178,28 @@ def describe(exc):
         if type(obj) is Record:
             return f"record has no field '{name}' (its fields: {', '.join(vars(obj)) or 'none'})"
         if name is not None:
-            return f"a {type_name(obj)} has no field or method '{name}'"
+            return f"{a_type(obj)} has no field or method '{name}'"
     if isinstance(exc, IndexError):
         return f"index out of range ({exc})"
     if isinstance(exc, KeyError):
         return f"no key {exc}"
+    if isinstance(exc, TypeError):
+        m = _NOT_CALLABLE.fullmatch(str(exc))
+        if m:
+            return f"{a_type_named(m.group(1))} is not a function: it cannot be called"
     if isinstance(exc, (TypeError, ValueError, OverflowError)):
         return _apsi_words(str(exc))
     if isinstance(exc, MemoryError):
         return "out of memory"
     return f"{type(exc).__name__}: {exc}"
+
+
+_NOT_CALLABLE = re.compile(r"'(\w+)' object is not callable")
+
+
+def a_type_named(name):
+    name = {"NoneType": "none", "Record": "record", "builtin_function_or_method": "function"}.get(name, name)
+    return "none" if name == "none" else ("an " if name[:1] in "aeiou" else "a ") + name
 
 
 def _apsi_words(text):
@@ -177,13 +216,22 @@ def render_runtime_error(exc):
     out = []
     if len(frames) > 1:
         out.append("Traceback (most recent call last):")
-    for filename, line, func in frames:
+    repeated = 0
+    for i, (filename, line, func) in enumerate(frames):
+        if i >= 3 and frames[i] == frames[i - 1] == frames[i - 2] == frames[i - 3]:
+            repeated += 1           # deep recursion: show a frame three times, then count the rest
+            continue
+        if repeated:
+            out.append(f"  [the frame above repeated {repeated} more times]")
+            repeated = 0
         where = "at top level" if func == "<module>" else \
             ("in fn" if func == "<lambda>" else f"in fn {apsi_name(func)}")
         out.append(f"  {filename}:{line}, {where}")
         text = SOURCES.get(filename, [])
         if 0 < line <= len(text) and text[line - 1].strip():
             out.append(f"    {text[line - 1].strip()}")
+    if repeated:
+        out.append(f"  [the frame above repeated {repeated} more times]")
     loc = f"{frames[-1][0]}:{frames[-1][1]}: " if frames else ""
     out.append(f"{loc}error: {describe(exc)}")
     return "\n".join(out)

@@ -14,7 +14,7 @@ import sys
 import types
 
 from .errors import ApsiError
-from .values import Record, type_name
+from .values import Record, a_type
 
 
 def _public(tp):
@@ -143,7 +143,7 @@ def set_attr(obj, name, value):
     if type(obj) is Record or _python_allowed():
         setattr(obj, name, value)
         return
-    raise ApsiError(f"cannot set '.{name}' on a {type_name(obj)}: only record fields can be assigned "
+    raise ApsiError(f"cannot set '.{name}' on {a_type(obj)}: only record fields can be assigned "
                     "(Python objects need permission 'python': run with --allow-python)", kind="permission")
 
 
@@ -151,6 +151,6 @@ def refusal(obj, name):
     allowed = sorted(allowed_attrs(type(obj)))
     shown = ", ".join(allowed[:12]) + (", …" if len(allowed) > 12 else "")
     options = f" (available: {shown})" if allowed else ""
-    return (f"'.{name}' of a {type_name(obj)} is not available to Apsi code{options}; full access to "
+    return (f"'.{name}' of {a_type(obj)} is not available to Apsi code{options}; full access to "
             "Python objects needs permission 'python': run with --allow-python "
             "(or [run] allow = [\"python\"] in apsi.toml)")

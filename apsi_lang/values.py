@@ -63,3 +63,11 @@ def type_name(value):
     if callable(value):
         return "function"
     return getattr(t, "__apsi_type__", t.__name__)
+
+
+def a_type(value):
+    """'an int', 'a list', 'none': a value's type with its article, for messages."""
+    if value is None:
+        return "none"
+    name = type_name(value)
+    return ("an " if name[:1] in "aeiou" else "a ") + name
