@@ -45,7 +45,7 @@ def index_base(option=None):
     try:
         cfg = config.load(Path.cwd())
     except ConfigError as e:
-        raise click.ClickException(f"{e}") from None
+        fail(f"{e}")
     return cfg.torch_index or torch_builds.DEFAULT_INDEX_BASE
 
 
