@@ -234,7 +234,7 @@ def jacobian(f, argnums=0):
     def jacobian_f(*args, **kwargs):
         trace = _Trace(f, argnums, args, kwargs, "jacobian")
         try:
-            out = trace.out if type(trace.out) is Tensor else as_tensor(trace.out, "jacobian")
+            out = _tensor_output(trace)
             rows = [trace.backward(_onehot(out, i, trace.nested)) for i in range(out.data.size)]
             columns = list(zip(*rows, strict=True)) if rows else []
             leaves = [leaf for var in trace.variables for leaf in tree.leaves(var)]
@@ -244,6 +244,16 @@ def jacobian(f, argnums=0):
             trace.done()
         return _single(trace, grads)
     return jacobian_f
+
+
+def _tensor_output(trace):
+    out = trace.out
+    if type(out) is Tensor:
+        return out
+    if isinstance(out, int | float) and not isinstance(out, bool):
+        return as_tensor(out, trace.fn)
+    raise ApsiError(f"{trace.fn}: the function must return a tensor, not {describe(out)}; jacobian and "
+                    "hessian work on functions of tensors (flatten a parameter tree first)")
 
 
 def _onehot(out, i, nested):

@@ -8,6 +8,7 @@ ops.py, since they are the differentiable ops themselves.
 import numpy as np
 
 from apsi_lang.errors import ApsiError
+from apsi_lang.values import type_name
 
 
 class Tensor:
@@ -130,4 +131,4 @@ def describe(x):
         return f"a tensor of shape {x.shape}"
     if isinstance(x, list | tuple):
         return f"a {type(x).__name__} of {len(x)} items"
-    return f"a value of type {getattr(type(x), '__apsi_type__', type(x).__name__)}"
+    return f"a {type_name(x)}"
