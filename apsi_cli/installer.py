@@ -12,7 +12,7 @@ import glob
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import click
 
@@ -28,7 +28,6 @@ class Request:
     torch_index: str | None = None        # --torch-index: base of PyTorch's indexes
     dry_run: bool = False
     hardware: object = None               # for tests and the setup wizard: skip detection
-    extras: list = field(default_factory=list)
 
 
 def index_base(option=None):

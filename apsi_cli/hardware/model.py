@@ -53,7 +53,6 @@ class Hardware:
     amd: tuple = ()                       # GPU(vendor="amd", arch="gfx…")
     intel: tuple = ()                     # GPU(vendor="intel") that PyTorch's XPU build can use
     apple_mps: bool = False               # Apple silicon: the default macOS build uses it (MPS)
-    notes: tuple = ()
 
     @property
     def windows_driver(self):

@@ -14,6 +14,8 @@ NO_PROC = "/nonexistent/proc/driver/nvidia/version"
 def machine(tmp_path, monkeypatch):
     """Make this process see a chosen machine: machine("rtx4090-driver560"), machine(None) for no GPU,
     machine("hang") for an nvidia-smi that hangs. Returns the fake bin folder (first on PATH)."""
+    if os.name == "nt":
+        pytest.skip("the fake nvidia-smi programs are POSIX shell scripts")
     bindir = tmp_path / "fakebin"
     bindir.mkdir()
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}/usr/bin{os.pathsep}/bin")
