@@ -125,6 +125,9 @@ def run_command(command, check=False):
 
 def fetch_text(url, timeout=30):
     permissions.require("net", what=f"fetch_text({show(url, True)})")
+    if type(url) is not str or not url.lower().startswith(("http://", "https://")):
+        # urllib also opens file:// and ftp:// URLs: 'net' must not become a way around 'read'
+        raise ApsiError(f"fetch_text({show(url, True)}): only http:// and https:// URLs can be fetched")
     import urllib.request
 
     try:

@@ -4,6 +4,7 @@ The runner (apsi_cli) calls run_source/run_file and prints `render_runtime_error
 escapes. Sources are kept by filename so tracebacks can show Apsi lines.
 """
 
+import builtins as _python_builtins
 import operator
 import re
 import sys
@@ -37,8 +38,15 @@ class Program:
         return self.namespace
 
 
+# The builtins dict of the running code's frames. Apsi source can only name what the compiler knows
+# (Apsi's table, checked at compile time), but C code called from an Apsi frame looks things up in
+# that frame's builtins: numpy's ndarray.sum imports lazily (__import__), ndarray.tofile needs `open`.
+# So the frames get Python's builtins under Apsi's table; Apsi code still can't reach them by name.
+_RUNTIME_BUILTINS = {**vars(_python_builtins), **BUILTINS}
+
+
 def new_namespace(program_dir, args=(), echo_to=None):
-    ns = {"__builtins__": BUILTINS, "__name__": "apsi_program", "args": list(args)}
+    ns = {"__builtins__": _RUNTIME_BUILTINS, "__name__": "apsi_program", "args": list(args)}
 
     def use(name):
         ns.update(modules.load(name, program_dir))
