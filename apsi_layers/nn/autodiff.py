@@ -148,6 +148,9 @@ def _backward_graph(entries, top, seed, first, stop):
         for k, p in enumerate(parents):
             if p < first:
                 continue
+            if getattr(rules[k], "first_order_only", False):
+                raise ApsiError(f"op '{rule_name(rules)}' has no second derivative: hessian, jacobian "
+                                "of grad and grad of grad cannot pass through it (first-order grad works)")
             gk = rules[k](GRAPH, g, out, *args, **params) if params else rules[k](GRAPH, g, out, *args)
             j = p - first
             grads[j] = gk if grads[j] is None else add(grads[j], gk)
@@ -201,11 +204,13 @@ def _single(trace, grads):
     return grads[0] if len(trace.nums) == 1 else tuple(grads)
 
 
-def value_and_grad(f, argnums=0):
-    """A function returning (f(args), gradient of f w.r.t. the argument(s) `argnums`)."""
+def value_and_grad(f, argnums=0, has_aux=False):
+    """A function returning (f(args), gradient of f w.r.t. the argument(s) `argnums`).
+    With has_aux=true, f returns (loss, extra) and the result is ((loss, extra), gradient)."""
     def value_and_grad_f(*args, **kwargs):
         trace = _Trace(f, argnums, args, kwargs, "value_and_grad")
         try:
+            aux = _split_aux(trace) if has_aux else None
             out = _scalar_output(trace)
             flat = trace.backward(_seed(out, trace.nested))
             _check_grads(trace, flat)
@@ -213,17 +218,29 @@ def value_and_grad(f, argnums=0):
             value = out if trace.nested else Tensor(out.data)
         finally:
             trace.done()
-        return value, _single(trace, grads)
+        return ((value, aux) if has_aux else value), _single(trace, grads)
     return value_and_grad_f
 
 
-def grad(f, argnums=0):
-    """A function returning the gradient of f (which must return a scalar) w.r.t. `argnums`."""
-    vg = value_and_grad(f, argnums)
+def _split_aux(trace):
+    """With has_aux, f returns (loss, extra): keep the loss as the output, hand back the extra."""
+    out = trace.out
+    if not (isinstance(out, tuple | list) and len(out) == 2):
+        raise ApsiError(f"{trace.fn}: with has_aux=true the function must return (loss, extra), "
+                        f"not {describe(out)}")
+    trace.out = out[0]
+    return out[1]
+
+
+def grad(f, argnums=0, has_aux=False):
+    """A function returning the gradient of f (which must return a scalar) w.r.t. `argnums`.
+    With has_aux=true, f returns (loss, extra) and the result is (gradient, extra)."""
+    vg = value_and_grad(f, argnums, has_aux)
 
     def grad_f(*args, **kwargs):
         try:
-            return vg(*args, **kwargs)[1]
+            value, g = vg(*args, **kwargs)
+            return (g, value[1]) if has_aux else g
         except ApsiError as e:
             raise ApsiError(e.message.replace("value_and_grad:", "grad:", 1)) from None
     return grad_f

@@ -166,6 +166,10 @@ RULES["identity"] = (lambda xp, g, ans, x: g,)
 _NAMES = {id(rules): name for name, rules in RULES.items()}
 
 
+def register_name(name, rules):
+    _NAMES[id(rules)] = name
+
+
 def rule_name(rules):
     """The op name for an entry's rules (concat's are made per call)."""
     return _NAMES.get(id(rules), "concat")

@@ -124,3 +124,35 @@ def test_tensors_kept_from_a_finished_trace_are_constants():
 def test_gradients_are_writable_arrays_of_the_right_shape():
     g = nn.grad(lambda x: nn.sum(x))(nn.zeros(2, 3))
     assert g.shape == (2, 3) and g.data.flags.writeable
+
+
+def test_has_aux():
+    f = lambda x: (nn.sum(x * x), {"n": 2})
+    (value, aux), g = nn.value_and_grad(f, has_aux=True)(nn.array([1.0, 2.0]))
+    assert value.item() == 5.0 and aux == {"n": 2} and g.data.tolist() == [2.0, 4.0]
+    g2, aux2 = nn.grad(f, has_aux=True)(nn.array([1.0, 2.0]))
+    assert g2.data.tolist() == [2.0, 4.0] and aux2 == {"n": 2}
+    with pytest.raises(ApsiError, match="has_aux=true"):
+        nn.grad(lambda x: nn.sum(x), has_aux=True)(nn.array([1.0]))
+
+
+def test_defop_first_and_higher_order():
+    from apsi_layers.nn.extend import defop
+    from apsi_layers.nn.vjps import RULES
+
+    cube = defop("test_cube", lambda x: x ** 3, lambda xp, g, ans, x: g * 3.0 * x * x)
+    fused = defop("test_fused_square", lambda x: x * x, lambda xp, g, ans, x: g * 2.0 * x.data
+                  if hasattr(x, "data") else g * 2.0 * x, second_order=False)
+    try:
+        x = nn.array([1.0, 2.0])
+        assert nn.grad(lambda x: nn.sum(cube(x)))(x).data.tolist() == [3.0, 12.0]
+        assert nn.hessian(lambda x: nn.sum(cube(x)))(x).data.tolist() == [[6.0, 0.0], [0.0, 12.0]]
+        assert nn.grad(lambda x: nn.sum(fused(x)))(x).data.tolist() == [2.0, 4.0]
+        with pytest.raises(ApsiError, match="op 'test_fused_square' has no second derivative"):
+            nn.hessian(lambda x: nn.sum(fused(x)))(x)
+        assert STATE.tape is None
+        with pytest.raises(ApsiError, match="already exists"):
+            defop("test_cube", lambda x: x)
+    finally:
+        RULES.pop("test_cube", None)
+        RULES.pop("test_fused_square", None)
