@@ -192,3 +192,47 @@ def test_bundles_dry_run(target, machine):
     assert r.returncode == 0, r.all
     assert r.stdout.splitlines()[0] == "ai-gpu: torch-cuda: PyTorch ≥ 2.6 + CUDA 12.6"
     assert r.stdout.rstrip().endswith("-m pip install onnxruntime-gpu cupy-cuda12x transformers numpy")
+
+
+def test_a_wheel_pip_cannot_install_leaves_the_old_build_working(target, wheels, machine, tmp_path):
+    import zipfile
+
+    from . import helpers
+
+    machine(None)
+    target.pip_install(wheels["wheel"]["cu126"])
+    good = helpers.make_torch_wheel(tmp_path / "w", "2.7.0+cu128", cuda="12.8")
+    bad = tmp_path / "bad" / good.name
+    bad.parent.mkdir()
+    with zipfile.ZipFile(good) as src, zipfile.ZipFile(bad, "w") as dst:
+        for item in src.infolist():
+            data = src.read(item)
+            if item.filename.endswith("/WHEEL"):
+                data = data.replace(b"Wheel-Version: 1.0", b"Wheel-Version: 9.0")
+            dst.writestr(item, data)
+    helpers.make_index(tmp_path / "idx", "cu128", [bad])
+    r = target.apsi("pkg", "install", "torch-cu128", "--torch-index", (tmp_path / "idx").as_uri())
+    assert r.returncode == 1, r.all
+    assert r.stderr.count("error: ") == 1 and "Traceback" not in r.all
+    assert "PyTorch 2.6.0+cu126 (CUDA 12.6) is" in r.stderr
+    assert target.torch() == "2.6.0+cu126"
+
+
+def test_ctrl_c_is_a_clear_message(target, wheels, machine, monkeypatch):
+    from click.testing import CliRunner
+
+    from apsi_cli import pipcmd
+    from apsi_cli.main import cli
+
+    machine(None)
+    target.pip_install(wheels["wheel"]["cu126"])
+
+    def interrupted(cmd, echo=True):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pipcmd, "run_pip", interrupted)
+    r = CliRunner().invoke(cli, ["pkg", "install", "torch-cu128"])
+    assert r.exit_code == 1
+    assert r.stderr.strip().endswith("error: interrupted (Ctrl-C) before pip finished. "
+                                     "PyTorch 2.6.0+cu126 (CUDA 12.6) is installed now.")
+    assert target.torch() == "2.6.0+cu126"
