@@ -1,19 +1,22 @@
 """The interactive prompt: multi-line input after ':' or open brackets, history, values shown."""
 
 import os
+import re
 import sys
 from pathlib import Path
 
 from apsi_lang import program
 from apsi_lang.errors import ApsiSyntaxError
 
+_COMPOUND = re.compile(r"\s*(if|for|while|try)\b|\s*fn\s+[^\W\d]")
 HISTORY = Path(os.environ.get("APSI_HISTORY", Path.home() / ".apsi_history"))
 
 
 def needs_more(text):
     """True while the input is an unfinished block or has open brackets/strings."""
     lines = text.split("\n")
-    opened_block = any(line.rstrip().endswith(":") for line in lines)
+    # `try: x` and `if c: x` on one line may go on (catch/elif/else), as in Python's REPL
+    opened_block = any(line.rstrip().endswith(":") for line in lines) or _COMPOUND.match(text)
     if opened_block and lines[-1].strip():
         return True          # a block ends with an empty line, as in Python's REPL
     try:
