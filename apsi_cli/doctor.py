@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 OK, WARN, FAIL, INFO = "ok", "warn", "fail", "info"
-SYMBOL = {OK: "✓", WARN: "!", FAIL: "✗", INFO: "·"}
+SYMBOL = {OK: "✓", WARN: "!", FAIL: "✗", INFO: "✓"}
 
 
 class Report:
@@ -76,7 +76,9 @@ def _python(r, info):
     if info.get("pip"):
         r.check("pip", "pip", OK, f"pip {info['pip']}")
     else:
-        r.check("pip", "pip", FAIL, f"pip is missing in {py['executable']}; `apsi pkg` needs it",
+        broken = f"pip is broken in {py['executable']} ({info['pip_error']})" if info.get("pip_error") \
+            else f"pip is missing in {py['executable']}"
+        r.check("pip", "pip", FAIL, f"{broken}; `apsi pkg` needs it",
                 f"{py['executable']} -m ensurepip --upgrade")
 
 

@@ -40,9 +40,12 @@ import importlib.util, importlib.metadata as md
 out = {"python": {"executable": sys.executable, "version": sys.version.split()[0],
                   "platform": sysconfig.get_platform(), "implementation": sys.implementation.name}}
 try:
-    out["pip"] = md.version("pip") if importlib.util.find_spec("pip") else None
-except md.PackageNotFoundError:
+    import pip
+    out["pip"] = pip.__version__
+except Exception as e:
     out["pip"] = None
+    if not isinstance(e, ModuleNotFoundError):
+        out["pip_error"] = f"{type(e).__name__}: {e}"[:300]
 t = {"found": False}
 spec = importlib.util.find_spec("torch")
 if spec is not None and spec.submodule_search_locations:

@@ -181,3 +181,15 @@ def test_commands_do_not_load_heavy_modules_at_start():
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_doctor_python_without_pip(target, machine, tmp_path, monkeypatch):
+    from . import helpers
+
+    machine(None)
+    bare = helpers.make_venv(tmp_path / "bare", with_pip=False)
+    monkeypatch.setenv("APSI_PYTHON", str(bare))
+    code, rep = doctor_json()
+    assert code == 1 and rep["python"]["pip"] is None
+    assert checks(rep, "pip") == [("fail", f"pip is missing in {bare}; `apsi pkg` needs it",
+                                   f"{bare} -m ensurepip --upgrade")]
