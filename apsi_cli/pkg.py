@@ -59,10 +59,10 @@ def list_():
     width = max((len(p["name"]) for p in packages), default=0)
     for p in sorted(packages, key=lambda p: p["name"].lower()):
         click.echo(f"  {p['name']:<{width}}  {p['version']}")
-    click.echo(_torch_line(info["torch"]))
+    click.echo(_torch_line(info["torch"], info["python"].get("platform", "")))
 
 
-def _torch_line(torch):
+def _torch_line(torch, platform_tag):
     if not torch.get("found"):
         return "PyTorch: not installed (apsi pkg install torch-auto)"
     key = torch_choice.installed_key(torch)
@@ -73,7 +73,7 @@ def _torch_line(torch):
     elif key == "xpu":
         uses = "XPU build: Intel GPUs, and the CPU"
     else:
-        uses = "CPU build (MPS too on Apple silicon)"
+        uses = "CPU build" + (", with MPS on Apple silicon" if platform_tag.startswith("macosx") else "")
     note = "" if torch.get("metadata_version") else " (no pip metadata: installed by hand?)"
     return f"PyTorch: {torch.get('version') or 'unknown version'} — {uses}{note}"
 
