@@ -1,6 +1,6 @@
 """Benchmarks for `nn` (the NumPy autodiff backend). Prints a table of ratios; asserts nothing.
 
-    python scripts/bench_nn.py [--repeat 30] [--threads N]
+    python scripts/bench_nn.py [--repeat 20] [--rounds 3] [--threads N]
 
 1. Gradient of a 3-layer MLP loss (784-512-512-10, batch 256, float64, softmax cross-entropy):
    apsi's autodiff against the same gradient written out by hand in NumPy (target: <= 1.25x), with
@@ -164,18 +164,24 @@ def fmt(seconds):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repeat", type=int, default=30)
+    ap.add_argument("--repeat", type=int, default=20, help="timed runs per round")
+    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds of subprocesses")
     ap.add_argument("--threads", type=int, default=0, help="BLAS/OpenMP threads per side (0: default)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         print(json.dumps({"seconds": time_worker(args.worker, args.repeat)}))
         return
-    t = {}
-    for name in WORKERS:
-        t[name], err = measure(name, args.repeat, args.threads)
-        if err:
-            print(f"  ({name} skipped: {err})")
+    # Rounds alternate the sides, and each side keeps its best round, so a burst of load from
+    # elsewhere on the machine does not land on one side only.
+    t = dict.fromkeys(WORKERS)
+    for _ in range(args.rounds):
+        for name in WORKERS:
+            seconds, err = measure(name, args.repeat, args.threads)
+            if err:
+                print(f"  ({name} skipped: {err})")
+            elif t[name] is None or seconds < t[name]:
+                t[name] = seconds
 
     def ratio(a, b):
         return "-" if t[a] is None or t[b] is None else f"{t[a] / t[b]:.2f}x"
