@@ -86,11 +86,6 @@ def apply(name, fwd, args, params, rules=None):
     return Tensor(out)
 
 
-def constant(data):
-    """A tensor that is never on a tape (masks, counts, argmax...)."""
-    return Tensor(np.asarray(data))
-
-
 # --- elementwise --------------------------------------------------------------------------------
 
 _GC, _GA = np.sqrt(2.0 / np.pi), 0.044715

@@ -41,8 +41,3 @@ class Tape:
         out = Tensor(out_data, self, len(entries))
         entries.append((rules, parents, datas, out_data, params, args, out))
         return out
-
-
-def node_of(x, tape):
-    """The node id of `x` on `tape`, or -1 when `x` is a constant there."""
-    return x.node if type(x) is Tensor and x.tape is tape else -1

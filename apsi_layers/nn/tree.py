@@ -10,7 +10,7 @@ import numpy as np
 from apsi_lang.errors import ApsiError
 from apsi_lang.values import Record
 
-from .tensor import Tensor, as_tensor, describe
+from .tensor import Tensor, describe
 
 _BRANCHES = (Record, list, tuple, dict)
 
@@ -163,7 +163,3 @@ def clip_by_global_norm(tree, max_norm):
 
 
 
-
-def to_tensors(tree, fn):
-    """Every leaf as a Tensor (numbers and lists of numbers become float64 tensors)."""
-    return tree_map(lambda v: as_tensor(v, fn), tree)
