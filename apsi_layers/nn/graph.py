@@ -44,6 +44,19 @@ def _compare(fn, symbol):
     return op
 
 
+def _values_only(fn, symbol, reverse=False):
+    """// and %: piecewise constant or shifted, so they give values, not gradients."""
+    def op(a, b):
+        x, y = (b, a) if reverse else (a, b)
+        xd = x.data if type(x) is Tensor else as_tensor(x, symbol, "a").data
+        yd = y.data if type(y) is Tensor else as_tensor(y, symbol, "b").data
+        try:
+            return Tensor(fn(xd, yd))
+        except ValueError:
+            raise ApsiError(ops.broadcast_message(symbol, xd, yd)) from None
+    return op
+
+
 def _immutable(self, index, value):
     raise ApsiError("tensors are immutable: build a new one, e.g. with where(mask, new, x) or concat")
 
@@ -58,6 +71,10 @@ def _install():
     T.__rtruediv__ = lambda a, b: ops.div(b, a)
     T.__pow__ = ops.power
     T.__rpow__ = lambda a, b: ops.power(b, a)
+    T.__floordiv__ = _values_only(np.floor_divide, "//")
+    T.__rfloordiv__ = _values_only(np.floor_divide, "//", reverse=True)
+    T.__mod__ = _values_only(np.mod, "%")
+    T.__rmod__ = _values_only(np.mod, "%", reverse=True)
     T.__matmul__ = ops.matmul
     T.__rmatmul__ = lambda a, b: ops.matmul(b, a)
     T.__neg__ = ops.neg
