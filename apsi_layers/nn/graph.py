@@ -48,8 +48,8 @@ def _values_only(fn, symbol, reverse=False):
     """// and %: piecewise constant or shifted, so they give values, not gradients."""
     def op(a, b):
         x, y = (b, a) if reverse else (a, b)
-        xd = x.data if type(x) is Tensor else as_tensor(x, symbol, "a").data
-        yd = y.data if type(y) is Tensor else as_tensor(y, symbol, "b").data
+        xd = ops._operand(x, symbol, "a")[1]    # numbers stay numbers: int // int stays int
+        yd = ops._operand(y, symbol, "b")[1]
         try:
             return Tensor(fn(xd, yd))
         except ValueError:

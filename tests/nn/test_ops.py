@@ -117,6 +117,7 @@ def test_losses_match_their_definitions():
 def test_floor_division_and_modulo_give_values():
     x = nn.arange(5)
     assert (x // 2).data.tolist() == [0, 0, 1, 1, 2] and (x % 3).data.tolist() == [0, 1, 2, 0, 1]
+    assert (x // 2).dtype == "int64"
     assert (7 % nn.array([3.0, 4.0])).data.tolist() == [1.0, 3.0]
     with pytest.raises(ApsiError, match="do not broadcast"):
         nn.zeros(2) // nn.zeros(3)
