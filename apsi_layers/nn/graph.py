@@ -48,8 +48,8 @@ def _values_only(fn, symbol, reverse=False):
     """// and %: piecewise constant or shifted, so they give values, not gradients."""
     def op(a, b):
         x, y = (b, a) if reverse else (a, b)
-        xd = ops._operand(x, symbol, "a")[1]    # numbers stay numbers: int // int stays int
-        yd = ops._operand(y, symbol, "b")[1]
+        xd = ops.operand(x, symbol, "a")[1]    # numbers stay numbers: int // int stays int
+        yd = ops.operand(y, symbol, "b")[1]
         try:
             return Tensor(fn(xd, yd))
         except ValueError:

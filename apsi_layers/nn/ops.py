@@ -35,7 +35,7 @@ def _unary(name, fwd, doc):
     return op
 
 
-def _operand(x, fn, arg):
+def operand(x, fn, arg):
     """(x, its data): numbers stay numbers (NumPy broadcasts them for free)."""
     if type(x) is Tensor:
         return x, x.data
@@ -49,8 +49,8 @@ def _binary(name, fwd, doc):
     rules = RULES[name]
 
     def op(a, b):
-        a, ad = _operand(a, name, "a")
-        b, bd = _operand(b, name, "b")
+        a, ad = operand(a, name, "a")
+        b, bd = operand(b, name, "b")
         try:
             out = fwd(ad, bd)
         except ValueError:
@@ -127,8 +127,8 @@ def clip(x, lo=None, hi=None):
 def where(cond, a, b):
     """a where cond is true, else b (broadcasting); differentiable in a and b."""
     c = np.asarray(cond.data if type(cond) is Tensor else cond, dtype=bool)
-    a, _ = _operand(a, "where", "a")
-    b, _ = _operand(b, "where", "b")
+    a, _ = operand(a, "where", "a")
+    b, _ = operand(b, "where", "b")
     try:
         return apply("where", lambda x, y, cond: np.where(cond, x, y), (a, b), {"cond": c})
     except ValueError:
