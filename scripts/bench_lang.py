@@ -4,7 +4,8 @@
 
 Start-up: `apsi -e "print(1)"` against `python -c "print(1)"`, median of N runs (target ≤ 3×).
 Loops: each Apsi program against the same program in Python, both compiled once and executed in
-this process, median of several runs (target ≤ 1.3×).
+this process, alternating the two; the best of several runs each (the least disturbed by other
+work on the machine), target ≤ 1.3×.
 """
 
 import shutil
@@ -117,25 +118,29 @@ r = walk(pts, 300)
 """)
 
 
-def time_apsi(src, reps):
-    times = []
-    for _ in range(reps):
-        prog = program.compile_source(src, "<bench>")
-        t = time.perf_counter()
-        prog.run()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times), prog.namespace["r"]
+def run_apsi(src):
+    prog = program.compile_source(src, "<bench>")
+    t = time.perf_counter()
+    prog.run()
+    return time.perf_counter() - t, prog.namespace["r"]
 
 
-def time_python(src, reps):
-    code = compile(src, "<bench.py>", "exec")
-    times = []
+def run_python(code):
+    ns = {"__name__": "bench"}
+    t = time.perf_counter()
+    exec(code, ns)
+    return time.perf_counter() - t, ns["r"]
+
+
+def compare(apsi_src, py_src, reps):
+    code = compile(py_src, "<bench.py>", "exec")
+    apsi_times, py_times = [], []
     for _ in range(reps):
-        ns = {"__name__": "bench"}
-        t = time.perf_counter()
-        exec(code, ns)
-        times.append(time.perf_counter() - t)
-    return statistics.median(times), ns["r"]
+        a, ra = run_apsi(apsi_src)
+        p, rp = run_python(code)
+        apsi_times.append(a)
+        py_times.append(p)
+    return min(apsi_times), ra, min(py_times), rp
 
 
 def apsi_command():
@@ -161,8 +166,7 @@ def main():
     py_t = median_run([sys.executable, "-c", "print(1)"], starts)
     rows.append(("start-up: apsi -e \"print(1)\"", apsi_t, py_t, 3.0))
     for name, (apsi_src, py_src) in CASES.items():
-        a, ra = time_apsi(apsi_src, reps)
-        p, rp = time_python(py_src, reps)
+        a, ra, p, rp = compare(apsi_src, py_src, reps)
         if ra != rp:
             raise SystemExit(f"{name}: results differ (apsi {ra!r}, python {rp!r})")
         rows.append((name, a, p, 1.3))
