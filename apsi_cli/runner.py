@@ -51,13 +51,13 @@ def build_grants(perms, program_dir):
 
 def guarded(action):
     """Run `action()`; report any failure the Apsi way and return an exit code."""
-    from apsi_lang import program
+    from apsi_lang import report
 
     try:
         action()
         return 0
     except ApsiSyntaxError as e:
-        _err(program.render_syntax_error(e))
+        _err(report.render_syntax_error(e))
         return 2
     except ConfigError as e:
         _err(f"apsi: error in apsi.toml: {e}")
@@ -73,7 +73,7 @@ def guarded(action):
             import traceback
 
             traceback.print_exception(e)
-        _err(program.render_runtime_error(e))
+        _err(report.render_runtime_error(e))
         return 1
     finally:
         sys.stdout.flush()

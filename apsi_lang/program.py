@@ -1,12 +1,11 @@
-"""Compile and run Apsi source; turn failures into Apsi messages.
+"""Compile and run Apsi source: the namespace a program runs in and the helpers its code calls.
 
-The runner (apsi_cli) calls run_source/run_file and prints `render_runtime_error` for anything that
-escapes. Sources are kept by filename so tracebacks can show Apsi lines.
+The runner (apsi_cli) compiles with compile_source and runs the Program; apsi_lang.report turns
+whatever escapes into Apsi's messages.
 """
 
 import builtins as _python_builtins
 import operator
-import re
 import sys
 from pathlib import Path
 
@@ -15,11 +14,11 @@ from .builtins import BUILTINS
 from .compiler import apsi_name, compile_tree
 from .errors import ApsiError, ApsiSyntaxError
 from .parser import Parser
+from .report import SOURCES, describe
 from .scopes import declarations
-from .values import Record, a_type, show
+from .values import Record, show
 
 _COMPILE_RECURSION = 12000
-SOURCES = {}          # filename -> source lines, for tracebacks
 _AUG = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
         "//": operator.floordiv, "%": operator.mod, "**": operator.pow, "@": operator.matmul,
         "&": operator.and_, "|": operator.or_, "^": operator.xor, "<<": operator.lshift,
@@ -151,99 +150,3 @@ def compile_module(path, display_name):
     ns = new_namespace(str(Path(path).parent))
     prog = compile_source(text, display_name, ns, program_dir=str(Path(path).parent))
     return prog, prog.exports
-
-
-# ---- errors ------------------------------------------------------------------------------------
-
-def apsi_frames(tb):
-    """(filename, line, function) for the traceback frames that run Apsi code."""
-    frames = []
-    while tb is not None:
-        code = tb.tb_frame.f_code
-        if code.co_filename in SOURCES:
-            frames.append((code.co_filename, tb.tb_lineno, code.co_name))
-        tb = tb.tb_next
-    return frames
-
-
-def describe(exc):
-    """The Apsi-level text for an exception raised while a program runs."""
-    if isinstance(exc, ApsiError):
-        return exc.message
-    if isinstance(exc, ZeroDivisionError):
-        return "division by zero"
-    if isinstance(exc, UnboundLocalError):
-        name = apsi_name(getattr(exc, "name", None) or str(exc).split("'")[1])
-        return f"variable '{name}' is used before 'let {name}' gives it a value"
-    if isinstance(exc, NameError):
-        name = apsi_name(exc.name or "?")
-        return f"'{name}' is used before it is defined (move its 'let' or 'fn' above this line)"
-    if isinstance(exc, RecursionError):
-        return (f"too many nested calls (more than {sys.getrecursionlimit()}): "
-                "check that the recursion reaches its base case")
-    if isinstance(exc, AttributeError):
-        obj, name = getattr(exc, "obj", None), getattr(exc, "name", None)
-        if type(obj) is Record:
-            return f"record has no field '{name}' (its fields: {', '.join(vars(obj)) or 'none'})"
-        if name is not None:
-            return f"{a_type(obj)} has no field or method '{name}'"
-    if isinstance(exc, IndexError):
-        return f"index out of range ({exc})"
-    if isinstance(exc, KeyError):
-        return f"no key {exc}"
-    if isinstance(exc, TypeError):
-        m = _NOT_CALLABLE.fullmatch(str(exc))
-        if m:
-            return f"{a_type_named(m.group(1))} is not a function: it cannot be called"
-    if isinstance(exc, (TypeError, ValueError, OverflowError)):
-        return _apsi_words(str(exc))
-    if isinstance(exc, MemoryError):
-        return "out of memory"
-    return f"{type(exc).__name__}: {exc}"
-
-
-_NOT_CALLABLE = re.compile(r"'(\w+)' object is not callable")
-
-
-def a_type_named(name):
-    name = {"NoneType": "none", "Record": "record", "builtin_function_or_method": "function"}.get(name, name)
-    return "none" if name == "none" else ("an " if name[:1] in "aeiou" else "a ") + name
-
-
-def _apsi_words(text):
-    for py, apsi in (("'NoneType'", "none"), ("NoneType", "none"), ("'Record'", "record"),
-                     ("builtin_function_or_method", "builtin function"), ("'function'", "function"),
-                     ("None", "none"), ("True", "true"), ("False", "false")):
-        text = text.replace(py, apsi)
-    return text
-
-
-def render_runtime_error(exc):
-    """An Apsi traceback: Apsi frames only, each with file:line and its source line."""
-    frames = apsi_frames(exc.__traceback__)
-    out = []
-    if len(frames) > 1:
-        out.append("Traceback (most recent call last):")
-    repeated = 0
-    for i, (filename, line, func) in enumerate(frames):
-        if i >= 3 and frames[i] == frames[i - 1] == frames[i - 2] == frames[i - 3]:
-            repeated += 1           # deep recursion: show a frame three times, then count the rest
-            continue
-        if repeated:
-            out.append(f"  [the frame above repeated {repeated} more times]")
-            repeated = 0
-        where = "at top level" if func == "<module>" else \
-            ("in fn" if func == "<lambda>" else f"in fn {apsi_name(func)}")
-        out.append(f"  {filename}:{line}, {where}")
-        text = SOURCES.get(filename, [])
-        if 0 < line <= len(text) and text[line - 1].strip():
-            out.append(f"    {text[line - 1].strip()}")
-    if repeated:
-        out.append(f"  [the frame above repeated {repeated} more times]")
-    loc = f"{frames[-1][0]}:{frames[-1][1]}: " if frames else ""
-    out.append(f"{loc}error: {describe(exc)}")
-    return "\n".join(out)
-
-
-def render_syntax_error(exc: ApsiSyntaxError):
-    return exc.render()
