@@ -13,6 +13,7 @@ from .values import Record, a_type
 
 SOURCES = {}          # filename -> source lines, filled by the compiler's caller, for tracebacks
 
+
 def apsi_frames(tb):
     """(filename, line, function) for the traceback frames that run Apsi code."""
     frames = []

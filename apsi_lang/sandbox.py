@@ -75,9 +75,10 @@ def register(cls):
 
 
 def register_from_module(module):
-    """Register every class in a Python module that declares __apsi_attrs__."""
-    for value in vars(module).values():
-        if isinstance(value, type) and "__apsi_attrs__" in vars(value):
+    """Register every class in a Python module that declares or inherits __apsi_attrs__, so the
+    public attributes a subclass adds are guarded too."""
+    for value in list(vars(module).values()):
+        if isinstance(value, type) and hasattr(value, "__apsi_attrs__"):
             register(value)
 
 
