@@ -24,6 +24,15 @@ def lerp(a, b, w):
     return a + w * (b - a) if w < 0.5 else b - (b - a) * (1.0 - w)
 
 
+def weight_decay(p, g, lr, wd, decoupled):
+    """torch's two kinds: decoupled (AdamW) shrinks the weights, coupled adds wd * p to the gradient."""
+    if wd and decoupled:
+        return p * (1.0 - lr * wd), g
+    if wd:
+        return p, g + wd * p
+    return p, g
+
+
 class Optimizer:
     __apsi_attrs__ = frozenset({"step", "lr", "steps", "name", "hyper"})
     __apsi_type__ = "optimizer"
@@ -122,10 +131,7 @@ class Adam(Optimizer):
     def update(self, p, g, s, lr, t):
         h = self.hyper
         b1, b2, wd = h["b1"], h["b2"], h["weight_decay"]
-        if wd and self.decoupled:
-            p = p * (1.0 - lr * wd)
-        elif wd:
-            g = g + wd * p
+        p, g = weight_decay(p, g, lr, wd, self.decoupled)
         s["m"] = lerp(s["m"], g, 1.0 - b1)
         s["v"] = s["v"] * b2 + (1.0 - b2) * g * g
         step_size = lr / (1.0 - b1 ** t)
@@ -189,10 +195,7 @@ class NAdam(Optimizer):
     def update(self, p, g, s, lr, t):
         h = self.hyper
         b1, b2, wd = h["b1"], h["b2"], h["weight_decay"]
-        if wd and h["decoupled_weight_decay"]:
-            p = p * (1.0 - lr * wd)
-        elif wd:
-            g = g + wd * p
+        p, g = weight_decay(p, g, lr, wd, h["decoupled_weight_decay"])
         mu = b1 * (1.0 - 0.5 * 0.96 ** (t * h["momentum_decay"]))
         mu_next = b1 * (1.0 - 0.5 * 0.96 ** ((t + 1) * h["momentum_decay"]))
         s["mu_product"] *= mu
@@ -213,10 +216,7 @@ class RAdam(Optimizer):
     def update(self, p, g, s, lr, t):
         h = self.hyper
         b1, b2, wd = h["b1"], h["b2"], h["weight_decay"]
-        if wd and h["decoupled_weight_decay"]:
-            p = p * (1.0 - lr * wd)
-        elif wd:
-            g = g + wd * p
+        p, g = weight_decay(p, g, lr, wd, h["decoupled_weight_decay"])
         s["m"] = lerp(s["m"], g, 1.0 - b1)
         s["v"] = s["v"] * b2 + (1.0 - b2) * g * g
         bc1, bc2 = 1.0 - b1 ** t, 1.0 - b2 ** t
