@@ -190,7 +190,8 @@ def _install_plain(req, names, python, info, with_index):
         return
     rc, err = pipcmd.run_pip(cmd)
     if rc != 0:
-        fail(pipcmd.explain_failure(err, " ".join(names), req.index_url if index_args else None, info))
+        fail(pipcmd.explain_failure(err, " ".join(names), req.index_url if index_args else None, info,
+                                    torch=False))
     say(f"Installed {' '.join(names)} into {python}.")
 
 

@@ -175,16 +175,25 @@ NETWORK_SIGNS = ("Failed to establish a new connection", "Max retries exceeded",
                  "Could not fetch URL", "HTTP error 5", "404 Client Error", "No such file or directory")
 
 
-def explain_failure(stderr, what, index_url, pyinfo):
-    """A one-paragraph message for a failed pip run: what happened, and what to do."""
+def explain_failure(stderr, what, index_url, pyinfo, torch=True):
+    """A one-paragraph message for a failed pip run: what happened, and what to do.
+    `torch` says whether a PyTorch build was asked for (its advice differs from a plain package's)."""
     py = pyinfo.get("python", {})
     where = f"Python {py.get('version', '?')} on {py.get('platform', '?')}"
     source = f" from {index_url}" if index_url else ""
+    if any(sign in stderr for sign in NETWORK_SIGNS) and not torch:
+        return (f"pip could not reach the package index{source} (network, proxy or mirror problem). "
+                f"Check the connection; pip's own settings (pip.conf, PIP_INDEX_URL) choose the index.")
     if any(sign in stderr for sign in NETWORK_SIGNS):
         return (f"pip could not reach the package index{source} (network, proxy or mirror problem). "
                 f"Check the connection, or point Apsi at a mirror: --torch-index URL, APSI_TORCH_INDEX, "
                 f"or [pkg] torch_index in apsi.toml; pip's own settings (pip.conf, PIP_INDEX_URL) apply too.")
-    if "No matching distribution found" in stderr or "Could not find a version that satisfies" in stderr:
+    no_match = any(sign in stderr for sign in ("No matching distribution found",
+                                               "Could not find a version that satisfies"))
+    if no_match and not torch:
+        return (f"no package matches {what}{source} for {where}: check the name and version "
+                f"(pip's index has no release of it for this Python and platform).")
+    if no_match:
         return (f"no {what} wheel{source} matches {where}. That index may not carry this Python version "
                 f"or platform: try another build (`apsi pkg list` shows what is installed, "
                 f"`apsi pkg install torch-auto --dry-run` what fits), or a Python version PyTorch supports.")
