@@ -106,6 +106,11 @@ def _plan_for(req, build):
         url = None if plan.default_index else f"{index_base(req.torch_index)}/{plan.index}"
         return plan, url
     plan = torch_choice.explicit(build.index)
+    if tb_kind(build.index) == "cuda":
+        from . import hardware
+
+        req.hardware = hw = req.hardware or hardware.detect()
+        plan = torch_choice.Plan(**{**plan.__dict__, "warnings": torch_choice.explicit_warnings(hw, plan)})
     import platform
 
     if plan.index == "cpu" and platform.system() == "Darwin":
@@ -113,6 +118,10 @@ def _plan_for(req, build):
                                  default_index=True, reason=plan.reason)
         return plan, None
     return plan, f"{index_base(req.torch_index)}/{plan.index}"
+
+
+def tb_kind(index_key):
+    return torch_builds.INDEXES[index_key].kind
 
 
 def _install_torch(req, build, python, info):

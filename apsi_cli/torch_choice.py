@@ -47,6 +47,27 @@ def explicit(index_key):
                 last=ix.last, reason=f"{tb.build_name(index_key)}: {tb.describe(ix)}")
 
 
+def explicit_warnings(hw, plan):
+    """For a CUDA build named by the user: what this machine's driver and GPUs make of it."""
+    ix = tb.INDEXES[plan.index]
+    nv = hw.nvidia
+    if ix.kind != "cuda" or not nv.gpus or not nv.driver:
+        return ()
+    warnings = []
+    if not driver_ok(ix, nv.driver_tuple, hw.windows_driver):
+        warnings.append(f"{ix.label} needs NVIDIA driver {driver_needed(ix, hw.windows_driver)} or newer; "
+                        f"this machine has {nv.driver}, so PyTorch would fall back to the CPU "
+                        "(`apsi pkg install torch-auto` picks a build this driver runs)")
+    newest = ix.spans[-1]
+    linux = hw.system == "Linux"
+    missing = [g for g in nv.gpus if g.compute_cap and not cc_served(g.compute_cap, newest, linux)]
+    if missing:
+        names = ", ".join(g.describe() for g in missing)
+        warnings.append(f"the newest PyTorch of {plan.name} has no kernels for {names}; "
+                        "`apsi pkg install torch-auto` picks a build that has")
+    return tuple(warnings)
+
+
 def cc_served(cc, span, linux):
     """Whether a GPU of compute capability `cc` (major, minor) has kernels in `span`."""
     for arch in span.archs:

@@ -246,3 +246,21 @@ def test_table_is_consistent():
         assert build.index is None or build.index in torch_builds.INDEXES
     assert torch_choice.explicit("cu124").reason == "torch-cu124: PyTorch 2.4–2.6 + CUDA 12.4"
     assert torch_choice.explicit("cu126").reason == "torch-cuda: PyTorch ≥ 2.6 + CUDA 12.6"
+
+
+def test_explicit_build_warns_about_driver_and_gpus(machine):
+    machine("gtx1080-driver535")
+    hw = hardware.detect()
+    warnings = torch_choice.explicit_warnings(hw, torch_choice.explicit("cu128"))
+    assert len(warnings) == 2
+    assert warnings[0].startswith(
+        "CUDA 12.8 needs NVIDIA driver 570.26 or newer; this machine has 535.183.01")
+    assert "no kernels for NVIDIA GeForce GTX 1080 (compute 6.1)" in warnings[1]
+    assert torch_choice.explicit_warnings(hw, torch_choice.explicit("cu118")) == ()
+
+
+def test_explicit_build_that_fits_has_no_warning(machine):
+    machine("rtx4090-driver560")
+    hw = hardware.detect()
+    assert torch_choice.explicit_warnings(hw, torch_choice.explicit("cu126")) == ()
+    assert torch_choice.explicit_warnings(hw, torch_choice.explicit("cpu")) == ()
