@@ -109,8 +109,11 @@ def _write_config(yes):
     text = ("# Written by `apsi setup`. Permissions for Apsi programs in this folder and below.\n"
             "[run]\n"
             f"allow = [{allow}]\n")
+    from apsi_lang.files import atomic_open
+
     try:
-        target.write_text(text, encoding="utf-8")
+        with atomic_open(target, "w", encoding="utf-8") as f:
+            f.write(text)
     except OSError as e:
         click.echo(f"! could not write {target}: {e.strerror}; the setup goes on without it")
         return

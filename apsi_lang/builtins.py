@@ -11,6 +11,7 @@ import sys
 
 from . import permissions
 from .errors import ApsiError
+from .files import atomic_open
 from .values import Record, a_type, record_fields, show, type_name
 
 
@@ -76,14 +77,10 @@ def write_text(path, text):
     if type(text) is not str:
         raise ApsiError(f"write_text(path, text): text must be a string, got {a_type(text)} "
                         "(use str(x) to convert)")
-    tmp = f"{path}.tmp{os.getpid()}"
     try:
-        with open(tmp, "w", encoding="utf-8") as f:
+        with atomic_open(path, "w", encoding="utf-8") as f:
             f.write(text)
-        os.replace(tmp, path)
     except OSError as e:
-        if os.path.exists(tmp):
-            os.remove(tmp)
         raise ApsiError(f"write_text({show(path, True)}): {e.strerror or e}") from None
 
 

@@ -7,13 +7,13 @@ Both ask apsi_lang's permissions first: inside the project folder nothing needs 
 """
 
 import os
-import tempfile
 import zipfile
 
 import numpy as np
 
 from apsi_lang import permissions
 from apsi_lang.errors import ApsiError
+from apsi_lang.files import atomic_open
 
 from . import tree
 from .tensor import Tensor, describe
@@ -50,16 +50,11 @@ def _atomic_savez(path, arrays):
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise ApsiError(f"save_params: the folder {folder} does not exist; create it first")
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".", suffix=".npz.tmp")
     try:
-        with os.fdopen(fd, "wb") as f:
+        with atomic_open(path, "wb") as f:
             np.savez(f, **arrays)
-        os.replace(tmp, path)
     except OSError as e:
         raise ApsiError(f"save_params: cannot write {path}: {e.strerror or e}") from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def load_params(path, like=None):
