@@ -88,4 +88,14 @@ def main(argv=None, prog_name="apsi"):
     import sys
 
     argv = options.normalize_argv(sys.argv[1:] if argv is None else argv)
-    cli.main(args=argv, prog_name=prog_name)
+    try:
+        cli.main(args=argv, prog_name=prog_name)
+    except Exception as e:      # a bug in a command: say so plainly; the traceback only on request
+        import os
+
+        if os.environ.get("APSI_DEBUG", "") not in ("", "0"):
+            raise
+        click.echo(f"apsi: internal error: {type(e).__name__}: {e}\n"
+                   "This is a bug in Apsi. Run again with APSI_DEBUG=1 to see the Python traceback, "
+                   "and please report it.", err=True)
+        sys.exit(1)

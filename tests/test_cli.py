@@ -117,3 +117,18 @@ def test_python_dash_m_matches_console_script():
     r = subprocess.run([sys.executable, "-m", "apsi", "-e", "print(6 * 7)"], capture_output=True,
                        text=True, timeout=60)
     assert r.stdout == "42\n"
+
+
+def test_a_bug_in_a_command_is_reported_without_traceback():
+    code = ("import apsi_cli.runner as r\n"
+            "def boom(*a, **k):\n    raise RuntimeError('boom')\n"
+            "r.run_code = boom\n"
+            "from apsi_cli.main import main\nmain(['-e', 'print(1)'])\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                       env={k: v for k, v in os.environ.items() if k != "APSI_DEBUG"})
+    assert p.returncode == 1
+    assert "apsi: internal error: RuntimeError: boom" in p.stderr
+    assert "Traceback" not in p.stderr
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, APSI_DEBUG="1"))
+    assert "Traceback" in p.stderr
