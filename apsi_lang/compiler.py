@@ -285,6 +285,24 @@ class Compiler:
     def e_ListLit(self, e):
         return ast.List([self.expr(i) for i in e.items], ast.Load())
 
+    def e_ListComp(self, e):
+        # Python's rules: the first source is evaluated outside, the loop variables live inside.
+        first_source = self.expr(e.clauses[0][1])
+        outer = self.scope
+        self.scope = Scope(outer, set())
+        try:
+            generators = []
+            for i, (names, source, conditions) in enumerate(e.clauses):
+                source_py = first_source if i == 0 else self.expr(source)
+                self.scope.declared |= set(names)
+                target = self.store_names(names, e)
+                ifs = [self.expr(c) for c in conditions]
+                generators.append(ast.comprehension(target, source_py, ifs, 0))
+            elt = self.expr(e.elt)
+        finally:
+            self.scope = outer
+        return ast.ListComp(elt, generators)
+
     def e_TupleLit(self, e):
         return ast.Tuple([self.expr(i) for i in e.items], ast.Load())
 

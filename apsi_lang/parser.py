@@ -460,13 +460,39 @@ class Parser:
             return inner
         if self.at_op("["):
             self.advance()
-            items = self.items("]")
-            return S.ListLit(t.line, t.col, items)
+            if self.at_op("]"):
+                self.advance()
+                return S.ListLit(t.line, t.col, [])
+            first = self.expr()
+            if self.at_kw("for"):
+                return self.list_comp(t, first)
+            if not self.at_op("]"):
+                self.expect_op(",", " between items")
+            return S.ListLit(t.line, t.col, [first] + self.items("]"))
         if self.at_op("{"):
             return self.record()
         if t.kind == "KEYWORD":
             self.fail(f"'{t.value}' cannot start an expression")
         self.fail(f"expected an expression, found {describe(t)}")
+
+    def list_comp(self, t, elt):
+        """[elt for a in xs if cond for b in ys] — clauses as in Python."""
+        clauses = []
+        while self.at_kw("for"):
+            self.advance()
+            names = [self.expect_name("a loop variable after 'for'").value]
+            while self.at_op(","):
+                self.advance()
+                names.append(self.expect_name("a loop variable").value)
+            self.expect_kw("in", " after the loop variable")
+            source = self.or_expr()
+            conditions = []
+            while self.at_kw("if"):
+                self.advance()
+                conditions.append(self.or_expr())
+            clauses.append((names, source, conditions))
+        self.expect_op("]", " to close the list")
+        return S.ListComp(t.line, t.col, elt, clauses)
 
     def items(self, close):
         items = []

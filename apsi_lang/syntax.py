@@ -39,6 +39,7 @@ FString = node('FString', 'parts')  # parts: str pieces and FPart
 FPart = node('FPart', 'expr', 'spec')
 Name = node('Name', 'id')
 ListLit = node('ListLit', 'items')
+ListComp = node('ListComp', 'elt', 'clauses')  # clauses: (names, source, conditions)
 TupleLit = node('TupleLit', 'items')
 RecordLit = node('RecordLit', 'keys', 'values')
 Unary = node('Unary', 'op', 'operand')
