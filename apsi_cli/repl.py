@@ -41,7 +41,21 @@ class Repl:
             readline.read_history_file(HISTORY)
         except OSError:
             pass
+        readline.set_completer(self.complete)
+        readline.parse_and_bind("tab: complete")
         return readline
+
+    def names(self):
+        """What Tab offers: the program's names, the builtins and the keywords."""
+        from apsi_lang.builtins import BUILTINS
+        from apsi_lang.lexer import KEYWORDS
+
+        own = (n for n in self.ns if not n.startswith("_"))
+        return sorted(set(own) | set(BUILTINS) | KEYWORDS)
+
+    def complete(self, text, state):
+        matches = [n for n in self.names() if n.startswith(text)]
+        return matches[state] if state < len(matches) else None
 
     def _save_history(self):
         if self.readline is not None:

@@ -138,6 +138,13 @@ def apsi_type(value):
     return type_name(value)
 
 
+def clock():
+    """Seconds from an arbitrary start, for timing: let t = clock(); …; print(clock() - t)."""
+    import time
+
+    return time.perf_counter()
+
+
 def apsi_exit(code=0):
     raise SystemExit(code)
 
@@ -156,6 +163,7 @@ BUILTINS = {
     "sorted": _py.sorted, "reversed": apsi_reversed, "enumerate": _py.enumerate, "zip": _py.zip,
     "map": apsi_map, "filter": apsi_filter, "any": _py.any, "all": _py.all, "type": apsi_type,
     "error": error, "fields": fields, "get": get, "has": has, "input": apsi_input, "exit": apsi_exit,
+    "clock": clock,
     "read_text": read_text, "write_text": write_text, "exists": exists, "getenv": getenv,
     "pyimport": pyimport, "run_command": run_command, "fetch_text": fetch_text,
     "divmod": _py.divmod, "pow": _py.pow, "chr": _py.chr, "ord": _py.ord,

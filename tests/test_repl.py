@@ -111,3 +111,17 @@ def test_python_m_apsi_is_apsi(tmp_path):
     assert code == 0 and out.startswith("apsi ")
     code, out, _ = apsi(["-e", "1 + 1"], tmp_path)
     assert (code, out) == (0, "2\n")
+
+
+def test_tab_completes_program_names_builtins_and_keywords():
+    from apsi_cli.repl import Repl
+
+    r = Repl.__new__(Repl)          # no readline set-up: only the completer is under test
+    from apsi_lang import program
+
+    r.ns = program.new_namespace(".")
+    r.ns["learning_rate"] = 0.1
+    assert [r.complete("lea", i) for i in range(2)] == ["learning_rate", None]
+    assert r.complete("pri", 0) == "print"
+    assert r.complete("whi", 0) == "while"
+    assert r.complete("zzz", 0) is None
