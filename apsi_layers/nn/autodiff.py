@@ -247,20 +247,36 @@ def grad(f, argnums=0, has_aux=False):
 
 
 def jacobian(f, argnums=0):
-    """A function returning d f(x) / d x with shape f(x).shape + x.shape (per leaf for trees)."""
+    """A function returning d f(x) / d x with shape f(x).shape + x.shape (per leaf for trees).
+    When f returns a tree (a record or list of tensors, like grad does), the result is that tree with
+    each leaf replaced by its jacobian: so hessian of a parameter tree is a tree of trees."""
     def jacobian_f(*args, **kwargs):
         trace = _Trace(f, argnums, args, kwargs, "jacobian")
         try:
-            out = _tensor_output(trace)
-            rows = [trace.backward(_onehot(out, i, trace.nested)) for i in range(out.data.size)]
-            columns = list(zip(*rows, strict=True)) if rows else []
-            leaves = [leaf for var in trace.variables for leaf in tree.leaves(var)]
-            flat = [_stack_rows(col, leaf, out.shape, trace.nested) for col, leaf in zip(columns, leaves)]
-            grads = trace.gradient_tree(flat, finish=False)
+            if not tree.is_leaf(trace.out):
+                structure = trace.out
+            else:
+                return _single(trace, _jacobian_rows(trace))
         finally:
             trace.done()
-        return _single(trace, grads)
+        blocks = [jacobian(_leaf_of(f, j), argnums)(*args, **kwargs)
+                  for j in range(len(tree.leaves(structure)))]
+        return tree.unflatten_like(structure, blocks)
     return jacobian_f
+
+
+def _jacobian_rows(trace):
+    out = _tensor_output(trace)
+    rows = [trace.backward(_onehot(out, i, trace.nested)) for i in range(out.data.size)]
+    columns = list(zip(*rows, strict=True)) if rows else []
+    leaves = [leaf for var in trace.variables for leaf in tree.leaves(var)]
+    flat = [_stack_rows(col, leaf, out.shape, trace.nested) for col, leaf in zip(columns, leaves)]
+    return trace.gradient_tree(flat, finish=False)
+
+
+def _leaf_of(f, j):
+    """f restricted to the j-th leaf of the tree it returns."""
+    return lambda *args, **kwargs: tree.leaves(f(*args, **kwargs))[j]
 
 
 def _tensor_output(trace):
@@ -269,8 +285,8 @@ def _tensor_output(trace):
         return out
     if isinstance(out, int | float) and not isinstance(out, bool):
         return as_tensor(out, trace.fn)
-    raise ApsiError(f"{trace.fn}: the function must return a tensor, not {describe(out)}; jacobian and "
-                    "hessian work on functions of tensors (flatten a parameter tree first)")
+    raise ApsiError(f"{trace.fn}: the function must return a tensor, a number or a tree of them, "
+                    f"not {describe(out)}")
 
 
 def _onehot(out, i, nested):

@@ -156,3 +156,20 @@ def test_defop_first_and_higher_order():
     finally:
         RULES.pop("test_cube", None)
         RULES.pop("test_fused_square", None)
+
+
+def test_hessian_of_a_parameter_tree_is_a_tree_of_trees():
+    p = Record(w=nn.array([1.0, 2.0]), b=nn.array([3.0]))
+    h = nn.hessian(lambda q: nn.sum(q.w * q.w * q.b))(p)
+    # f = b (w0² + w1²): d²f/dw² = 2b I, d²f/dw db = 2w, d²f/db² = 0
+    np.testing.assert_allclose(h.w.w.data, [[6.0, 0.0], [0.0, 6.0]])
+    np.testing.assert_allclose(h.w.b.data, [[2.0], [4.0]])
+    np.testing.assert_allclose(h.b.w.data, [[2.0, 4.0]])
+    np.testing.assert_allclose(h.b.b.data, [[0.0]])
+
+
+def test_jacobian_of_a_tree_valued_function():
+    x = nn.array([1.0, 2.0])
+    j = nn.jacobian(lambda v: [v * 2, nn.sum(v * v)])(x)
+    np.testing.assert_allclose(j[0].data, [[2.0, 0.0], [0.0, 2.0]])
+    np.testing.assert_allclose(j[1].data, [2.0, 4.0])
