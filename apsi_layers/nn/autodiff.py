@@ -306,7 +306,6 @@ def _stack_rows(col, leaf, out_shape, nested):
 
 
 def hessian(f, argnums=0):
-    """A function returning the matrix of second derivatives of scalar f: jacobian of grad."""
-    if not isinstance(argnums, int):
-        raise ApsiError("hessian: argnums must be one int (the hessian of one argument)")
+    """A function returning the second derivatives of scalar f: jacobian of grad. With several
+    argnums, a tuple of tuples: h[i][j] is d²f / dx_i dx_j."""
     return jacobian(grad(f, argnums), argnums)

@@ -173,3 +173,12 @@ def test_jacobian_of_a_tree_valued_function():
     j = nn.jacobian(lambda v: [v * 2, nn.sum(v * v)])(x)
     np.testing.assert_allclose(j[0].data, [[2.0, 0.0], [0.0, 2.0]])
     np.testing.assert_allclose(j[1].data, [2.0, 4.0])
+
+
+def test_hessian_over_several_arguments():
+    a, b = nn.array([1.0, 2.0]), nn.array([3.0])
+    h = nn.hessian(lambda a, b: nn.sum(a * a * b), argnums=(0, 1))(a, b)
+    np.testing.assert_allclose(h[0][0].data, [[6.0, 0.0], [0.0, 6.0]])
+    np.testing.assert_allclose(h[0][1].data, [[2.0], [4.0]])
+    np.testing.assert_allclose(h[1][0].data, [[2.0, 4.0]])
+    np.testing.assert_allclose(h[1][1].data, [[0.0]])
