@@ -39,6 +39,7 @@ class ApsiSyntaxError(Exception):
         self.line = line
         self.col = col
         self.source_line = source_line
+        self.used_by = []       # (file, line, module) of the `use` lines that led to this file
 
     def render(self):
         """`file:line:col: message`, the source line and a caret under the column."""
@@ -48,6 +49,8 @@ class ApsiSyntaxError(Exception):
             caret_at = min(max(self.col - 1, 0), len(text))
             pad = "".join(c if c == "\t" else " " for c in text[:caret_at])   # tabs line up
             out += f"\n    {text}\n    {pad}^"
+        for filename, line, module in self.used_by:
+            out += f"\n  in module '{module}', used at {filename}:{line}"
         return out
 
     def __str__(self):

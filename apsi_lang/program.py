@@ -112,6 +112,9 @@ def _compile(text, filename, lines, ns, echo, program_dir):
     def load_module(name, node):
         try:
             exports = modules.names(name, program_dir)
+        except ApsiSyntaxError as e:
+            e.used_by.append((filename, node.line, name))
+            raise
         except ApsiError as e:
             raise ApsiSyntaxError(e.message, filename, node.line, node.col, lines[node.line - 1]) from None
         fixed.update(exports)
