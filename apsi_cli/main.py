@@ -61,11 +61,14 @@ def _version(ctx, _param, value):
 @click.group(cls=ApsiGroup, invoke_without_command=True,
              context_settings={"help_option_names": ["-h", "--help"]})
 @options.permission_options
-@click.option("-e", "code", metavar="CODE", help="Run CODE; top-level values that are not none are shown.")
+@click.option("-e", "code", metavar="CODE",
+              help="Run CODE; top-level values that are not none are shown. Arguments after CODE "
+                   "reach it as `args`.")
+@click.option("--program-arg", "program_args", multiple=True, hidden=True)
 @click.option("--version", is_flag=True, callback=_version, expose_value=False, is_eager=True,
               help="Show Apsi's version and exit.")
 @click.pass_context
-def cli(ctx, code, **perms):
+def cli(ctx, code, program_args, **perms):
     """Apsi: a small scripting language for numeric and machine-learning work.
 
     \b
@@ -80,7 +83,7 @@ def cli(ctx, code, **perms):
     from . import runner
 
     if code is not None:
-        ctx.exit(runner.run_code(code, perms))
+        ctx.exit(runner.run_code(code, perms, args=list(program_args)))
     ctx.exit(runner.repl(perms))
 
 

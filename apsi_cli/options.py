@@ -32,14 +32,20 @@ def merge(outer, inner):
 
 
 def normalize_argv(argv):
-    """`--allow-read FILE` must not take FILE as the list of paths: a bare --allow-read/--allow-write
-    (before the program's file) means "everywhere"; paths are given only as --allow-read=PATH,…"""
+    """Two things Click can't say on its own:
+    - `--allow-read FILE` must not take FILE as the list of paths: a bare --allow-read/--allow-write
+      (before the program's file) means "everywhere"; paths are given only as --allow-read=PATH,…
+    - `-e CODE ARGS…`: as with `python -c`, what follows CODE is the program's `args`, not a file
+      to run; they travel as hidden --program-arg=… options."""
     out, i, argv = [], 0, list(argv)
     while i < len(argv):
         arg = argv[i]
         if arg in ("--allow-read", "--allow-write"):
             out.append(arg + "=*")
-        elif arg == "-e" or arg == "--":
+        elif arg == "-e":
+            rest = argv[i + 2:]
+            return out + argv[i:i + 2] + [f"--program-arg={a}" for a in rest]
+        elif arg == "--":
             return out + argv[i:]
         elif arg.startswith("-") or arg == "run":
             out.append(arg)

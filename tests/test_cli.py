@@ -132,3 +132,9 @@ def test_a_bug_in_a_command_is_reported_without_traceback():
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                        env=dict(os.environ, APSI_DEBUG="1"))
     assert "Traceback" in p.stderr
+
+
+def test_e_passes_what_follows_as_args():
+    r = run(["-e", "print(args)", "x", "--flag", "-e", "y"])
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == '["x", "--flag", "-e", "y"]\n'
