@@ -68,6 +68,10 @@ def guarded(action):
     except KeyboardInterrupt:
         _err("apsi: interrupted")
         return 130
+    except BrokenPipeError:
+        # the reader left (`apsi prog | head`): stop quietly, as a process killed by SIGPIPE would
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except BaseException as e:
         if debug():
             import traceback

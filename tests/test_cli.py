@@ -138,3 +138,12 @@ def test_e_passes_what_follows_as_args():
     r = run(["-e", "print(args)", "x", "--flag", "-e", "y"])
     assert r.returncode == 0, r.stderr
     assert r.stdout == '["x", "--flag", "-e", "y"]\n'
+
+
+def test_closed_pipe_stops_quietly():
+    p = subprocess.Popen(APSI + ["-e", "for i in range(1000000): print(i)"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    assert p.stdout.readline() == "0\n"
+    p.stdout.close()
+    assert p.wait(timeout=60) == 141
+    assert p.stderr.read() == ""
