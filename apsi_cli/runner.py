@@ -97,7 +97,7 @@ def run_file(path, args, perms):
         _err(f"apsi: cannot run '{path}': it {what}. Usage: apsi [PERMISSIONS] FILE.apsi [ARGS]...")
         return 2
     try:
-        text = p.read_text(encoding="utf-8")
+        text = p.read_text(encoding="utf-8-sig")  # a BOM from Windows editors is not code
     except (OSError, UnicodeDecodeError) as e:
         _err(f"apsi: cannot read '{path}': {e}")
         return 2

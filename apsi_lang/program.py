@@ -147,7 +147,7 @@ def run_source(text, filename="<input>", args=(), grants=None, echo=False):
 def compile_module(path, display_name):
     """Compile an Apsi module file (for `use`): (Program, the top-level names it exports)."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as e:
         raise ApsiError(f"use {Path(path).stem}: cannot read {path}: {e}") from None
     ns = new_namespace(str(Path(path).parent))
