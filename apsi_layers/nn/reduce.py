@@ -94,17 +94,17 @@ def _check_axis(name, x, axis):
 
 def argmax(x, axis=None, keepdims=False):
     """Index of the largest element (an int tensor; not differentiable)."""
-    x = as_tensor(x, "argmax")
-    try:
-        return Tensor(np.argmax(x.data, axis=_axis(axis), keepdims=bool(keepdims)))
-    except (ValueError, IndexError, TypeError) as e:
-        raise ApsiError(f"argmax: axis={axis!r} does not fit a tensor of shape {x.shape}: {e}") from None
+    return _arg("argmax", np.argmax, x, axis, keepdims)
 
 
 def argmin(x, axis=None, keepdims=False):
     """Index of the smallest element (an int tensor; not differentiable)."""
-    x = as_tensor(x, "argmin")
+    return _arg("argmin", np.argmin, x, axis, keepdims)
+
+
+def _arg(name, np_fn, x, axis, keepdims):
+    x = as_tensor(x, name)
     try:
-        return Tensor(np.argmin(x.data, axis=_axis(axis), keepdims=bool(keepdims)))
+        return Tensor(np_fn(x.data, axis=_axis(axis), keepdims=bool(keepdims)))
     except (ValueError, IndexError, TypeError) as e:
-        raise ApsiError(f"argmin: axis={axis!r} does not fit a tensor of shape {x.shape}: {e}") from None
+        raise ApsiError(f"{name}: axis={axis!r} does not fit a tensor of shape {x.shape}: {e}") from None
