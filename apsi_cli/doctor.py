@@ -37,6 +37,7 @@ def collect(perms=None):
 
     r = Report()
     _apsi(r)
+    _modules(r)
     python = pipcmd.target_python()
     try:
         info = pipcmd.probe(python, import_torch=True)
@@ -67,6 +68,25 @@ def _apsi(r):
         v = "source checkout"
     r.sections["apsi"] = {"version": v, "location": str(Path(__file__).resolve().parent.parent)}
     r.check("apsi", "Apsi", OK, f"apsi {v}")
+
+
+def _modules(r):
+    """The modules `use NAME` can load from installed packages (the apsi.modules entry points)."""
+    from importlib.metadata import entry_points
+
+    found, broken = [], []
+    for ep in sorted(entry_points(group="apsi.modules"), key=lambda e: e.name):
+        try:
+            ep.load()
+            found.append(ep.name)
+        except Exception as e:
+            broken.append(f"{ep.name} ({ep.value}: {type(e).__name__}: {e})")
+    r.sections["modules"] = {"available": found, "broken": broken}
+    if broken:
+        r.check("modules", "Modules", FAIL, "`use` cannot load: " + "; ".join(broken),
+                "reinstall the package that provides it (for nn: reinstall Apsi)")
+    else:
+        r.check("modules", "Modules", OK, "use " + ", ".join(found) if found else "none installed")
 
 
 def _python(r, info):

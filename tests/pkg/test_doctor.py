@@ -28,9 +28,10 @@ def test_doctor_json_gpu_machine_with_the_right_build(target, wheels, machine, m
     monkeypatch.setenv("APSI_FAKE_TORCH_GPUS", "NVIDIA GeForce RTX 4090:8.9:23.99")
     code, rep = doctor_json()
     assert code == 0 and rep["ok"] is True
-    assert set(rep) == {"ok", "apsi", "python", "platform", "numpy", "hardware", "torch", "recommendation",
-                        "config", "permissions", "checks"}
+    assert set(rep) == {"ok", "apsi", "modules", "python", "platform", "numpy", "hardware", "torch",
+                        "recommendation", "config", "permissions", "checks"}
     assert rep["apsi"]["version"]
+    assert rep["modules"] == {"available": ["nn"], "broken": []}
     assert rep["python"]["executable"] == str(target.python)
     assert rep["python"]["version"] == platform.python_version()
     assert rep["python"]["pip"]
@@ -193,3 +194,18 @@ def test_doctor_python_without_pip(target, machine, tmp_path, monkeypatch):
     assert code == 1 and rep["python"]["pip"] is None
     assert checks(rep, "pip") == [("fail", f"pip is missing in {bare}; `apsi pkg` needs it",
                                    f"{bare} -m ensurepip --upgrade")]
+
+
+def test_doctor_reports_a_module_that_cannot_load(monkeypatch):
+    from importlib.metadata import EntryPoint
+
+    from apsi_cli import doctor
+
+    broken = EntryPoint(name="ghost", value="no_such_package_xyz:factory", group="apsi.modules")
+    monkeypatch.setattr("importlib.metadata.entry_points", lambda group: [broken])
+    r = doctor.Report()
+    doctor._modules(r)
+    assert r.sections["modules"]["available"] == []
+    (check,) = r.checks
+    assert check["status"] == doctor.FAIL and "ghost (no_such_package_xyz:factory" in check["detail"]
+    assert not r.ok
