@@ -41,3 +41,11 @@ def test_tour_example_runs():
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stdout.endswith('args: ["a"]\n')
+
+
+def test_rosenbrock_example_converges():
+    r = subprocess.run([sys.executable, "-m", "apsi", str(ROOT / "examples" / "rosenbrock.apsi")],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    f = dict(re.findall(r"^(\w+).*f = (\S+)$", r.stdout, re.M))
+    assert float(f["sgd"]) < 0.1 and float(f["adam"]) < 1e-10 and float(f["newton"]) < 1e-20
