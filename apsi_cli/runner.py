@@ -96,6 +96,10 @@ def run_file(path, args, perms):
         what = "is a folder" if p.is_dir() else "does not exist"
         _err(f"apsi: cannot run '{path}': it {what}. Usage: apsi [PERMISSIONS] FILE.apsi [ARGS]...")
         return 2
+    if p.suffix == ".py":
+        _err(f"apsi: '{path}' is a Python file: run it with python. Apsi runs Apsi programs (.apsi); "
+             "Python modules are reachable from Apsi with pyimport(\"name\") and --allow-python.")
+        return 2
     try:
         text = p.read_text(encoding="utf-8-sig")  # a BOM from Windows editors is not code
     except (OSError, UnicodeDecodeError) as e:

@@ -147,3 +147,11 @@ def test_closed_pipe_stops_quietly():
     p.stdout.close()
     assert p.wait(timeout=60) == 141
     assert p.stderr.read() == ""
+
+
+def test_a_python_file_is_pointed_to_python(tmp_path):
+    p = tmp_path / "script.py"
+    p.write_text("import os\n")
+    r = run([str(p)])
+    assert r.returncode == 2
+    assert "is a Python file: run it with python" in r.stderr
