@@ -106,7 +106,7 @@ def _plan_for(req, build):
         url = None if plan.default_index else f"{index_base(req.torch_index)}/{plan.index}"
         return plan, url
     plan = torch_choice.explicit(build.index)
-    if tb_kind(build.index) == "cuda":
+    if torch_builds.INDEXES[build.index].kind == "cuda":     # only then is the hardware worth reading
         from . import hardware
 
         req.hardware = hw = req.hardware or hardware.detect()
@@ -118,10 +118,6 @@ def _plan_for(req, build):
                                  default_index=True, reason=plan.reason)
         return plan, None
     return plan, f"{index_base(req.torch_index)}/{plan.index}"
-
-
-def tb_kind(index_key):
-    return torch_builds.INDEXES[index_key].kind
 
 
 def _install_torch(req, build, python, info):

@@ -116,15 +116,13 @@ class Compiler:
 
     def s_Assign(self, s):
         value = self.expr(s.value)
-        if len(s.targets) == 1 and isinstance(s.targets[0], S.Attr) and self.attr_guarded(s.targets[0].name):
+        # stores on anything but a record need 'python': without it, a field store is checked at run time
+        if len(s.targets) == 1 and isinstance(s.targets[0], S.Attr) and not self.full_access:
             t = s.targets[0]
             return ast.Expr(self.helper("_sa", [self.expr(t.obj), ast.Constant(t.name), value], s))
         targets = [self.target(t) for t in s.targets]
         target = targets[0] if len(targets) == 1 else self.at(ast.Tuple(targets, ast.Store()), s)
         return ast.Assign([target], value)
-
-    def attr_guarded(self, _name):
-        return not self.full_access     # stores on anything but a record need 'python'
 
     def target(self, t):
         if isinstance(t, S.Name):

@@ -17,20 +17,22 @@ _compiled = {}        # ("file", path) -> (Program, exported names)
 _loading = set()      # for a clear error on `use` cycles
 
 
-def _entry_point(name):
-    from importlib.metadata import entry_points
+_entry_points = None  # name -> entry point, read once per process (scanning installed packages is slow)
 
-    for ep in entry_points(group=GROUP):
-        if ep.name == name:
-            return ep
-    return None
+
+def _entry_point(name):
+    global _entry_points
+    if _entry_points is None:
+        from importlib.metadata import entry_points
+
+        _entry_points = {ep.name: ep for ep in entry_points(group=GROUP)}
+    return _entry_points.get(name)
 
 
 def available():
     """Names of the installed modules (entry points), for messages and the REPL."""
-    from importlib.metadata import entry_points
-
-    return sorted(ep.name for ep in entry_points(group=GROUP))
+    _entry_point("")
+    return sorted(_entry_points)
 
 
 def names(name, program_dir):

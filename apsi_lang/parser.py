@@ -148,12 +148,17 @@ class Parser:
                           "can be assigned", _tok_at(item))
         return items
 
-    def let_stmt(self):
-        t = self.advance()
-        names = [self.expect_name("a name after 'let'").value]
+    def name_list(self, first_what, next_what):
+        """`a` or `a, b, …` (the targets of let, for and comprehension clauses)."""
+        names = [self.expect_name(first_what).value]
         while self.at_op(","):
             self.advance()
-            names.append(self.expect_name("a name").value)
+            names.append(self.expect_name(next_what).value)
+        return names
+
+    def let_stmt(self):
+        t = self.advance()
+        names = self.name_list("a name after 'let'", "a name")
         if not self.at_op("="):
             self.fail(f"expected '=' after 'let {', '.join(names)}': a variable needs a value "
                       "(use 'let x = none' for an empty one)")
@@ -234,10 +239,7 @@ class Parser:
 
     def for_stmt(self):
         t = self.advance()
-        names = [self.expect_name("a loop variable after 'for'").value]
-        while self.at_op(","):
-            self.advance()
-            names.append(self.expect_name("a loop variable").value)
+        names = self.name_list("a loop variable after 'for'", "a loop variable")
         self.expect_kw("in", " after the loop variable")
         it = self.expr_or_tuple()
         return S.For(t.line, t.col, names, it, self.block("'for'"))
@@ -480,10 +482,7 @@ class Parser:
         clauses = []
         while self.at_kw("for"):
             self.advance()
-            names = [self.expect_name("a loop variable after 'for'").value]
-            while self.at_op(","):
-                self.advance()
-                names.append(self.expect_name("a loop variable").value)
+            names = self.name_list("a loop variable after 'for'", "a loop variable")
             self.expect_kw("in", " after the loop variable")
             source = self.or_expr()
             conditions = []

@@ -104,10 +104,9 @@ def compile_source(text, filename="<input>", namespace=None, echo=False, program
 
 def _compile(text, filename, lines, ns, echo, program_dir):
     body = Parser(text, filename).parse_program()
-    fixed = set(BUILTINS)
-    user = {apsi_name(k) for k in ns if not k.startswith("_") or k.startswith("_kw_")}
-
-    used = set()
+    fixed = set(BUILTINS) | {"args"}     # readable everywhere, never assignable
+    user = {apsi_name(k) for k in ns if not k.startswith("_") or k.startswith("_kw_")} - fixed
+    used = set()                         # names the `use` lines bring in
 
     def load_module(name, node):
         try:
@@ -117,14 +116,9 @@ def _compile(text, filename, lines, ns, echo, program_dir):
             raise
         except ApsiError as e:
             raise ApsiSyntaxError(e.message, filename, node.line, node.col, lines[node.line - 1]) from None
-        fixed.update(exports)
         used.update(exports)
         return exports
 
-    for name in list(user):
-        if name in BUILTINS or name == "args":
-            user.discard(name)
-    fixed.add("args")
     code = compile_tree(body, filename, lines, fixed, user, load_module, echo=echo,
                         full_access=permissions.allowed("python"))
     prog = Program(code, ns)

@@ -14,6 +14,7 @@ import sys
 import types
 
 from .errors import ApsiError
+from .permissions import allowed
 from .values import Record, a_type
 
 
@@ -126,8 +127,6 @@ def _inherited_allowed(tp):
 
 
 def _python_allowed():
-    from .permissions import allowed
-
     return allowed("python")
 
 

@@ -40,8 +40,6 @@ def show(value, quoted=False):
         return "(" + inner + ("," if len(value) == 1 else "") + ")"
     if t is Record:
         return "{" + ", ".join(f"{k}: {show(v, True)}" for k, v in vars(value).items()) + "}"
-    if callable(value) and hasattr(value, "__apsi_name__"):
-        return f"<fn {value.__apsi_name__}>"
     if callable(value) and getattr(value, "__module__", None) == "apsi_program":
         return f"<fn {getattr(value, '__name__', '?')}>"
     return str(value)
