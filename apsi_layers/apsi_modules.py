@@ -72,3 +72,10 @@ def nn_module():
     exports = {name: getattr(nn, name) for name in NN_EXPORTS}
     exports.update(_tensor_aware(nn))
     return exports
+
+
+def layers_module():
+    """{name: value} for `use layers` (declared in apsi_layers/layers/exports.py)."""
+    from apsi_layers.layers.exports import layers_exports
+
+    return layers_exports()
