@@ -31,7 +31,7 @@ def test_doctor_json_gpu_machine_with_the_right_build(target, wheels, machine, m
     assert set(rep) == {"ok", "apsi", "modules", "python", "platform", "numpy", "hardware", "torch",
                         "recommendation", "config", "permissions", "checks"}
     assert rep["apsi"]["version"]
-    assert rep["modules"] == {"available": ["nn"], "broken": []}
+    assert rep["modules"] == {"available": ["layers", "nn"], "broken": []}
     assert rep["python"]["executable"] == str(target.python)
     assert rep["python"]["version"] == platform.python_version()
     assert rep["python"]["pip"]
