@@ -9,24 +9,27 @@ import builtins
 
 def _tensor_aware(nn):
     Tensor = nn.Tensor
+    foreign = nn.foreign        # torch tensors, once the torch backend has loaded (see nn/foreign.py)
 
     def sum(x, *rest, axis=None, keepdims=False):  # noqa: A001
-        if type(x) is Tensor:
+        if type(x) is Tensor or isinstance(x, foreign.TYPES):
             return nn.sum(x, axis=axis, keepdims=keepdims)
         return builtins.sum(x, *rest)
 
     def _extreme(name, reduce, pairwise, builtin):
         def fn(*args, axis=None, keepdims=False, **kw):
-            if len(args) == 1 and type(args[0]) is Tensor:
+            if len(args) == 1 and (type(args[0]) is Tensor or isinstance(args[0], foreign.TYPES)):
                 return reduce(args[0], axis=axis, keepdims=keepdims)
-            if len(args) == 2 and Tensor in (type(args[0]), type(args[1])):
+            if len(args) == 2 and (Tensor in (type(args[0]), type(args[1]))
+                                   or isinstance(args[0], foreign.TYPES)
+                                   or isinstance(args[1], foreign.TYPES)):
                 return pairwise(*args)
             return builtin(*args, **kw)
         fn.__name__ = name
         return fn
 
     def abs(x):  # noqa: A001
-        return nn.abs(x) if type(x) is Tensor else builtins.abs(x)
+        return nn.abs(x) if type(x) is Tensor or isinstance(x, foreign.TYPES) else builtins.abs(x)
 
     def round(x, ndigits=None):  # noqa: A001
         if type(x) is Tensor:
