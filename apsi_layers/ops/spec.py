@@ -25,6 +25,8 @@ OPS = {
     "indices": "indices(array_like) -> integer tensor (int64), for labels, token ids and edge lists",
     "to_numpy": "to_numpy(t) -> numpy.ndarray (a copy, detached)",
     "zeros": "zeros(shape) -> tensor of zeros in the op set's float dtype",
+    "stop_gradient": ("stop_gradient(x) -> the same values with no gradient flowing back (running "
+                      "statistics, targets computed from the model)"),
     "ones": "ones(shape) -> tensor of ones",
     # elementwise
     "exp": "exp(x)", "log": "log(x)", "sqrt": "sqrt(x)", "abs": "abs(x)",
