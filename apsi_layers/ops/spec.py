@@ -18,6 +18,7 @@ Conventions, shared by both op sets:
   without copies: dense w [in, out]; conv w [out, in/groups, *kernel]; LSTM/GRU w_ih [G*H, F],
   w_hh [G*H, H], b_ih/b_hh [G*H], gate order i, f, g, o (LSTM) and r, z, n (GRU), torch's formulas.
 """
+# ruff: noqa: E501  (one entry per line reads best as a table)
 
 OPS = {
     # conversion and creation
