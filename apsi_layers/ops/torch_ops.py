@@ -50,6 +50,10 @@ class TorchOps:
             t = t.float()
         return t.cpu().numpy().copy()
 
+    @staticmethod
+    def stop_gradient(x):
+        return x.detach()
+
     def zeros(self, shape):
         return torch.zeros(_shape(shape), device=self.device, dtype=self.dtype)
 
