@@ -19,6 +19,7 @@ Conventions, shared by both op sets:
   w_hh [G*H, H], b_ih/b_hh [G*H], gate order i, f, g, o (LSTM) and r, z, n (GRU), torch's formulas.
 """
 
+# ruff: noqa: E501  (one op per entry reads best, even when the entry is long)
 OPS = {
     # conversion and creation
     "constant": "constant(array_like) -> tensor: float data (float64 on NumPy; the op set's dtype on torch), no gradient",
