@@ -37,6 +37,11 @@ def indices(value):
     return Tensor(d.astype(np.int64))
 
 
+def stop_gradient(x):
+    """The same values, cut off the tape: no gradient flows back through them."""
+    return Tensor(x.data) if type(x) is Tensor else constant(x)
+
+
 def to_numpy(t):
     return np.array(t.data if type(t) is Tensor else t)
 

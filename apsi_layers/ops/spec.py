@@ -20,7 +20,6 @@ Conventions, shared by both op sets:
 """
 # ruff: noqa: E501  (one entry per line reads best as a table)
 
-# ruff: noqa: E501  (one op per entry reads best, even when the entry is long)
 OPS = {
     # conversion and creation
     "constant": "constant(array_like) -> tensor: float data (float64 on NumPy; the op set's dtype on torch), no gradient",

@@ -303,3 +303,9 @@ def test_simple_ops_follow_the_spec():
     close(O.clip(t, -0.5, 0.5).data, np.clip(x, -0.5, 0.5))
     assert O.normal((3, 2), O.rng(0)).shape == (3, 2)
     close(O.normal(5, O.rng(1)).data, np.random.default_rng(1).standard_normal(5))
+
+
+def test_stop_gradient_blocks_the_gradient():
+    x = normal(3)
+    g = nn.grad(lambda x: nn.sum(x * O.stop_gradient(x)))(nn.Tensor(x)).data
+    close(g, x)                                                  # d/dx of x * c with c = x held fixed
