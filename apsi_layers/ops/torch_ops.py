@@ -219,6 +219,11 @@ class TorchOps:
 
     @staticmethod
     def batch_norm_eval(x, gamma, beta, mean, var, eps):
+        if mean.requires_grad or var.requires_grad:     # torch's kernel takes statistics as constants
+            shape = (1, -1) + (1,) * (x.ndim - 2)
+            y = (x - mean.reshape(shape)) * torch.rsqrt(var.reshape(shape) + eps)
+            y = y if gamma is None else y * gamma.reshape(shape)
+            return y if beta is None else y + beta.reshape(shape)
         return F.batch_norm(x, mean, var, gamma, beta, training=False, eps=eps)
 
     @staticmethod
@@ -251,13 +256,18 @@ class TorchOps:
         return _masked_gru(x, h0, w_ih, w_hh, b_ih, b_hh, self._bool(mask))
 
     def attention(self, q, k, v, mask=None, causal=False):
-        if mask is not None:
-            mask = self._bool(mask)
-            if causal:  # SDPA takes one or the other; fold the causal triangle into the mask
-                tq, tk = q.shape[-2], k.shape[-2]
-                mask = mask & torch.ones(tq, tk, dtype=torch.bool, device=q.device).tril()
+        if mask is None:
+            return F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal))
+        mask = self._bool(mask)
+        if causal:  # SDPA takes one or the other; fold the causal triangle into the mask
+            tq, tk = q.shape[-2], k.shape[-2]
+            mask = mask & torch.ones(tq, tk, dtype=torch.bool, device=q.device).tril()
+        if q.device.type == "cpu":  # the CPU kernels give a row that may attend nowhere zeros
             return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-        return F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal))
+        # GPU kernels may give NaN there: let such rows attend everywhere, then zero them (no sync)
+        anywhere = mask.any(-1, keepdim=True)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask | ~anywhere)
+        return out * anywhere.to(out.dtype)
 
     def softmax_cross_entropy(self, logits, labels):
         if not isinstance(labels, torch.Tensor):

@@ -32,7 +32,8 @@ def devices(with_torch=True):
 def _numpy_entry():
     import numpy as np
 
-    return Record(name="numpy", kind="cpu", detail=f"NumPy {np.__version__}, float64, {_blas_threads()} threads")
+    detail = f"NumPy {np.__version__}, float64, {_blas_threads()} threads"
+    return Record(name="numpy", kind="cpu", detail=detail)
 
 
 def _blas_threads():
@@ -52,7 +53,8 @@ def _blas_threads():
 
 
 def torch_devices(torch):
-    out = [Record(name="cpu", kind="cpu", detail=f"PyTorch {torch.__version__}, {torch.get_num_threads()} threads")]
+    detail = f"PyTorch {torch.__version__}, {torch.get_num_threads()} threads"
+    out = [Record(name="cpu", kind="cpu", detail=detail)]
     if _cuda_count(torch):
         kind = "rocm" if getattr(torch.version, "hip", None) else "cuda"
         for i in range(torch.cuda.device_count()):
