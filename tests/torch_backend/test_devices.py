@@ -38,7 +38,9 @@ def two_nvidia(no_gpu, monkeypatch):
 def test_cpu_only_lists_numpy_and_torch_cpu(no_gpu):
     found = rows(devices.devices())
     assert [r[:2] for r in found] == [("numpy", "cpu"), ("cpu", "cpu")]
-    assert found[0][2].startswith("NumPy ") and found[0][2].endswith(" threads") and ", float64, " in found[0][2]
+    numpy_detail = found[0][2]
+    assert numpy_detail.startswith("NumPy ") and numpy_detail.endswith(" threads")
+    assert ", float64, " in numpy_detail
     assert found[1][2] == f"PyTorch {torch.__version__}, {torch.get_num_threads()} threads"
     assert rows(devices.devices(with_torch=False)) == found[:1]
 
@@ -59,8 +61,8 @@ def test_apple_and_intel_gpus(no_gpu, monkeypatch):
     monkeypatch.setattr(torch.backends.mps, "is_available", lambda: True)
     monkeypatch.setattr(torch.xpu, "is_available", lambda: True)
     monkeypatch.setattr(torch.xpu, "device_count", lambda: 1)
-    monkeypatch.setattr(torch.xpu, "get_device_properties",
-                        lambda i: SimpleNamespace(name="Intel(R) Arc(TM) A770 Graphics", total_memory=16 * GIB))
+    arc = SimpleNamespace(name="Intel(R) Arc(TM) A770 Graphics", total_memory=16 * GIB)
+    monkeypatch.setattr(torch.xpu, "get_device_properties", lambda i: arc)
     found = rows(devices.devices())
     assert [r[:2] for r in found[2:]] == [("mps", "mps"), ("xpu:0", "xpu")]
     assert found[3][2] == "Intel(R) Arc(TM) A770 Graphics, 16.0 GiB, bf16 yes"
