@@ -211,8 +211,10 @@ class TorchOps:
         c = x.shape[1]
         # F.batch_norm with momentum 1 writes the batch statistics into the "running" buffers: one
         # fused pass gives y and the statistics; the buffer holds the unbiased variance
-        mean = torch.zeros(c, device=x.device, dtype=x.dtype)
-        var = torch.ones(c, device=x.device, dtype=x.dtype)
+        # statistics in the weights' dtype: under autocast x may be bfloat16 while gamma is float32
+        dtype = gamma.dtype if gamma is not None else x.dtype
+        mean = torch.zeros(c, device=x.device, dtype=dtype)
+        var = torch.ones(c, device=x.device, dtype=dtype)
         y = F.batch_norm(x, mean, var, gamma, beta, training=True, momentum=1.0, eps=eps)
         n = x.numel() // c
         return y, mean, var * ((n - 1) / n) if n > 1 else var * 0.0

@@ -49,15 +49,35 @@ class ApsiModule(torch.nn.Module):
 
     def forward(self, x, graph=None, mask=None):
         from apsi_layers.layers.context import Ctx
-
-        from .run import graph_for, run_model
+        from apsi_layers.layers.training.numpy_loop import replace_states
 
         ops = self._ops()
         ctx = Ctx(ops, training=self.training, rng=self._random(ops) if self.training else None,
-                  graph=graph_for(self, ops, graph, x), mask=None if mask is None else ops._bool(mask))
-        if isinstance(x, torch.Tensor) and x.is_floating_point() and x.dtype != ops.dtype:
-            x = x.to(ops.dtype)
-        return run_model(self.net, self.tree(), x, ctx)
+                  graph=self._graph_for(ops, graph, x), mask=None if mask is None else ops._bool(mask))
+        params = self.tree()
+        y = self.net.apply(params, _cast(x, ops), ctx)
+        if ctx.updates:                # batch norm's running statistics, as fit keeps them
+            with torch.no_grad():
+                new = tree.leaves(replace_states(params, ctx.updates))
+                for (kind, i), t in zip(self._slots, new):
+                    if kind == "s":
+                        getattr(self, i).copy_(t)
+        return y
+
+    def _graph_for(self, ops, graph, x):
+        if graph is None:
+            return None
+        from apsi_layers.layers.context import Graph, graph_arg
+
+        n = _first(x).shape[0]
+        cached = self._graph
+        if cached is not None and cached[0] is graph and (cached[1], cached[2].src.device) == (n, ops.device):
+            return cached[2]
+        edges = graph.detach().cpu().numpy() if isinstance(graph, torch.Tensor) else graph
+        edges, n = graph_arg("forward", edges, n)
+        g = Graph(ops, edges, n)
+        self._graph = (graph, n, g)
+        return g
 
     def _ops(self):
         from apsi_layers.ops.torch_ops import TorchOps
@@ -82,6 +102,21 @@ class ApsiModule(torch.nn.Module):
         return head + ("\n" + "\n".join(lines) + "\n)" if lines else ")")
 
 
+def _first(x):
+    return x[0] if isinstance(x, list | tuple) else x
+
+
+def _cast(x, ops):
+    """Float inputs in the module's dtype (a float64 array meets float32 weights); ids stay ints."""
+    if isinstance(x, list | tuple):
+        return [_cast(v, ops) for v in x]
+    if not isinstance(x, torch.Tensor):
+        x = torch.as_tensor(x.data if hasattr(x, "data") and not callable(x.data) else x)
+    if x.is_floating_point() and (x.dtype != ops.dtype or x.device != ops.device):
+        return x.to(device=ops.device, dtype=ops.dtype)
+    return x if x.device == ops.device else x.to(ops.device)
+
+
 def torch_module(net, params, device="cpu", dtype="float32", seed=0):
     """A torch.nn.Module running `net` with `params` (copied) on `device` ("auto", "cpu", "cuda", ...)."""
     from apsi_layers.layers.base import Layer
@@ -93,9 +128,7 @@ def torch_module(net, params, device="cpu", dtype="float32", seed=0):
     target = select(torch, device)
     if target.type == "mps" and DTYPES[dtype] == torch.float64:
         raise ApsiError('precision="fp64" is not supported on Apple MPS: use dtype="float32" there')
-    from .run import check_params
-
-    check_params(net, params, "torch_module")
+    _check_params(net, params)
     return ApsiModule(net, params, target, DTYPES[dtype], seed)
 
 
@@ -109,5 +142,17 @@ def params_from_torch(net, m):
     return convert.to_nn(m._like, m.leaves())
 
 
-def named_shapes(params):
-    return [(n, tuple(v.shape)) for n, v in tree.named_leaves(params)]
+def _check_params(net, params):
+    """The tree must fit the model (names the parameter and both shapes), when the input size is known."""
+    import numpy as np
+
+    from apsi_layers.layers.training.plan import Data, check_params
+
+    shape = net.input_shape
+    if shape is None:
+        return
+    shapes = shape if isinstance(shape, list) and shape and isinstance(shape[0], list | tuple) else [shape]
+    if any(s is None for sh in shapes for s in sh):
+        return
+    check_params("torch_module", net, params, Data(inputs=[np.zeros((1, *sh)) for sh in shapes], targets=None,
+                                                    n=1))
