@@ -67,10 +67,17 @@ class Parser:
         if name.startswith("_"):
             self.fail(f"names starting with '_' are reserved: '{name}' cannot be used in Apsi", t)
 
-    def fail(self, message, t=None):
+    def fail(self, message, t=None, incomplete=None):
         t = t or self.tok
         text = self.lines[t.line - 1] if 0 < t.line <= len(self.lines) else None
-        raise ApsiSyntaxError(message, self.filename, t.line, t.col, text)
+        err = ApsiSyntaxError(message, self.filename, t.line, t.col, text)
+        err.incomplete = self.at_input_end() if incomplete is None else incomplete
+        raise err
+
+    def at_input_end(self):
+        """Only the end of the input is left: more lines could complete what failed (the REPL waits)."""
+        rest = self.toks[self.i:]
+        return rest[0].kind != "NEWLINE" and all(t.kind in ("NEWLINE", "DEDENT", "EOF") for t in rest)
 
     # ---- statements ----
     def parse_program(self):
@@ -262,7 +269,8 @@ class Parser:
             self.advance()
             final = self.block("'finally'")
         if handler is None and final is None:
-            self.fail("'try' needs a 'catch e:' or a 'finally:' block after it", t)
+            self.fail("'try' needs a 'catch e:' or a 'finally:' block after it", t,
+                      incomplete=self.at_input_end())
         return S.Try(t.line, t.col, body, name, handler, final)
 
     # ---- expressions ----
