@@ -281,6 +281,9 @@ class Lexer:
 
     def operator(self):
         src, start = self.src, self.pos
+        for word, apsi in (("&&", "and"), ("||", "or")):
+            if src.startswith(word, start):
+                self.error(f"'{word}' is not an Apsi operator: write '{apsi}'")
         for op in OPERATORS:
             if src.startswith(op, start):
                 break

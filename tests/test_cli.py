@@ -95,7 +95,7 @@ def test_debug_shows_python_traceback(prog):
     p = prog("fn f(n):\n    return 1 / n\nf(0)\n")
     r = run([str(p)])
     assert r.returncode == 1 and 'File "' not in r.stderr
-    assert f"{p}:2: error: division by zero" in r.stderr
+    assert f"{p}:2:14: error: division by zero" in r.stderr
     r = run([str(p)], env={"APSI_DEBUG": "1"})
     assert 'File "' in r.stderr and "ZeroDivisionError" in r.stderr
 

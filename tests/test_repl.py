@@ -68,7 +68,7 @@ def test_repl_session(tmp_path):
     assert values[1:] == ["3", "[1, 2]", "42", "printed", "6", "big", '"done"', '{a: [1, "s"], b: none}',
                           "caught", "1", "2"]
     # errors are shown (the Apsi way) and the session goes on
-    assert "<repl:3>:1: error: division by zero" in err
+    assert "<repl:3>:1:3: error: division by zero" in err
     assert "undefined name 'undefined_name'" in err
     assert "Traceback (most recent call last):\n  File" not in err
 
@@ -122,7 +122,7 @@ def test_repl_words_help_exit_quit(tmp_path):
 
 def test_piped_input_runs_as_a_program(tmp_path):
     code, out, err = apsi(["-"], tmp_path, "print(1)\n1/0\nprint(2)\n")
-    assert (code, out) == (1, "1\n") and "<stdin>:2: error: division by zero" in err
+    assert (code, out) == (1, "1\n") and "<stdin>:2:2: error: division by zero" in err
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("APSI_")}
     full_env["PYTHONPATH"] = str(ROOT)
     p = subprocess.run([sys.executable, "-m", "apsi"], cwd=tmp_path, input="print(1)\n1/0\n",
@@ -136,11 +136,11 @@ def test_piped_input_runs_as_a_program(tmp_path):
 def test_debug_adds_the_python_traceback(tmp_path):
     (tmp_path / "t.apsi").write_text("fn f(x):\n    return x / 0\nf(1)\n")
     code, _, err = apsi(["t.apsi"], tmp_path)
-    assert code == 1 and "File \"" not in err and err.endswith("t.apsi:2: error: division by zero\n")
+    assert code == 1 and "File \"" not in err and err.endswith("t.apsi:2:14: error: division by zero\n")
     code, _, err = apsi(["t.apsi"], tmp_path, env={"APSI_DEBUG": "1"})
     assert code == 1
     assert "Traceback (most recent call last):\n  File" in err and "ZeroDivisionError" in err
-    assert err.endswith("t.apsi:2: error: division by zero\n")
+    assert err.endswith("t.apsi:2:14: error: division by zero\n")
     code, _, err = apsi(["-e", "print(1"], tmp_path, env={"APSI_DEBUG": "1"})
     assert code == 2 and "'(' was never closed" in err
 

@@ -310,7 +310,7 @@ def test_cli_denial_message_names_the_permission_and_how_to_grant_it(tmp_path):
     (tmp_path / "t.apsi").write_text('let torch = pyimport("torch")\n')
     code, out, err = cli(["t.apsi"], tmp_path)
     assert code == 1 and out == ""
-    assert err.endswith("t.apsi:1: error: pyimport(\"torch\") needs permission 'python': run with "
+    assert err.endswith("t.apsi:1:13: error: pyimport(\"torch\") needs permission 'python': run with "
                         "--allow-python (or [run] allow = [\"python\"] in apsi.toml)\n")
     assert "Traceback (most recent call last):\n  File" not in err
 

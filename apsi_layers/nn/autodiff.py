@@ -273,7 +273,11 @@ def grad(f, argnums=0, has_aux=False):
             value, g = vg(*args, **kwargs)
             return (g, value[1]) if has_aux else g
         except ApsiError as e:
-            raise ApsiError(e.message.replace("value_and_grad:", "grad:", 1)) from None
+            # the same error, renamed: its traceback keeps the Apsi frames of f where it was raised
+            if e.message.startswith("value_and_grad:"):
+                e.message = "grad:" + e.message[len("value_and_grad:"):]
+                e.args = (e.message,)
+            raise
     return grad_f
 
 

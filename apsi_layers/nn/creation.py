@@ -4,6 +4,8 @@ import numpy as np
 
 from apsi_lang.errors import ApsiError
 
+from apsi_lang.values import type_name
+
 from .tensor import Tensor, describe, to_plain
 
 _DTYPES = {"float": np.float64, "float64": np.float64, "int": np.int64, "int64": np.int64, "bool": bool}
@@ -28,7 +30,8 @@ def _shape(fn, shape):
 def _count(fn, arg, n, least=0):
     """A size argument: an int >= least, or an Apsi error naming the function and the argument."""
     if not isinstance(n, int) or isinstance(n, bool) or n < least:
-        raise ApsiError(f"{fn}: {arg} must be an int >= {least}, got {describe(n)}")
+        got = repr(n) if isinstance(n, int | float) and not isinstance(n, bool) else describe(n)
+        raise ApsiError(f"{fn}: {arg} must be an int >= {least}, got {got}")
     return n
 
 
@@ -56,7 +59,7 @@ def full(shape, value):
     """A float64 tensor of `shape` filled with `value`."""
     shape = _shape("full", (shape,) if isinstance(shape, int) else tuple(shape))
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ApsiError(f"full: value must be a number, got {describe(value)}")
+        raise ApsiError(f"full: value must be a number, got {type_name(value)}")
     return Tensor(np.full(shape, float(value)))
 
 
