@@ -4,7 +4,6 @@ Each file is parsed and compiled as `apsi FILE` would (its `use` lines are resol
 module or name is caught), and nothing runs. Exit 0 when all compile; 2 at the first error.
 """
 
-from pathlib import Path
 
 import click
 

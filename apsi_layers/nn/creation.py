@@ -3,7 +3,6 @@
 import numpy as np
 
 from apsi_lang.errors import ApsiError
-
 from apsi_lang.values import type_name
 
 from .tensor import Tensor, describe, to_plain

@@ -133,7 +133,7 @@ def test_load_params_converts_to_float64(inside):
 
 def test_load_params_plain_npy_is_explained(inside):
     np.save("plain.npy", np.zeros(3))
-    with pytest.raises(ApsiError, match=r"plain.npy is not a parameter file .* a single NumPy array \(.npy\)"):
+    with pytest.raises(ApsiError, match=r"plain.npy is not a parameter file .* single NumPy array \(.npy\)"):
         nn.load_params("plain.npy")
 
 
