@@ -138,7 +138,7 @@ def test_fstring_specs_cannot_reach_attributes(project, capsys):
     # a spec is text given to format(value, spec): it cannot name attributes
     message = refused('let s = "{0.__class__}"; f"{1:{s}}"')
     assert "format specifier" in message.lower()
-    refused_at_compile('f"{1!r}"')
+    refused_at_compile('f"{1!a}"')      # !r and !s are Apsi's repr/str (values.show), never Python's
     refused_at_compile('f"{(1).__class__}"', match="starting with '_'")
     run('let w = 6; print(f"[{42:>{w}}]")')
     assert capsys.readouterr().out == "[    42]\n"
