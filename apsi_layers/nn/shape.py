@@ -46,8 +46,12 @@ def expand_dims(x, axis):
         x = as_tensor(x, "expand_dims")
     except Foreign:
         return foreign.call("expand_dims", x, axis)
+    n = x.ndim + 1
+    if type(axis) is not int or not -n <= axis < n:
+        raise ApsiError(f"expand_dims: axis={axis!r} does not fit a tensor of shape {x.shape}: the new "
+                        f"axis must be an int from {-n} to {n - 1}")
     shape = list(x.shape)
-    shape.insert(axis % (x.ndim + 1), 1)
+    shape.insert(axis % n, 1)
     return reshape(x, shape)
 
 
@@ -58,6 +62,10 @@ def transpose(x, axes=None):
     except Foreign:
         return foreign.call("transpose", x, axes)
     axes = tuple(reversed(range(x.ndim))) if axes is None else _shape_arg("transpose", axes)
+    out_of_range = [a for a in axes if not -x.ndim <= a < x.ndim]
+    if out_of_range:
+        raise ApsiError(f"transpose: axis {out_of_range[0]} is out of range for a tensor of shape "
+                        f"{x.shape}: axes are ints from {-x.ndim} to {x.ndim - 1}")
     if sorted(a % max(x.ndim, 1) for a in axes) != list(range(x.ndim)):
         raise ApsiError(f"transpose: axes {list(axes)} are not a permutation of 0..{x.ndim - 1}")
     axes = tuple(a % x.ndim for a in axes)
@@ -160,6 +168,7 @@ def concat(xs, axis=0):
         xs = [as_tensor(x, "concat", f"xs[{i}]") for i, x in enumerate(_seq(xs, "concat"))]
     except Foreign:
         return foreign.call("concat", xs, axis=axis)
+    _check_join_axis("concat", xs, axis, 0)
     ends = np.cumsum([x.shape[axis] if x.ndim else 0 for x in xs]).tolist()
     rules = tuple(concat_rule(e - x.shape[axis], e) for x, e in zip(xs, ends, strict=True))
     try:
@@ -180,7 +189,18 @@ def stack(xs, axis=0):
     shapes = {x.shape for x in xs}
     if len(shapes) != 1:
         raise ApsiError(f"stack: all tensors must have the same shape, got {sorted(shapes)}")
+    _check_join_axis("stack", xs, axis, 1)
     return concat([expand_dims(x, axis) for x in xs], axis=axis)
+
+
+def _check_join_axis(fn, xs, axis, extra):
+    """concat joins along an existing axis, stack along a new one (extra=1)."""
+    n = xs[0].ndim + extra
+    if type(axis) is not int or not -n <= axis < n:
+        what = "a new axis" if extra else "an axis"
+        scalars = " (scalars have no axis: use stack)" if n == 0 else ""
+        raise ApsiError(f"{fn}: axis={axis!r} does not fit tensors of shape {xs[0].shape}: {what} "
+                        f"must be an int from {-n} to {n - 1}{scalars}")
 
 
 def _seq(xs, fn):
