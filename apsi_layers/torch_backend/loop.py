@@ -96,6 +96,8 @@ def fit_loop(plan):
     steps_per_epoch = len(epoch_batches(data.n, plan.batch_size, np.random.default_rng(0), graph))
     show = progress(plan.verbose, plan.epochs, steps_per_epoch)
     history, val_history, step = [], [], 0
+    # a graph trains on every node at once: the loss positions are the same each step, found once
+    fixed = _loss_positions(mask, ys) if graph is not None else None
     show.start()
     try:
         with precision.matmul_mode(torch, s.precision):
@@ -110,7 +112,7 @@ def fit_loop(plan):
                     xb = [x if full else x.index_select(0, rows) for x in xs]
                     yb = [y if full else y.index_select(0, rows) for y in ys]
                     maskb = None if mask is None else (mask if full else mask.index_select(0, rows))
-                    keep, lead, yb = _loss_positions(maskb, yb)
+                    keep, lead, yb = fixed if fixed is not None else _loss_positions(maskb, yb)
                     value = _step(plan, opt, scaler, forward, leaves, weights, state_idx, step,
                                   (xb, yb, maskb, keep, lead))
                     losses.append(value)
@@ -194,7 +196,7 @@ def _val_loss(plan, s, leaves):
             sl = slice(int(idx[0]), int(idx[-1]) + 1)
             ctx = Ctx(s.ops, training=False, graph=s.graph)
             out = plan.model.apply(params, _x(plan, [x[sl] for x in xs]), ctx)
-            v = loss_value(s.ops, plan.loss, out, _y(plan, [y[sl] for y in ys])).float() * len(idx)
+            v = loss_value(s.ops, plan.loss, out, _y(plan, [y[sl] for y in ys])).to(torch.float64) * len(idx)
             total = v if total is None else total + v
     return float(total.item()) / data.n
 
