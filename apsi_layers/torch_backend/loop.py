@@ -31,7 +31,7 @@ from .optim import TorchOptimizer
 class Setup:
     """Device, precision, op set and the data on the device: what fit and predict share."""
 
-    def __init__(self, plan, fn):
+    def __init__(self, plan):
         nn_dispatch.install()
         self.device = devices.select(torch, plan.device or "auto")
         self.precision = precision.resolve(torch, plan.precision or "fp32", self.device)
@@ -59,7 +59,7 @@ def _y(plan, ys):
 
 def fit_loop(plan):
     t0 = time.perf_counter()
-    s = Setup(plan, "fit")
+    s = Setup(plan)
     ops = s.ops
     names = [n for n, _ in tree.named_leaves(plan.params)] if tree.leaves(plan.params) else []
     leaves = [t for _, t in convert.leaves_to_torch(plan.params, s.device, s.precision.dtype)]
@@ -202,7 +202,7 @@ def _val_loss(plan, s, leaves):
 
 
 def predict_loop(plan):
-    s = Setup(plan, "predict")
+    s = Setup(plan)
     data = plan.data
     params = convert.to_torch(plan.params, s.device, s.precision.dtype) if tree.leaves(plan.params) \
         else plan.params
