@@ -47,7 +47,8 @@ class Layer:
     def input_shape(self):
         """The per-sample input shape the model knows (from inputs=, the zoo, or init), else none."""
         if self.declared_input is not None:
-            return list(self.declared_input) if isinstance(self.declared_input, tuple) else self.declared_input
+            shape = self.declared_input
+            return list(shape) if isinstance(shape, tuple) else shape
         kids = self.children()
         return kids[0][1].input_shape if kids else None
 
@@ -143,12 +144,12 @@ def build_root(layer, rng, input_shape):
 
 def build_child(rng, layer, key, input_shape):
     """Build `layer` as the child `key` of the layer being built (records shapes for summary)."""
-    path = rng.enter(key, layer)
+    row = rng.enter(key, layer)
     try:
         params, out = layer.build(rng, input_shape)
     finally:
         rng.leave()
-    rng.record(path, layer, input_shape, out, params)
+    rng.record(row, input_shape, out, params)
     return params, out
 
 

@@ -278,7 +278,8 @@ class Dag(Layer):
 
     def __repr__(self):
         nodes = ", ".join(f"{n}: {layer!r} <- {', '.join(r)}" for n, layer, r, _ in self.nodes)
-        return f"dag(inputs={show(self.input_names, True)}, nodes={{{nodes}}}, outputs={show(self.outputs, True)})"
+        names, outs = show(self.input_names, True), show(self.outputs, True)
+        return f"dag(inputs={names}, nodes={{{nodes}}}, outputs={outs})"
 
     __str__ = __repr__
 

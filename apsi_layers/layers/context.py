@@ -58,7 +58,8 @@ class Graph:
         self.n = n
         self.src, self.dst = ops.indices(src), ops.indices(dst)
         self.loop_src, self.loop_dst = ops.indices(loop_src), ops.indices(loop_dst)
-        self.in_degree = ops.constant(np.maximum(np.bincount(dst, minlength=n), 1).astype(np.float64)[:, None])
+        in_degree = np.maximum(np.bincount(dst, minlength=n), 1).astype(np.float64)
+        self.in_degree = ops.constant(in_degree[:, None])
         self.gcn_norm = ops.constant((inv[loop_src] * inv[loop_dst])[:, None])
 
 

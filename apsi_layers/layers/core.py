@@ -162,8 +162,7 @@ class Lambda(Layer):
         return EMPTY, rng.probe(self.fn, input_shape)
 
     def apply(self, params, x, ctx):
-        fn = self.torch_fn if self.torch_fn is not None and getattr(ctx.ops, "NAME", "") == "torch" else self.fn
-        return fn(x)
+        return self.fn(x)
 
 
 def dense(units, activation=None, bias=True, inputs=None, name=None):

@@ -34,17 +34,19 @@ class _Builder:
 
     def __init__(self):
         self.path = []
-        self.trace = []       # (dotted path, layer, input shape, output shape, params) in build order
+        self.trace = []       # [dotted path, layer, input shape, output shape, params], parents first
 
     def enter(self, key, layer):
+        """Start building `layer` as child `key`; returns its row (pre-order: parents first)."""
         self.path.append(str(key))
-        return ".".join(p for p in self.path if p)
+        self.trace.append([".".join(p for p in self.path if p), layer, None, None, None])
+        return len(self.trace) - 1
 
     def leave(self):
         self.path.pop()
 
-    def record(self, path, layer, input_shape, output_shape, params):
-        self.trace.append((path, layer, input_shape, output_shape, params))
+    def record(self, row, input_shape, output_shape, params):
+        self.trace[row][2:] = [input_shape, output_shape, params]
 
     def probe(self, fn, input_shape):
         """The per-sample output shape of fn on a batch of zeros (lambda layers cannot say it)."""
