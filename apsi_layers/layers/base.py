@@ -116,6 +116,8 @@ def shape_arg(fn, arg, value):
         return Record(**{k: shape_arg(fn, f"{arg}.{k}", v) for k, v in vars(value).items()})
     if isinstance(value, int) and not isinstance(value, bool):
         value = [value]
+    if isinstance(value, list | tuple) and value and all(isinstance(v, list | tuple) for v in value):
+        return [shape_arg(fn, f"{arg}[{i}]", v) for i, v in enumerate(value)]     # several inputs
     if isinstance(value, list | tuple) and all(
             v is None or (isinstance(v, int) and not isinstance(v, bool) and v > 0) for v in value):
         return tuple(value)
