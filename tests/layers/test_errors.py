@@ -1,4 +1,5 @@
 """Every mistake fit, predict and the layers catch: one clear ApsiError, before any training step."""
+# ruff: noqa: E501  (the expected messages read best whole, one per line)
 
 import numpy as np
 import pytest
@@ -6,8 +7,8 @@ import pytest
 from apsi_lang import permissions
 from apsi_lang.errors import ApsiError, PermissionDenied
 from apsi_lang.values import Record
-from apsi_layers import nn
 from apsi_layers import layers as L
+from apsi_layers import nn
 
 X = nn.Tensor(np.random.default_rng(0).standard_normal((10, 2)))
 Y = nn.Tensor(np.arange(10) % 2 * 1.0)

@@ -5,8 +5,8 @@ import resource
 import numpy as np
 import pytest
 
-from apsi_layers import nn
 from apsi_layers import layers as L
+from apsi_layers import nn
 from apsi_layers.nn.tape import STATE
 
 rng = np.random.default_rng(0)
@@ -46,10 +46,11 @@ def test_clip_bounds_the_update():
     net = L.mlp(3, 1, hidden=[8])
     p = net.init(seed=0)
     big = nn.Tensor(Y * 1000)
-    clipped = L.fit(net, p, nn.Tensor(X), big, loss="mse", opt=nn.sgd(lr=0.1), epochs=1, batch_size=40, clip=1e-3)
-    free = L.fit(net, p, nn.Tensor(X), big, loss="mse", opt=nn.sgd(lr=0.1), epochs=1, batch_size=40)
-    moved = [np.abs(a.data - b.data).max() for (_, a), (_, b) in zip(nn.flatten(clipped.params), nn.flatten(p),
-                                                                     strict=True)]
+    x = nn.Tensor(X)
+    clipped = L.fit(net, p, x, big, loss="mse", opt=nn.sgd(lr=0.1), epochs=1, batch_size=40, clip=1e-3)
+    free = L.fit(net, p, x, big, loss="mse", opt=nn.sgd(lr=0.1), epochs=1, batch_size=40)
+    pairs = zip(nn.flatten(clipped.params), nn.flatten(p), strict=True)
+    moved = [np.abs(a.data - b.data).max() for (_, a), (_, b) in pairs]
     assert max(moved) <= 0.1 * 1e-3 + 1e-12
     assert np.abs(free.params.dense.w.data - p.dense.w.data).max() > 1e-2
 
@@ -64,8 +65,8 @@ def test_named_losses_train(loss):
 
 def test_a_function_loss_and_one_dimensional_targets():
     net = L.mlp(3, 1, hidden=[8])
-    r = L.fit(net, net.init(seed=0), nn.Tensor(X), nn.Tensor(Y[:, 0]), loss=lambda p, t: nn.mean((p - t) ** 2),
-              opt="adam", epochs=3)
+    r = L.fit(net, net.init(seed=0), nn.Tensor(X), nn.Tensor(Y[:, 0]),
+              loss=lambda p, t: nn.mean((p - t) ** 2), opt="adam", epochs=3)
     assert len(r.history) == 3
 
 
@@ -110,7 +111,8 @@ def test_graph_fit_uses_the_node_mask():
     assert r.steps == 40 and r.history[-1] < 0.2
     # a label outside the training mask may be anything: only masked labels are checked
     labels[5] = 7
-    L.fit(g, g.init(seed=0), nn.Tensor(feats), nn.Tensor(labels), loss="cross_entropy", graph=edges, mask=train)
+    L.fit(g, g.init(seed=0), nn.Tensor(feats), nn.Tensor(labels), loss="cross_entropy", graph=edges,
+          mask=train)
 
 
 def test_sequence_mask_restricts_the_loss_to_real_steps():

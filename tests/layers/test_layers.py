@@ -6,8 +6,8 @@ import pytest
 from nn.gradcheck import rel_error
 
 from apsi_lang.values import Record
-from apsi_layers import nn
 from apsi_layers import layers as L
+from apsi_layers import nn
 from apsi_layers.layers.context import Ctx, Graph
 from apsi_layers.layers.init_rng import ShapeRng
 from apsi_layers.ops.numpy_ops import OPSET
@@ -235,7 +235,8 @@ def test_vae_trains_with_its_loss():
 def test_siamese_weights_are_one_set():
     net = _siamese()
     p = net.init(seed=0, input_shape=[[3], [3]])
-    assert [n for n, _ in nn.flatten(p)] == ["ea.w", "ea.b", "out.w", "out.b"]    # stored under its first node
+    # the shared encoder is stored once, under the first node that uses it
+    assert [n for n, _ in nn.flatten(p)] == ["ea.w", "ea.b", "out.w", "out.b"]
     a = nn.Tensor(np.ones((2, 3)))
     y = L.predict(net, p, [a, a])
     assert np.allclose(y.data, p.out.b.data)       # same weights on both sides: the difference is 0
