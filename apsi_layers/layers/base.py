@@ -46,11 +46,15 @@ class Layer:
     @property
     def input_shape(self):
         """The per-sample input shape the model knows (from inputs=, the zoo, or init), else none."""
+        shape = self.known_input()
+        return list(shape) if isinstance(shape, tuple) else shape
+
+    def known_input(self):
+        """The same in the internal form: a tuple, a list of tuples (several inputs), a record."""
         if self.declared_input is not None:
-            shape = self.declared_input
-            return list(shape) if isinstance(shape, tuple) else shape
+            return self.declared_input
         kids = self.children()
-        return kids[0][1].input_shape if kids else None
+        return kids[0][1].known_input() if kids else None
 
     @property
     def layers(self):
@@ -71,11 +75,11 @@ class Layer:
             shape = shape_arg(fn, "input_shape", input_shape)
             self.declared_input = shape          # a model takes its input size once
             return shape
-        shape = self.input_shape
+        shape = self.known_input()
         if shape is None:
             raise ApsiError(f"{fn}: the model does not know the shape of its inputs; give it once, e.g. "
                             f"init(seed=0, input_shape=[features]) or inputs=N on the first layer")
-        return tuple(shape) if isinstance(shape, list) else shape
+        return shape
 
     def __repr__(self):
         args = [show(v, True) for v in self.positional()]
