@@ -8,6 +8,8 @@ from . import helpers
 
 NO_WSL = "/nonexistent/wsl/nvidia-smi"
 NO_PROC = "/nonexistent/proc/driver/nvidia/version"
+NO_SYS = "/nonexistent/sys/module/nvidia/version"
+NO_MODEL = "/nonexistent/proc/device-tree/model"
 
 
 @pytest.fixture
@@ -21,10 +23,16 @@ def machine(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}/usr/bin{os.pathsep}/bin")
     monkeypatch.setenv("APSI_WSL_NVIDIA_SMI", NO_WSL)
     monkeypatch.setenv("APSI_NVIDIA_PROC_VERSION", NO_PROC)
+    monkeypatch.setenv("APSI_NVIDIA_SYS_VERSION", NO_SYS)
+    monkeypatch.setenv("APSI_JETSON_MODEL_FILE", NO_MODEL)
     monkeypatch.setenv("APSI_DETECT_TIMEOUT", "5")
     monkeypatch.delenv("WSL_DISTRO_NAME", raising=False)
+    for name in ("APSI_CUDA_DRIVER_VERSION", "APSI_GPU_COMPUTE_CAPABILITY", "APSI_AMD_GPU_ARCHITECTURE"):
+        monkeypatch.delenv(name, raising=False)
 
     def use(fixture):
+        """Install the fixture's nvidia-smi, and its kernel-module version, board model and CPU
+        architecture where it has them (the architecture only for this process)."""
         smi = bindir / "nvidia-smi"
         if smi.exists():
             smi.unlink()
@@ -32,6 +40,16 @@ def machine(tmp_path, monkeypatch):
             helpers.hanging_nvidia_smi(smi)
         elif fixture:
             helpers.fake_nvidia_smi(smi, fixture)
+            d = helpers.FIXTURES / fixture
+            if (d / "module-version").exists():
+                monkeypatch.setenv("APSI_NVIDIA_SYS_VERSION", str(d / "module-version"))
+            if (d / "device-tree-model").exists():
+                monkeypatch.setenv("APSI_JETSON_MODEL_FILE", str(d / "device-tree-model"))
+            if (d / "machine").exists():
+                import platform
+
+                arch = (d / "machine").read_text().strip()
+                monkeypatch.setattr(platform, "machine", lambda: arch)
         return bindir
 
     return use

@@ -19,26 +19,30 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "nvidia-smi"
 def fake_nvidia_smi(path, fixture):
     """Write an executable at `path` that answers like nvidia-smi on the machine `fixture`.
 
-    Exit codes follow the fixtures' README: 9 when the driver is not loaded, 2 when the driver does not
-    know the compute_cap field, 0 otherwise."""
+    Exit codes follow what nvidia-smi does: 9 when the driver is not loaded, 2 when the driver does not
+    know the compute_cap field, 18 on a driver/library version mismatch, 6 when no GPU is found, 15 when
+    a GPU is lost, 0 otherwise. A `hangs` file names the answers after which it hangs (query, banner)."""
     d = FIXTURES / fixture
+    hangs = (d / "hangs").read_text().split() if (d / "hangs").exists() else []
 
     def rc_for(name):
-        text = (d / name).read_text() if (d / name).exists() else ""
-        if "couldn't communicate" in text:
-            return 9
-        if "is not a valid field" in text:
-            return 2
+        text = (d / name).read_bytes().decode("utf-8", "replace") if (d / name).exists() else ""
+        for sign, rc in (("couldn't communicate", 9), ("is not a valid field", 2), ("version mismatch", 18),
+                         ("No devices were found", 6), ("Unable to determine the device handle", 15)):
+            if sign in text:
+                return rc
         return 0
+
+    def answer(name, mode):
+        tail = "exec /bin/sleep 60" if mode in hangs else f"exit {rc_for(name)}"
+        return f"/bin/cat '{d}/{name}'; {tail}"
 
     script = f"""#!/bin/sh
 case "$*" in
-  *compute_cap*) f='{d}/query.csv'; rc={rc_for('query.csv')} ;;
-  *--query-gpu*) f='{d}/query-without-compute_cap.csv'; rc={rc_for('query-without-compute_cap.csv')} ;;
-  *) f='{d}/banner.txt'; rc={rc_for('banner.txt')} ;;
+  *compute_cap*) {answer('query.csv', 'query')} ;;
+  *--query-gpu*) {answer('query-without-compute_cap.csv', 'query-old')} ;;
+  *) {answer('banner.txt', 'banner')} ;;
 esac
-/bin/cat "$f"
-exit $rc
 """
     _write_exe(path, script)
     return path
