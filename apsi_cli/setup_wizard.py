@@ -37,7 +37,7 @@ def setup(ctx, yes, torch_index):
         elif _ask(yes, "Install it now (apsi pkg install torch-auto)?", True):
             try:
                 installer.install(installer.Request(names=("torch-auto",), torch_index=torch_index,
-                                                    hardware=hw))
+                                                    hardware=hw, yes=True))
             except click.exceptions.Exit as e:
                 if e.exit_code:
                     click.echo("  The installation did not finish; the rest of the setup goes on. "

@@ -124,7 +124,7 @@ class mps:
 '''
 
 
-def make_torch_wheel(folder, version, cuda=None, hip=None, broken=False):
+def make_torch_wheel(folder, version, cuda=None, hip=None, broken=False, requires=()):
     """Write torch-VERSION-py3-none-any.whl into `folder`; returns its path."""
     files = {
         "torch/__init__.py": _INIT_BROKEN if broken else _INIT,
@@ -133,11 +133,24 @@ def make_torch_wheel(folder, version, cuda=None, hip=None, broken=False):
         "torch/cuda.py": _CUDA,
         "torch/backends/__init__.py": _BACKENDS,
     }
-    dist = f"torch-{version}.dist-info"
-    files[f"{dist}/METADATA"] = f"Metadata-Version: 2.1\nName: torch\nVersion: {version}\nSummary: stand-in\n"
+    return _wheel(folder, "torch", version, files, requires)
+
+
+def make_wheel(folder, name, version, requires=()):
+    """A stand-in wheel for any project (torchvision, a package that depends on torch, …)."""
+    module = name.replace("-", "_")
+    return _wheel(folder, name, version, {f"{module}/__init__.py": f"__version__ = {version!r}\n"}, requires)
+
+
+def _wheel(folder, name, version, files, requires):
+    module = name.replace("-", "_")
+    dist = f"{module}-{version}.dist-info"
+    deps = "".join(f"Requires-Dist: {r}\n" for r in requires)
+    files[f"{dist}/METADATA"] = (f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+                                 f"Summary: stand-in\n{deps}")
     files[f"{dist}/WHEEL"] = ("Wheel-Version: 1.0\nGenerator: apsi-tests\nRoot-Is-Purelib: true\n"
                               "Tag: py3-none-any\n")
-    files[f"{dist}/top_level.txt"] = "torch\n"
+    files[f"{dist}/top_level.txt"] = f"{module}\n"
     record = []
     for name, text in files.items():
         data = text.encode()
@@ -147,7 +160,7 @@ def make_torch_wheel(folder, version, cuda=None, hip=None, broken=False):
     files[f"{dist}/RECORD"] = "\n".join(record) + "\n"
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"torch-{version}-py3-none-any.whl"
+    path = folder / f"{module}-{version}-py3-none-any.whl"
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
         for name, text in files.items():
             z.writestr(name, text)
@@ -155,17 +168,24 @@ def make_torch_wheel(folder, version, cuda=None, hip=None, broken=False):
 
 
 def make_index(base, key, wheels):
-    """A PEP 503 simple index at base/key holding `wheels` (paths) for the project torch."""
-    project = Path(base) / key / "torch"
-    project.mkdir(parents=True, exist_ok=True)
-    links = []
+    """A PEP 503 simple index at base/key holding `wheels` (paths), one project page per project."""
+    projects = {}
     for w in wheels:
-        shutil.copy(w, project / Path(w).name)
-        links.append(f'<a href="{quote(Path(w).name)}">{Path(w).name}</a><br>')
-    page = "<!DOCTYPE html><html><body>\n" + "\n".join(links) + "\n</body></html>\n"
-    (project / "index.html").write_text(page)
-    (Path(base) / key / "index.html").write_text('<html><body><a href="torch/">torch</a></body></html>\n')
-    return Path(base) / key
+        projects.setdefault(Path(w).name.split("-")[0].replace("_", "-").lower(), []).append(Path(w))
+    root = Path(base) / key
+    for project, files in projects.items():
+        folder = root / project
+        folder.mkdir(parents=True, exist_ok=True)
+        links = []
+        for w in files:
+            shutil.copy(w, folder / w.name)
+            links.append(f'<a href="{quote(w.name)}">{w.name}</a><br>')
+        page = "<!DOCTYPE html><html><body>\n" + "\n".join(links) + "\n</body></html>\n"
+        (folder / "index.html").write_text(page)
+    names = sorted(p.name for p in root.iterdir() if p.is_dir())
+    (root / "index.html").write_text("<html><body>" + "".join(f'<a href="{n}/">{n}</a>' for n in names)
+                                     + "</body></html>\n")
+    return root
 
 
 # ---- the throwaway Python ---------------------------------------------------------------------------
@@ -198,6 +218,19 @@ def site_packages(python):
 def remove_torch(site):
     for p in list(site.glob("torch")) + list(site.glob("torch-*.dist-info")):
         shutil.rmtree(p, ignore_errors=True)
+
+
+def remove_dists(site, names):
+    for name in names:
+        for p in list(site.glob(name)) + list(site.glob(f"{name}-*.dist-info")):
+            shutil.rmtree(p, ignore_errors=True)
+
+
+def installed(python, name):
+    """The version of `name` installed in the venv, or None."""
+    r = subprocess.run([str(python), "-c", f"import importlib.metadata as m; print(m.version({name!r}))"],
+                       capture_output=True, text=True)
+    return r.stdout.strip() if r.returncode == 0 else None
 
 
 def torch_in(python, env=None):

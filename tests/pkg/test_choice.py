@@ -119,9 +119,9 @@ def test_old_driver_retries_without_compute_cap(machine):
 def test_kepler_is_told_no_build_exists_not_to_update_the_driver(machine):
     machine("kepler-k80-driver470")
     plan = torch_choice.choose(hardware.detect())
-    assert plan.warnings == ("no PyTorch CUDA build (PyTorch 2.3 or newer) has kernels for Tesla K80 (compute "
-                             "3.7 from its name): Kepler GPUs were dropped, and their last driver is R470, so "
-                             "no driver update changes this: installing the CPU build",)
+    assert plan.warnings == ("no PyTorch CUDA build (PyTorch 2.3 or newer) has kernels for Tesla K80 "
+                             "(compute 3.7 from its name): Kepler GPUs were dropped, and their last driver "
+                             "is R470, so no driver update changes this: installing the CPU build",)
 
 
 def test_mixed_gpus_warn_about_the_one_left_out(machine):
@@ -176,7 +176,8 @@ def test_overrides_for_ci_without_a_gpu(machine, monkeypatch):
     hw = hardware.detect()
     assert hw.overrides == ("APSI_CUDA_DRIVER_VERSION=550.54.15", "APSI_GPU_COMPUTE_CAPABILITY=8.9")
     plan = torch_choice.choose(hw)
-    assert plan.reason == "GPU 0 (compute 8.9 given), driver 550.54.15 → torch-cuda: PyTorch 2.6–2.14 + CUDA 12.6"
+    assert plan.reason == ("GPU 0 (compute 8.9 given), driver 550.54.15 → "
+                           "torch-cuda: PyTorch 2.6–2.14 + CUDA 12.6")
     monkeypatch.delenv("APSI_CUDA_DRIVER_VERSION")
     plan = torch_choice.choose(hardware.detect())
     assert plan.index is None and "set APSI_CUDA_DRIVER_VERSION too" in plan.stop
