@@ -184,9 +184,9 @@ def run_pip(cmd, echo=True, env=None):
 SOURCE_SETTINGS = ("index-url", "extra-index-url", "find-links", "no-index", "constraint", "requirement",
                    "pre", "only-binary", "no-binary", "prefer-binary", "upgrade", "upgrade-strategy")
 # Settings that only say how to reach an index; they are kept.
-KEPT_SETTINGS = ("proxy", "default-timeout", "cert", "client-cert", "trusted-host", "timeout", "retries", "cache-dir",
-                 "no-cache-dir", "break-system-packages", "disable-pip-version-check", "no-input",
-                 "progress-bar", "quiet", "verbose")
+KEPT_SETTINGS = ("proxy", "default-timeout", "cert", "client-cert", "trusted-host", "timeout", "retries",
+                 "cache-dir", "no-cache-dir", "break-system-packages", "disable-pip-version-check",
+                 "no-input", "progress-bar", "quiet", "verbose")
 
 
 def isolated_env(python):
