@@ -71,9 +71,8 @@ def apsi_model(name):
 
 
 def run_apsi(name, precision, device):
-    from apsi_layers.layers import fit
-
     from apsi_lang import permissions
+    from apsi_layers.layers import fit
 
     permissions.set_current(permissions.Grants(granted=frozenset({"python"})))
     x, y, extra = data(name)
@@ -111,7 +110,9 @@ def torch_model(name, torch):
                 self.out = nn.Linear(64, CLASSES)
 
             def forward(self, x):
-                _, (h, _) = self.rnn(x)
+                # oneDNN has no bfloat16 LSTM on many CPUs: run it in float32, as the Apsi backend does
+                with torch.autocast("cpu", enabled=x.device.type != "cpu" and torch.is_autocast_enabled()):
+                    _, (h, _) = self.rnn(x.float())
                 return self.out(h[0])
         return Lstm()
     if name == "transformer_lm":

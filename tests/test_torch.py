@@ -69,11 +69,13 @@ class CheckTorch(unittest.TestCase):
                              capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
         self.assertEqual(out.returncode, 0, out.stderr)
         self.assertTrue(out.stdout.strip().splitlines()[-1].startswith("OK: largest difference"))
-        bad = subprocess.run([sys.executable, "-m", "apsi", "check-torch", "--device", "cuda:7"],
-                             capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
-        self.assertEqual(bad.returncode, 1)
-        self.assertIn('device="cuda:7": PyTorch sees', bad.stderr)
+        from click.testing import CliRunner
 
+        from apsi_cli.check_torch_cmd import check_torch
+
+        bad = CliRunner().invoke(check_torch, ["--device", "cuda:7"])
+        self.assertEqual(bad.exit_code, 1)
+        self.assertIn('device="cuda:7": PyTorch sees', bad.output)
 
 if __name__ == "__main__":
     unittest.main()

@@ -41,6 +41,7 @@ print(m)
 let y = m(torch.randn(8, 16))
 let params = params_from_torch(net, m)
 print(y.shape, param_count(params))
+check_torch(device="cpu")
 """
 
 
@@ -58,8 +59,9 @@ def test_the_issue_program_runs_as_written(tmp_path):
     assert lines[1] == "(1, 8, 27)"
     assert lines[2].startswith("numpy cpu NumPy ") and lines[3].startswith("cpu cpu PyTorch ")
     assert any(line.startswith("ApsiModule(resnet_mlp(16, 4, width=128, blocks=4), ") for line in lines)
-    assert lines[-1].startswith("torch.Size([8, 4]) ")
+    assert any(line.startswith("torch.Size([8, 4]) ") for line in lines)
     assert (tmp_path / "lm.npz").exists()
+    assert lines[-1].startswith("OK: largest difference ") and any(line.startswith("gat ") for line in lines)
 
 
 def test_devices_from_the_command_line():
@@ -76,14 +78,6 @@ def test_the_torch_names_need_python():
     assert "torch_module needs permission 'python'" in out.stderr
     out = apsi("-e", 'use layers; check_torch(device="cpu")')
     assert "check_torch needs permission 'python'" in out.stderr
-
-
-@pytest.mark.slow
-def test_check_torch_from_apsi():
-    out = apsi("--allow-python", "-e", 'use layers; check_torch(device="cpu")')
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.splitlines()[-1].startswith("OK: largest difference ")
-    assert out.stdout.splitlines()[0].startswith("mlp ")
 
 
 def test_torch_is_imported_only_when_used():
