@@ -33,6 +33,9 @@ class Program:
         self.namespace = namespace
 
     def run(self):
+        # Apsi ints print at any size: Python's 4300-digit limit on int <-> text guards services
+        # against slow parsing of untrusted input; Apsi does not promise CPU time (permissions.md)
+        sys.set_int_max_str_digits(0)
         exec(self.code, self.namespace)
         return self.namespace
 

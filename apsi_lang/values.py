@@ -61,6 +61,12 @@ def show(value, quoted=False):
         return "(" + inner + ("," if len(value) == 1 else "") + ")"
     if t is Record:
         return "{" + ", ".join(f"{k}: {show(v, True)}" for k, v in vars(value).items()) + "}"
+    if t is dict:           # a map: keys are values (quoted strings), so it never reads as a record
+        if not value:
+            return "{:}"
+        return "{" + ", ".join(f"{show(k, True)}: {show(v, True)}" for k, v in value.items()) + "}"
+    if t is set or t is frozenset:
+        return "set([" + ", ".join(sorted((show(v, True) for v in value))) + "])"
     if callable(value) and getattr(value, "__module__", None) == "apsi_program":
         return f"<fn {getattr(value, '__name__', '?')}>"
     return str(value)
@@ -76,7 +82,7 @@ def type_name(value):
         return "none"
     t = type(value)
     names = {bool: "bool", int: "int", float: "float", str: "str", list: "list", tuple: "tuple",
-             Record: "record"}
+             Record: "record", dict: "map", set: "set", frozenset: "set"}
     if t in names:
         return names[t]
     if callable(value):
