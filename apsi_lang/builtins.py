@@ -214,5 +214,6 @@ BUILTINS = {
     "read_text": read_text, "write_text": write_text, "exists": exists, "getenv": getenv,
     "pyimport": pyimport, "run_command": run_command, "fetch_text": fetch_text,
     "divmod": _py.divmod, "pow": _py.pow, "chr": _py.chr, "ord": _py.ord, "eprint": eprint,
+    "set": _py.set,
     **NUMBER_BUILTINS, **DATA_BUILTINS,
 }

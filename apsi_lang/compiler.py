@@ -19,7 +19,7 @@ BINOPS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div, "//": ast.Flo
 UNOPS = {"-": ast.USub, "+": ast.UAdd, "~": ast.Invert, "not": ast.Not}
 MAX_DEPTH = 200      # nested expressions/statements; deeper ASTs overflow CPython's compiler
 CMPOPS = {"==": ast.Eq, "!=": ast.NotEq, "<": ast.Lt, "<=": ast.LtE, ">": ast.Gt, ">=": ast.GtE,
-          "in": ast.In, "not in": ast.NotIn}
+          "in": ast.In, "not in": ast.NotIn, "is": ast.Is, "is not": ast.IsNot}
 
 
 # Names from Python (and other languages) that Apsi spells differently
@@ -69,7 +69,9 @@ class Compiler:
     def module(self, body):
         for stmt in body:       # `use` first: its names count as declared everywhere below
             if isinstance(stmt, S.Use):
-                self.known |= set(self.load_module(stmt.name, stmt))
+                exports = set(self.load_module(stmt.name, stmt))
+                if stmt.alias is None:       # `use m as h` brings in only h (declared by scopes)
+                    self.known |= exports
         if not self.full_access:        # modules may register types (with their allow-lists)
             self.guarded = sandbox.guarded_names()
         self.own = declarations(body) | self.user
@@ -111,9 +113,26 @@ class Compiler:
     def s_Use(self, s):
         if not self.scope.is_module:
             self.fail(f"'use {s.name}' must be at the top level of the program, not inside a function", s)
+        if s.alias is not None:
+            target = self.at(ast.Name(py_name(s.alias), ast.Store()), s)
+            return ast.Assign([target], self.helper("_use_as", [ast.Constant(s.name)], s))
         return ast.Expr(self.helper("_use", [ast.Constant(s.name)], s))
 
+    def s_Del(self, s):
+        return ast.Delete([self.at(ast.Subscript(self.expr(t.obj), self.index(t.index), ast.Del()), t)
+                           for t in s.targets])
+
+    def pattern(self, p, node):
+        """A destructuring pattern (see syntax.Let) -> a Python store target."""
+        if isinstance(p, str):
+            return self.at(ast.Name(py_name(p), ast.Store()), node)
+        if isinstance(p, tuple):
+            return self.at(ast.Starred(self.pattern(p[1], node), ast.Store()), node)
+        return self.at(ast.Tuple([self.pattern(x, node) for x in p], ast.Store()), node)
+
     def s_Let(self, s):
+        if s.pattern is not None:
+            return ast.Assign([self.pattern(s.pattern, s)], self.expr(s.value))
         target = self.store_names(s.targets, s)
         return ast.Assign([target], self.expr(s.value))
 
@@ -193,21 +212,26 @@ class Compiler:
             self.scope = outer
 
     def arguments(self, params):
-        args, kwonly, kw_defaults, defaults, vararg = [], [], [], [], None
+        args, kwonly, kw_defaults, defaults, vararg, kwarg, bare = [], [], [], [], None, None, False
         for p in params:
+            if p.name is None:          # a bare '*': keyword-only parameters follow
+                bare = True
+                continue
             a = self.at(ast.arg(py_name(p.name)), p)
-            if p.star:
+            if p.star == "**":
+                kwarg = a
+            elif p.star:
                 if vararg is not None:
                     self.fail("only one '*' parameter is allowed", p)
                 vararg = a
-            elif vararg is not None:
+            elif vararg is not None or bare:
                 kwonly.append(a)
                 kw_defaults.append(self.expr(p.default) if p.default else None)
             else:
                 args.append(a)
                 if p.default is not None:
                     defaults.append(self.expr(p.default))
-        return ast.arguments([], args, vararg, kwonly, kw_defaults, None, defaults)
+        return ast.arguments([], args, vararg, kwonly, kw_defaults, kwarg, defaults)
 
     def s_Return(self, s):
         if self.scope.is_module:
@@ -225,10 +249,12 @@ class Compiler:
             self.scope.loop_depth -= 1
 
     def s_For(self, s):
-        return ast.For(self.store_names(s.targets, s), self.expr(s.iter), self.loop_body(s.body), [], None)
+        target = self.pattern(s.pattern, s) if s.pattern is not None else self.store_names(s.targets, s)
+        return ast.For(target, self.expr(s.iter), self.loop_body(s.body), self.block(s.orelse) if s.orelse
+                       else [], None)
 
     def s_While(self, s):
-        return ast.While(self.expr(s.test), self.loop_body(s.body), [])
+        return ast.While(self.expr(s.test), self.loop_body(s.body), self.block(s.orelse) if s.orelse else [])
 
     def s_Break(self, s):
         if not self.scope.loop_depth:
@@ -316,8 +342,15 @@ class Compiler:
         return ast.Tuple([self.expr(i) for i in e.items], ast.Load())
 
     def e_RecordLit(self, e):
+        if None in e.keys:          # {...r, n: 2}: later fields win, as in JavaScript
+            parts = [self.expr(v) if k is None else
+                     self.at(ast.Dict([ast.Constant(k)], [self.expr(v)]), v) for k, v in zip(e.keys, e.values)]
+            return self.helper("_Rspread", parts, e)
         kws = [ast.keyword(k, self.expr(v)) for k, v in zip(e.keys, e.values)]
         return ast.Call(self.at(ast.Name("_R", ast.Load()), e), [], kws)
+
+    def e_MapLit(self, e):
+        return ast.Dict([self.expr(k) for k in e.keys], [self.expr(v) for v in e.values])
 
     def e_FString(self, e):
         values = []
@@ -351,6 +384,11 @@ class Compiler:
         return ast.BoolOp(op, [self.expr(v) for v in e.values])
 
     def e_Compare(self, e):
+        for op, right in zip(e.ops, e.rights):
+            if op in ("is", "is not") and not (isinstance(right, S.Const) and right.value in (None, True, False)
+                                               and type(right.value) in (bool, type(None))):
+                self.fail(f"'{op}' compares with none, true or false only: use "
+                          f"{'==' if op == 'is' else '!='} to compare values", e)
         return ast.Compare(self.expr(e.left), [CMPOPS[o]() for o in e.ops], [self.expr(r) for r in e.rights])
 
     def e_IfExpr(self, e):
@@ -378,7 +416,7 @@ class Compiler:
         args = [self.at(ast.Starred(self.expr(a.value), ast.Load()), a) if isinstance(a, S.Splat)
                 else self.expr(a) for a in e.args]
         # an Apsi parameter named like a Python keyword (`from`) is compiled as py_name's spelling
-        kws = [ast.keyword(py_name(k), self.expr(v)) for k, v in e.kwargs]
+        kws = [ast.keyword(py_name(k) if k is not None else None, self.expr(v)) for k, v in e.kwargs]
         return ast.Call(self.expr(e.func), args, kws)
 
     def e_Attr(self, e):
@@ -434,7 +472,11 @@ def compile_tree(body, filename, lines, fixed_names, user_names, load_module, ec
     compiler = Compiler(filename, lines, fixed_names, user_names, load_module, echo, full_access)
     module = compiler.module(body)
     try:
-        return compile(module, filename, "exec", dont_inherit=True)
+        import warnings
+
+        with warnings.catch_warnings():     # CPython's SyntaxWarnings ("is" with a literal) are not Apsi's
+            warnings.simplefilter("ignore", SyntaxWarning)
+            return compile(module, filename, "exec", dont_inherit=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
         # CPython's own limits (e.g. more than 20 nested loops/try blocks): an Apsi syntax error
         line = getattr(e, "lineno", None) or 1

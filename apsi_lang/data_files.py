@@ -87,7 +87,7 @@ def write_json(path, value, indent=2):
 
     if indent is not None and (type(indent) is not int or indent < 0):
         raise ApsiError(f"write_json: indent must be an int >= 0 or none, got {show(indent, True)}")
-    plain = _jsonable(value, "the value", 0)
+    plain = _jsonable(value, "value", 0)
     _write("write_json", path, json.dumps(plain, indent=indent, ensure_ascii=False, allow_nan=False) + "\n")
 
 

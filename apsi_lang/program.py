@@ -16,7 +16,7 @@ from .errors import ApsiError, ApsiSyntaxError
 from .parser import Parser
 from .report import SOURCES, describe
 from .scopes import declarations
-from .values import Record, show
+from .values import Record, a_type, show
 
 _COMPILE_RECURSION = 12000
 _AUG = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
@@ -53,14 +53,32 @@ def new_namespace(program_dir, args=(), echo_to=None):
     def use(name):
         ns.update(modules.load(name, program_dir))
 
+    def use_as(name):
+        """`use helpers as h`: the module's names as fields of a record."""
+        exports = modules.load(name, program_dir)
+        return Record(**{apsi_name(k): v for k, v in exports.items() if not apsi_name(k).startswith("_")})
+
     def echo(value):
         if value is not None:
             (echo_to or _print_value)(value)
 
-    ns.update(_use=use, _echo=echo, _ga=sandbox.get_attr, _sa=sandbox.set_attr, _augattr=_augattr,
+    ns.update(_use=use, _use_as=use_as, _Rspread=_record_spread, _echo=echo, _ga=sandbox.get_attr, _sa=sandbox.set_attr, _augattr=_augattr,
               _R=Record, _show=show, _repr=_repr, _type=type, _pystr=str, _PLAIN=frozenset({int, float, str}),
               _catch=_catch, _Catchable=Exception, _assert_fail=_assert_fail)
     return ns
+
+
+def _record_spread(*parts):
+    """{...r, n: 2}: the fields of records (and one-field dicts for the written ones), later ones win."""
+    fields = {}
+    for part in parts:
+        if type(part) is Record:
+            fields.update(vars(part))
+        elif type(part) is dict and len(part) == 1 and type(next(iter(part))) is str:
+            fields.update(part)
+        else:
+            raise ApsiError(f"'...' in a record spreads another record, not {a_type(part)}")
+    return Record(**fields)
 
 
 def _repr(value):

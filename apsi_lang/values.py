@@ -65,11 +65,16 @@ def show(value, quoted=False):
         if not value:
             return "{:}"
         return "{" + ", ".join(f"{show(k, True)}: {show(v, True)}" for k, v in value.items()) + "}"
+    if t in _VIEWS:         # m.keys(), m.values(), m.items() show as the lists they hold
+        return show(list(value), quoted)
     if t is set or t is frozenset:
         return "set([" + ", ".join(sorted((show(v, True) for v in value))) + "])"
     if callable(value) and getattr(value, "__module__", None) == "apsi_program":
         return f"<fn {getattr(value, '__name__', '?')}>"
     return str(value)
+
+
+_VIEWS = {type({}.keys()): "keys", type({}.values()): "values", type({}.items()): "items"}
 
 
 def _quote(s):
@@ -85,6 +90,8 @@ def type_name(value):
              Record: "record", dict: "map", set: "set", frozenset: "set"}
     if t in names:
         return names[t]
+    if t in _VIEWS:
+        return _VIEWS[t]
     if callable(value):
         return "function"
     return getattr(t, "__apsi_type__", t.__name__)
