@@ -10,8 +10,8 @@ import os
 import sys
 
 from . import permissions
-from .errors import ApsiError
 from .data_files import DATA_BUILTINS
+from .errors import ApsiError
 from .files import atomic_open
 from .numbers import NUMBER_BUILTINS
 from .values import Record, a_type, record_fields, show, type_name
@@ -154,7 +154,7 @@ def fetch_text(url, timeout=30):
 
         def redirect_request(self, req, fp, code, msg, headers, newurl):
             if not newurl.lower().startswith(("http://", "https://")):
-                raise ApsiError(f"fetch_text({show(url, True)}): redirected to {newurl}, which is not http(s)")
+                raise ApsiError(f"fetch_text({show(url, True)}): redirected to {newurl}, not http(s)")
             permissions.require("net", what=f"fetch_text({show(url, True)}) redirected to {newurl}",
                                 name=host_port(newurl))
             return super().redirect_request(req, fp, code, msg, headers, newurl)

@@ -343,8 +343,8 @@ class Compiler:
 
     def e_RecordLit(self, e):
         if None in e.keys:          # {...r, n: 2}: later fields win, as in JavaScript
-            parts = [self.expr(v) if k is None else
-                     self.at(ast.Dict([ast.Constant(k)], [self.expr(v)]), v) for k, v in zip(e.keys, e.values)]
+            parts = [self.expr(v) if k is None else self.at(ast.Dict([ast.Constant(k)], [self.expr(v)]), v)
+                     for k, v in zip(e.keys, e.values)]
             return self.helper("_Rspread", parts, e)
         kws = [ast.keyword(k, self.expr(v)) for k, v in zip(e.keys, e.values)]
         return ast.Call(self.at(ast.Name("_R", ast.Load()), e), [], kws)
@@ -385,8 +385,8 @@ class Compiler:
 
     def e_Compare(self, e):
         for op, right in zip(e.ops, e.rights):
-            if op in ("is", "is not") and not (isinstance(right, S.Const) and right.value in (None, True, False)
-                                               and type(right.value) in (bool, type(None))):
+            literal = isinstance(right, S.Const) and type(right.value) in (bool, type(None))
+            if op in ("is", "is not") and not literal:
                 self.fail(f"'{op}' compares with none, true or false only: use "
                           f"{'==' if op == 'is' else '!='} to compare values", e)
         return ast.Compare(self.expr(e.left), [CMPOPS[o]() for o in e.ops], [self.expr(r) for r in e.rights])

@@ -10,6 +10,7 @@ import math
 from .errors import ApsiError
 from .values import a_type
 
+
 def _number(fn, x):
     if type(x) is bool or not isinstance(x, int | float):
         raise ApsiError(f"{fn}(x): x must be a number, got {a_type(x)}")
@@ -22,7 +23,8 @@ def _unary(name, f, domain=None):
         try:
             return f(x)
         except (ValueError, OverflowError) as e:
-            why = domain or ("the result is too large" if isinstance(e, OverflowError) else "not defined there")
+            big = isinstance(e, OverflowError)
+            why = domain or ("the result is too large" if big else "not defined there")
             raise ApsiError(f"{name}({x!r}): {why}") from None
     fn.__name__ = fn.__qualname__ = name
     return fn

@@ -162,7 +162,8 @@ class Parser:
             if word in ("elif", "else", "catch", "finally"):
                 self.fail(f"'{word}' without a matching "
                           f"{'if' if word in ('elif', 'else') else 'try'} block above it")
-        if t.kind == "NAME" and t.value == "del" and self.peek().kind == "NAME" and self.peek().line == t.line:
+        nxt = self.peek()
+        if t.kind == "NAME" and t.value == "del" and nxt.kind == "NAME" and nxt.line == t.line:
             return self.del_stmt()
         expr = self.expr_or_tuple()
         if self.at_op("="):
@@ -641,7 +642,8 @@ class Parser:
     def is_map(self):
         """After '{': a map when the first key is not a field name (`{"a": 1}`, `{(k): v}`, `{:}`)."""
         t = self.tok
-        if t.kind in ("NAME", "KEYWORD") and self.peek().kind == "OP" and self.peek().value in (":", ",", "}"):
+        after = self.peek()
+        if t.kind in ("NAME", "KEYWORD") and after.kind == "OP" and after.value in (":", ",", "}"):
             return False
         return not self.at_op("}", "...")
 

@@ -62,7 +62,8 @@ def new_namespace(program_dir, args=(), echo_to=None):
         if value is not None:
             (echo_to or _print_value)(value)
 
-    ns.update(_use=use, _use_as=use_as, _Rspread=_record_spread, _echo=echo, _ga=sandbox.get_attr, _sa=sandbox.set_attr, _augattr=_augattr,
+    ns.update(_use_as=use_as, _Rspread=_record_spread)
+    ns.update(_use=use, _echo=echo, _ga=sandbox.get_attr, _sa=sandbox.set_attr, _augattr=_augattr,
               _R=Record, _show=show, _repr=_repr, _type=type, _pystr=str, _PLAIN=frozenset({int, float, str}),
               _catch=_catch, _Catchable=Exception, _assert_fail=_assert_fail)
     return ns

@@ -68,7 +68,7 @@ def show(value, quoted=False):
     if t in _VIEWS:         # m.keys(), m.values(), m.items() show as the lists they hold
         return show(list(value), quoted)
     if t is set or t is frozenset:
-        return "set([" + ", ".join(sorted((show(v, True) for v in value))) + "])"
+        return "set([" + ", ".join(sorted(show(v, True) for v in value)) + "])"
     if callable(value) and getattr(value, "__module__", None) == "apsi_program":
         return f"<fn {getattr(value, '__name__', '?')}>"
     return str(value)
