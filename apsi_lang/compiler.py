@@ -10,7 +10,9 @@ import keyword
 
 from . import sandbox
 from . import syntax as S
+from .builtins import BUILTINS
 from .errors import ApsiSyntaxError
+from .plain import is_plain, plain_names
 from .scopes import Scope, declarations
 
 BINOPS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div, "//": ast.FloorDiv, "%": ast.Mod,
@@ -52,6 +54,7 @@ class Compiler:
         self.full_access = full_access
         self.guarded = frozenset() if full_access else sandbox.guarded_names()
         self.scope = None
+        self.module_names = set()          # names `use` brought in (they may shadow builtins)
         self.tmp = 0
         self.depth = 0
 
@@ -72,10 +75,14 @@ class Compiler:
                 exports = set(self.load_module(stmt.name, stmt))
                 if stmt.alias is None:       # `use m as h` brings in only h (declared by scopes)
                     self.known |= exports
+                    self.module_names |= exports
         if not self.full_access:        # modules may register types (with their allow-lists)
             self.guarded = sandbox.guarded_names()
         self.own = declarations(body) | self.user
         self.scope = Scope(None, self.own | self.known, is_module=True)
+        # REPL and -e inputs share globals with later inputs: their top-level names are never plain
+        candidates = set() if self.echo else (self.own - self.user - self.known)
+        self.scope.plain = plain_names(body, candidates, self.apsi_builtin)
         out = []
         for stmt in body:
             if self.echo and isinstance(stmt, S.ExprStmt):
@@ -199,7 +206,9 @@ class Compiler:
 
     def function_body(self, params, body, node):
         outer = self.scope
-        self.scope = Scope(outer, declarations(body) | {p.name for p in params})
+        params_named = {p.name for p in params if p.name}
+        self.scope = Scope(outer, declarations(body) | params_named)
+        self.scope.plain = plain_names(body, declarations(body) - params_named, self.apsi_builtin)
         try:
             out = self.block(body)
             head = []
@@ -395,13 +404,29 @@ class Compiler:
         return ast.IfExp(self.expr(e.test), self.expr(e.body), self.expr(e.orelse))
 
     def shown(self, e, plain):
-        """Apsi's text for a value. For a plain name, ints/floats/strs take CPython's own fast path
-        (their Apsi text is Python's); only other types pay for the call to `show`."""
+        """Apsi's text for a value. A value known to be an int, float or str (apsi_lang.plain) is
+        formatted by CPython directly; for another plain name, ints/floats/strs take CPython's own
+        path after a type test (their Apsi text is Python's); only other types pay for `show`."""
+        if self.plain(e):
+            return plain(self.expr(e))
         if not isinstance(e, S.Name):
             return self.helper("_show", [self.expr(e)], e)
         test = self.at(ast.Compare(self.helper("_type", [self.expr(e)], e), [ast.In()],
                                    [self.at(ast.Name("_PLAIN", ast.Load()), e)]), e)
         return self.at(ast.IfExp(test, plain(self.expr(e)), self.helper("_show", [self.expr(e)], e)), e)
+
+    def plain(self, e):
+        return is_plain(e, self.name_is_plain, self.apsi_builtin)
+
+    def name_is_plain(self, name):
+        owner = self.scope.owner_of(name)
+        return owner is not None and name in getattr(owner, "plain", ())
+
+    def apsi_builtin(self, name):
+        """True when `name` here is Apsi's own builtin (not the program's, not a module's)."""
+        owner = self.scope.owner_of(name)
+        return owner is not None and owner.is_module and name in BUILTINS and name not in self.own \
+            and name not in self.module_names
 
     def is_builtin(self, e, name):
         if not (isinstance(e, S.Name) and e.id == name):
@@ -411,7 +436,7 @@ class Compiler:
 
     def e_Call(self, e):
         if self.is_builtin(e.func, "str") and len(e.args) == 1 and not e.kwargs \
-                and isinstance(e.args[0], S.Name):
+                and (isinstance(e.args[0], S.Name) or self.plain(e.args[0])):
             return self.shown(e.args[0], plain=lambda x: self.helper("_pystr", [x], e))
         args = [self.at(ast.Starred(self.expr(a.value), ast.Load()), a) if isinstance(a, S.Splat)
                 else self.expr(a) for a in e.args]
@@ -444,7 +469,7 @@ class Compiler:
     def e_Lambda(self, e):
         args = self.arguments(e.params)
         outer = self.scope
-        self.scope = Scope(outer, {p.name for p in e.params})
+        self.scope = Scope(outer, {p.name for p in e.params if p.name})
         try:
             body = self.expr(e.body)
         finally:
