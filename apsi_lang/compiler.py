@@ -352,7 +352,11 @@ class Compiler:
 
     def e_RecordLit(self, e):
         if None in e.keys:          # {...r, n: 2}: later fields win, as in JavaScript
-            parts = [self.expr(v) if k is None else self.at(ast.Dict([ast.Constant(k)], [self.expr(v)]), v)
+            # a written field travels as (_FIELD, name, value): _FIELD is a marker Apsi cannot name,
+            # so a spread value can never pass for a field (and smuggle in a name like __class__)
+            marker = self.at(ast.Name("_FIELD", ast.Load()), e)
+            parts = [self.expr(v) if k is None else
+                     self.at(ast.Tuple([marker, ast.Constant(k), self.expr(v)], ast.Load()), v)
                      for k, v in zip(e.keys, e.values)]
             return self.helper("_Rspread", parts, e)
         kws = [ast.keyword(k, self.expr(v)) for k, v in zip(e.keys, e.values)]
@@ -441,7 +445,9 @@ class Compiler:
         args = [self.at(ast.Starred(self.expr(a.value), ast.Load()), a) if isinstance(a, S.Splat)
                 else self.expr(a) for a in e.args]
         # an Apsi parameter named like a Python keyword (`from`) is compiled as py_name's spelling
-        kws = [ast.keyword(py_name(k) if k is not None else None, self.expr(v)) for k, v in e.kwargs]
+        # f(**m): the map's keys are checked as the parser checks written keyword names
+        kws = [ast.keyword(py_name(k), self.expr(v)) if k is not None else
+               ast.keyword(None, self.helper("_kwargs", [self.expr(v)], v)) for k, v in e.kwargs]
         return ast.Call(self.expr(e.func), args, kws)
 
     def e_Attr(self, e):

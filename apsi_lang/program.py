@@ -62,24 +62,37 @@ def new_namespace(program_dir, args=(), echo_to=None):
         if value is not None:
             (echo_to or _print_value)(value)
 
-    ns.update(_use_as=use_as, _Rspread=_record_spread)
+    ns.update(_use_as=use_as, _Rspread=_record_spread, _FIELD=_FIELD, _kwargs=_kwargs)
     ns.update(_use=use, _echo=echo, _ga=sandbox.get_attr, _sa=sandbox.set_attr, _augattr=_augattr,
               _R=Record, _show=show, _repr=_repr, _type=type, _pystr=str, _PLAIN=frozenset({int, float, str}),
               _catch=_catch, _Catchable=Exception, _assert_fail=_assert_fail)
     return ns
 
 
+_FIELD = object()          # marks a written field in _record_spread's arguments
+
+
 def _record_spread(*parts):
-    """{...r, n: 2}: the fields of records (and one-field dicts for the written ones), later ones win."""
+    """{...r, n: 2}: the fields of records and the written (_FIELD, name, value) ones; later ones win."""
     fields = {}
     for part in parts:
         if type(part) is Record:
             fields.update(vars(part))
-        elif type(part) is dict and len(part) == 1 and type(next(iter(part))) is str:
-            fields.update(part)
+        elif type(part) is tuple and len(part) == 3 and part[0] is _FIELD:
+            fields[part[1]] = part[2]
         else:
             raise ApsiError(f"'...' in a record spreads another record, not {a_type(part)}")
     return Record(**fields)
+
+
+def _kwargs(m):
+    """f(**m): a map whose keys are keyword names (text, not starting with '_')."""
+    if type(m) is not dict:
+        raise ApsiError(f"'**' in a call spreads a map of keyword arguments, not {a_type(m)}")
+    for k in m:
+        if type(k) is not str or not k.isidentifier() or k.startswith("_"):
+            raise ApsiError(f"'**' in a call: the key {show(k, True)} is not a keyword argument name")
+    return m
 
 
 def _repr(value):
