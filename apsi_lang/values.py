@@ -15,6 +15,10 @@ class Record(SimpleNamespace):
 
     __str__ = __repr__
 
+    def __iter__(self):
+        """`for name in r` walks the field names (in the order they were written)."""
+        return iter(list(vars(self)))
+
     # SimpleNamespace would compare the field dicts and say "'<' not supported between 'dict' and
     # 'dict'"; records are equal field by field (==) but have no order
     def __lt__(self, other):
