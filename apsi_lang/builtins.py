@@ -59,6 +59,11 @@ def apsi_reversed(seq):
     return list(_py.reversed(seq))
 
 
+def apsi_set(items=()):
+    """set(xs): a function, not Python's set type (a type object would be one more thing to guard)."""
+    return _py.set(items)
+
+
 def fields(record):
     if type(record) is not Record:
         raise ApsiError(f"fields(r): r must be a record, got {a_type(record)}")
@@ -214,6 +219,6 @@ BUILTINS = {
     "read_text": read_text, "write_text": write_text, "exists": exists, "getenv": getenv,
     "pyimport": pyimport, "run_command": run_command, "fetch_text": fetch_text,
     "divmod": _py.divmod, "pow": _py.pow, "chr": _py.chr, "ord": _py.ord, "eprint": eprint,
-    "set": _py.set,
+    "set": apsi_set,
     **NUMBER_BUILTINS, **DATA_BUILTINS,
 }

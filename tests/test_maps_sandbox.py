@@ -71,3 +71,10 @@ def test_map_views_and_sets_print_the_apsi_way(run):
     out = run('let m = {"a": true}\nprint(m.keys(), m.values(), m.items(), set([none]), {:})')
     assert out == '["a"] [true] [("a", true)] set([none]) {:}\n'
     assert "0x" not in out
+
+
+def test_set_is_a_function_not_a_type(run):
+    from apsi_lang.builtins import BUILTINS
+
+    assert not isinstance(BUILTINS["set"], type)
+    assert run("print(type(set), set([2, 1]))") == "function set([1, 2])\n"
