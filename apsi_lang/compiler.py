@@ -6,17 +6,19 @@ code calls live in the program's globals under names starting with '_', which Ap
 """
 
 import ast
+import builtins
 import keyword
 
 from . import sandbox
 from . import syntax as S
 from .errors import ApsiSyntaxError
-from .scopes import Scope, declarations
+from .scopes import Scope, assigned_in_nested, binds, declarations, field_reads
 
 BINOPS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div, "//": ast.FloorDiv, "%": ast.Mod,
           "**": ast.Pow, "@": ast.MatMult, "&": ast.BitAnd, "|": ast.BitOr, "^": ast.BitXor,
           "<<": ast.LShift, ">>": ast.RShift}
 UNOPS = {"-": ast.USub, "+": ast.UAdd, "~": ast.Invert, "not": ast.Not}
+PY_BUILTINS = frozenset(dir(builtins))      # what frames see underneath with permission 'python'
 MAX_DEPTH = 200      # nested expressions/statements; deeper ASTs overflow CPython's compiler
 CMPOPS = {"==": ast.Eq, "!=": ast.NotEq, "<": ast.Lt, "<=": ast.LtE, ">": ast.Gt, ">=": ast.GtE,
           "in": ast.In, "not in": ast.NotIn}
@@ -41,8 +43,10 @@ class Compiler:
         self.load_module = load_module     # name -> iterable of exported names
         self.echo = echo
         self.full_access = full_access
-        self.guarded = frozenset() if full_access else sandbox.guarded_names()
         self.scope = None
+        self.fast = frozenset()     # names whose field reads compile plain (the root's test holds)
+        self.in_comp = 0            # inside a comprehension: no `:=` temporaries there
+        self.attr_sets = set()      # global names of the type sets the code tests (sandbox.set_name)
         self.tmp = 0
         self.depth = 0
 
@@ -61,8 +65,6 @@ class Compiler:
         for stmt in body:       # `use` first: its names count as declared everywhere below
             if isinstance(stmt, S.Use):
                 self.known |= set(self.load_module(stmt.name, stmt))
-        if not self.full_access:        # modules may register types (with their allow-lists)
-            self.guarded = sandbox.guarded_names()
         self.own = declarations(body) | self.user
         self.scope = Scope(None, self.own | self.known, is_module=True)
         out = []
@@ -73,11 +75,35 @@ class Compiler:
                 out.extend(self.stmt(stmt))
         return ast.fix_missing_locations(ast.Module(body=out, type_ignores=[]))
 
-    def block(self, body):
-        out = []
-        for stmt in body:
-            out.extend(self.stmt(stmt))
+    def block(self, body, bound=()):
+        """A block's statements; `bound`: names bound on entry (loop targets, a catch name)."""
+        saved = set(self.scope.bound)
+        self.scope.bound |= set(bound)
+        out = self.flag_updates(bound, body[0]) if body else []
+        try:
+            for stmt in body:
+                out.extend(self.stmt(stmt))
+                self.scope.bound |= binds(stmt)
+                if isinstance(stmt, S.AugAssign) and isinstance(stmt.target, S.Name):
+                    out.extend(self.flag_updates([stmt.target.id], stmt))
+                else:
+                    out.extend(self.flag_updates(binds(stmt), stmt))
+        finally:
+            self.scope.bound = saved     # what a block binds may not have run after it
         return out or [ast.Pass()]
+
+    def flag_updates(self, names, node):
+        """After a variable of this function is bound, `_ok_x = type(x) in TYPES` (the types allowing
+        every field the function reads on x), so later field reads test one local (see `root`)."""
+        out = []
+        for name in names:
+            if name in self.scope.flags:
+                flag, types = self.scope.flags[name]
+                value = self.at(ast.Name(py_name(name), ast.Load()), node)
+                test = self.at(ast.Compare(self.helper("_type", [value], node), [ast.In()],
+                                           [self.at(ast.Name(types, ast.Load()), node)]), node)
+                out.append(self.at(ast.Assign([self.at(ast.Name(flag, ast.Store()), node)], test), node))
+        return out
 
     def helper(self, name, args, node, keywords=()):
         return self.at(ast.Call(self.at(ast.Name(name, ast.Load()), node), list(args), list(keywords)), node)
@@ -106,7 +132,7 @@ class Compiler:
 
     def s_Let(self, s):
         target = self.store_names(s.targets, s)
-        return ast.Assign([target], self.expr(s.value))
+        return ast.Assign([target], self.root(s.value))
 
     def store_names(self, names, node):
         if len(names) == 1:
@@ -115,7 +141,7 @@ class Compiler:
         return self.at(ast.Tuple(elts, ast.Store()), node)
 
     def s_Assign(self, s):
-        value = self.expr(s.value)
+        value = self.root(s.value)
         # stores on anything but a record need 'python': without it, a field store is checked at run time
         if len(s.targets) == 1 and isinstance(s.targets[0], S.Attr) and not self.full_access:
             t = s.targets[0]
@@ -158,11 +184,11 @@ class Compiler:
         t = s.target
         if isinstance(t, S.Attr) and not self.full_access:
             return ast.Expr(self.helper("_augattr", [self.expr(t.obj), ast.Constant(t.name),
-                                                     ast.Constant(s.op), self.expr(s.value)], s))
-        return ast.AugAssign(self.target(t), op, self.expr(s.value))
+                                                     ast.Constant(s.op), self.root(s.value)], s))
+        return ast.AugAssign(self.target(t), op, self.root(s.value))
 
     def s_ExprStmt(self, s):
-        return ast.Expr(self.expr(s.expr))
+        return ast.Expr(self.root(s.expr))
 
     def s_FnDef(self, s):
         args = self.arguments(s.params)
@@ -171,9 +197,15 @@ class Compiler:
 
     def function_body(self, params, body, node):
         outer = self.scope
-        self.scope = Scope(outer, declarations(body) | {p.name for p in params})
+        names = {p.name for p in params}
+        self.scope = Scope(outer, declarations(body) | names, bound=names,
+                           rebound_inside=assigned_in_nested(body))
+        if not self.full_access:
+            for name, fields in field_reads(body)[0].items():
+                if name in self.scope.declared and name not in self.scope.rebound_inside:
+                    self.scope.flags[name] = (f"_ok_{py_name(name)}", self.attr_set(fields, node).id)
         try:
-            out = self.block(body)
+            out = self.block(body, names)
             head = []
             if self.scope.nonlocals:
                 head.append(self.at(ast.Nonlocal(sorted(self.scope.nonlocals)), node))
@@ -203,23 +235,24 @@ class Compiler:
     def s_Return(self, s):
         if self.scope.is_module:
             self.fail("'return' outside a function", s)
-        return ast.Return(self.expr(s.value) if s.value is not None else None)
+        return ast.Return(self.root(s.value) if s.value is not None else None)
 
     def s_If(self, s):
-        return ast.If(self.expr(s.test), self.block(s.body), self.block(s.orelse) if s.orelse else [])
+        return ast.If(self.root(s.test), self.block(s.body), self.block(s.orelse) if s.orelse else [])
 
-    def loop_body(self, body):
+    def loop_body(self, body, bound=()):
         self.scope.loop_depth += 1
         try:
-            return self.block(body)
+            return self.block(body, bound)
         finally:
             self.scope.loop_depth -= 1
 
     def s_For(self, s):
-        return ast.For(self.store_names(s.targets, s), self.expr(s.iter), self.loop_body(s.body), [], None)
+        return ast.For(self.store_names(s.targets, s), self.root(s.iter),
+                       self.loop_body(s.body, s.targets), [], None)
 
     def s_While(self, s):
-        return ast.While(self.expr(s.test), self.loop_body(s.body), [])
+        return ast.While(self.root(s.test), self.loop_body(s.body), [])
 
     def s_Break(self, s):
         if not self.scope.loop_depth:
@@ -239,7 +272,7 @@ class Compiler:
         if s.handler is not None:
             self.tmp += 1
             exc = f"_exc{self.tmp}"
-            body = self.block(s.handler)
+            body = self.block(s.handler, [s.name] if s.name else [])
             if s.name:
                 wrap = self.helper("_catch", [self.at(ast.Name(exc, ast.Load()), s)], s)
                 body = [self.at(ast.Assign([self.at(ast.Name(py_name(s.name), ast.Store()), s)], wrap), s)]\
@@ -250,12 +283,42 @@ class Compiler:
         return ast.Try(self.block(s.body), handlers, [], final)
 
     def s_Assert(self, s):
-        msg = [self.expr(s.message)] if s.message is not None else []
+        msg = [self.root(s.message)] if s.message is not None else []
         fail = self.at(ast.Raise(self.helper("_assert_fail", msg, s), None), s)
-        test = self.at(ast.UnaryOp(ast.Not(), self.expr(s.test)), s)
+        test = self.at(ast.UnaryOp(ast.Not(), self.root(s.test)), s)
         return ast.If(test, [fail], [])
 
     # ---- expressions ----
+    def root(self, e):
+        """A whole expression (a statement's, a lambda's body, a comprehension's element). In a function,
+        when it reads fields of local variables that are certainly bound and rebound by nothing else,
+        it is compiled twice: `plain if type(p) in TYPES and … else guarded`, so record fields are
+        read at CPython speed after one type test. Nested scopes are roots of their own, so an
+        expression holding one is compiled once (the code never grows more than twice)."""
+        if self.full_access or self.scope.is_module:
+            return self.expr(e)
+        bases, nested = field_reads(e)
+        stable = {n: fields for n, fields in bases.items() if self.scope.stable_local(n)}
+        if nested or not stable:
+            return self.expr(e)
+        tests = [self.at(ast.Name(self.scope.flags[n][0], ast.Load()), e) if n in self.scope.flags else
+                 self.at(ast.Compare(self.helper("_type", [self.at(ast.Name(py_name(n), ast.Load()), e)], e),
+                                     [ast.In()], [self.attr_set(fields, e)]), e)
+                 for n, fields in sorted(stable.items())]
+        test = tests[0] if len(tests) == 1 else self.at(ast.BoolOp(ast.And(), tests), e)
+        saved, self.fast = self.fast, frozenset(stable)
+        try:
+            fast = self.expr(e)
+        finally:
+            self.fast = saved
+        return self.at(ast.IfExp(test, fast, self.expr(e)), e)
+
+    def attr_set(self, names, node):
+        """A load of the global holding sandbox.types_allowing(names)."""
+        name = sandbox.set_name(names)
+        self.attr_sets.add(name)
+        return self.at(ast.Name(name, ast.Load()), node)
+
     def expr(self, e):
         self.depth += 1
         try:
@@ -270,8 +333,13 @@ class Compiler:
         return ast.Constant(e.value)
 
     def e_Name(self, e):
-        if self.scope.owner_of(e.id) is None:
+        owner = self.scope.owner_of(e.id)
+        if owner is None:
             self.fail(f"undefined name '{e.id}'{self.suggest(e.id)}", e)
+        if owner.is_module and e.id in self.own and (e.id in self.known or e.id in PY_BUILTINS):
+            # the program's own top-level name shadowing a builtin: before its `let` runs, a plain
+            # read would find the builtin; this one says the name is not assigned yet
+            return self.helper("_gv", [ast.Constant(py_name(e.id))], e)
         return ast.Name(py_name(e.id), ast.Load())
 
     def suggest(self, name):
@@ -285,20 +353,23 @@ class Compiler:
 
     def e_ListComp(self, e):
         # Python's rules: the first source is evaluated outside, the loop variables live inside.
-        first_source = self.expr(e.clauses[0][1])
         outer = self.scope
-        self.scope = Scope(outer, set())
+        self.in_comp += 1
         try:
+            first_source = self.expr(e.clauses[0][1])
+            self.scope = Scope(outer, set())
             generators = []
             for i, (names, source, conditions) in enumerate(e.clauses):
                 source_py = first_source if i == 0 else self.expr(source)
                 self.scope.declared |= set(names)
+                self.scope.bound |= set(names)
                 target = self.store_names(names, e)
-                ifs = [self.expr(c) for c in conditions]
+                ifs = [self.root(c) for c in conditions]
                 generators.append(ast.comprehension(target, source_py, ifs, 0))
-            elt = self.expr(e.elt)
+            elt = self.root(e.elt)
         finally:
             self.scope = outer
+            self.in_comp -= 1
         return ast.ListComp(elt, generators)
 
     def e_TupleLit(self, e):
@@ -365,9 +436,24 @@ class Compiler:
         return ast.Call(self.expr(e.func), args, kws)
 
     def e_Attr(self, e):
-        if e.name in self.guarded:
-            return self.helper("_ga", [self.expr(e.obj), ast.Constant(e.name)], e)
-        return ast.Attribute(self.expr(e.obj), e.name, ast.Load())
+        if self.full_access or (isinstance(e.obj, S.Name) and e.obj.id in self.fast):
+            return ast.Attribute(self.expr(e.obj), e.name, ast.Load())
+        # (obj if type(obj) in TYPES else _chk(obj, name, TYPES)).name: see apsi_lang.sandbox
+        types = self.attr_set({e.name}, e)
+        if isinstance(e.obj, S.Name):
+            first = self.expr(e.obj)
+            again = lambda: self.expr(e.obj)  # noqa: E731
+        elif not self.in_comp:
+            tmp = self.at(ast.Name("_t", ast.Store()), e)
+            first = self.at(ast.NamedExpr(tmp, self.expr(e.obj)), e)
+            again = lambda: self.at(ast.Name("_t", ast.Load()), e)  # noqa: E731
+        else:   # `:=` is not allowed in a comprehension's iterables: check with a call
+            obj = self.helper("_chk", [self.expr(e.obj), ast.Constant(e.name), types], e)
+            return ast.Attribute(obj, e.name, ast.Load())
+        test = self.at(ast.Compare(self.helper("_type", [first], e), [ast.In()], [types]), e)
+        slow = self.helper("_chk", [again(), ast.Constant(e.name), types], e)
+        obj = self.at(ast.IfExp(test, again(), slow), e)
+        return ast.Attribute(obj, e.name, ast.Load())
 
     def e_Index(self, e):
         return ast.Subscript(self.expr(e.obj), self.index(e.index), ast.Load())
@@ -384,11 +470,14 @@ class Compiler:
     def e_Lambda(self, e):
         args = self.arguments(e.params)
         outer = self.scope
-        self.scope = Scope(outer, {p.name for p in e.params})
+        names = {p.name for p in e.params}
+        self.scope = Scope(outer, names, bound=names)
+        saved_comp, self.in_comp = self.in_comp, 0     # a lambda's `:=` binds in the lambda
         try:
-            body = self.expr(e.body)
+            body = self.root(e.body)
         finally:
             self.scope = outer
+            self.in_comp = saved_comp
         return ast.Lambda(args, body)
 
     def e_Splat(self, e):
@@ -397,10 +486,11 @@ class Compiler:
 
 def compile_tree(body, filename, lines, fixed_names, user_names, load_module, echo=False,
                  full_access=False):
+    """(code object, names of the attribute type sets the code reads from its globals)."""
     compiler = Compiler(filename, lines, fixed_names, user_names, load_module, echo, full_access)
     module = compiler.module(body)
     try:
-        return compile(module, filename, "exec", dont_inherit=True)
+        return compile(module, filename, "exec", dont_inherit=True), compiler.attr_sets
     except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
         # CPython's own limits (e.g. more than 20 nested loops/try blocks): an Apsi syntax error
         line = getattr(e, "lineno", None) or 1

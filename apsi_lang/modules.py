@@ -5,10 +5,8 @@ returning {name: value}), then NAME.apsi beside the program. An Apsi module's ex
 top-level names.
 """
 
-import sys
 from pathlib import Path
 
-from . import sandbox
 from .errors import ApsiError
 
 GROUP = "apsi.modules"
@@ -108,8 +106,4 @@ def _load_entry_point(ep):
     except ImportError as e:
         raise ApsiError(f"use {ep.name}: its package failed to import ({e}); "
                         "reinstall Apsi with: python -m pip install -e .") from e
-    package = ep.value.split(":")[0].split(".")[0]
-    for modname, module in list(sys.modules.items()):
-        if modname == package or modname.startswith(package + "."):
-            sandbox.register_from_module(module)
     return {k: v for k, v in exports.items() if not k.startswith("_")}
