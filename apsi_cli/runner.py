@@ -51,10 +51,10 @@ def build_grants(perms, program_dir):
 
 def guarded(action):
     """Run `action()`; report any failure the Apsi way and return an exit code."""
-    from apsi_lang import report
+    from apsi_lang import bigstack, report
 
     try:
-        action()
+        bigstack.call(action)       # on a thread whose stack holds the recursion limit
         return 0
     except ApsiSyntaxError as e:
         _err(report.render_syntax_error(e))
@@ -88,7 +88,6 @@ def guarded(action):
 
 def _prepare(perms, program_dir):
     permissions.set_current(build_grants(perms, program_dir))
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 6000))
 
 
 def read_stdin():

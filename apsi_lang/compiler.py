@@ -101,7 +101,7 @@ class Compiler:
             self.scope.bound = saved     # what a block binds may not have run after it
         return out or [ast.Pass()]
 
-    def flag_updates(self, names, node):
+    def flag_updates(self, names, node, count=True):
         """After a variable of this function is bound, `_ok_x = type(x) in TYPES` (the types allowing
         every field the function reads on x), so later field reads test one local (see `root`)."""
         out = []
@@ -112,6 +112,7 @@ class Compiler:
                 test = self.at(ast.Compare(self.helper("_type", [value], node), [ast.In()],
                                            [self.at(ast.Name(types, ast.Load()), node)]), node)
                 out.append(self.at(ast.Assign([self.at(ast.Name(flag, ast.Store()), node)], test), node))
+                self.scope.flag_sites[name] = self.scope.flag_sites.get(name, 0) + count
         return out
 
     def helper(self, name, args, node, keywords=()):
@@ -207,14 +208,26 @@ class Compiler:
     def function_body(self, params, body, node):
         outer = self.scope
         names = {p.name for p in params}
-        self.scope = Scope(outer, declarations(body) | names, bound=names,
-                           rebound_inside=assigned_in_nested(body))
-        if not self.full_access:
-            for name, fields in field_reads(body)[0].items():
-                if name in self.scope.declared and name not in self.scope.rebound_inside:
-                    self.scope.flags[name] = (f"_ok_{py_name(name)}", self.attr_set(fields, node).id)
+        untracked = set()
+        while True:
+            self.scope = Scope(outer, declarations(body) | names, bound=names,
+                               rebound_inside=assigned_in_nested(body) | untracked)
+            if not self.full_access:
+                for name, fields in field_reads(body)[0].items():
+                    if name in self.scope.declared and name not in self.scope.rebound_inside:
+                        self.scope.flags[name] = (f"_ok_{py_name(name)}", self.attr_set(fields, node).id)
+            try:
+                out = self.flag_updates(names, node, count=False) + self.block(body)
+                # safety net for the fast path: a flagged variable bound somewhere without its flag
+                # update (a binding form the compiler does not track) loses its flag; compile again
+                missed = _untracked_bindings(out, self.scope)
+                if not missed:
+                    break
+                untracked |= missed
+            except BaseException:
+                self.scope = outer
+                raise
         try:
-            out = self.block(body, names)
             head = []
             if self.scope.nonlocals:
                 head.append(self.at(ast.Nonlocal(sorted(self.scope.nonlocals)), node))
@@ -516,6 +529,32 @@ def _operand(e):
             and type(e.operand.value) is int:
         return ("const", -e.operand.value)
     return None
+
+
+_SCOPES = (ast.FunctionDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _untracked_bindings(statements, scope):
+    """Flagged variables of `scope` whose bindings in the generated code outnumber their flag updates,
+    or that a nested function declares nonlocal (it may rebind them)."""
+    stores = {}
+    stack = list(statements)
+    while stack:
+        x = stack.pop()
+        if isinstance(x, ast.FunctionDef):
+            stores[x.name] = stores.get(x.name, 0) + 1
+            for inner in ast.walk(x):
+                if isinstance(inner, ast.Nonlocal):
+                    for n in inner.names:
+                        stores[n] = stores.get(n, 0) + 1000
+            continue
+        if isinstance(x, _SCOPES):
+            continue
+        if isinstance(x, ast.Name) and not isinstance(x.ctx, ast.Load):
+            stores[x.id] = stores.get(x.id, 0) + 1
+        stack.extend(ast.iter_child_nodes(x))
+    return {name for name in scope.flags
+            if stores.get(py_name(name), 0) != scope.flag_sites.get(name, 0)}
 
 
 def compile_tree(body, filename, lines, fixed_names, user_names, load_module, echo=False,

@@ -21,6 +21,7 @@ class Scope:
         self.bound = set(bound)
         self.rebound_inside = frozenset(rebound_inside)
         self.flags = {}     # variable -> (flag local, type set global): see Compiler.function_body
+        self.flag_sites = {}    # variable -> how many bindings got a flag update
 
     def stable_local(self, name):
         """True when `name` is this function's own variable, bound here, and nothing but this
