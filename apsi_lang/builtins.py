@@ -156,7 +156,7 @@ def apsi_input(prompt=""):
         return None
 
 
-BUILTINS = {
+_BUILTINS_PY = {
     "print": apsi_print, "len": _py.len, "range": _py.range, "str": apsi_str, "repr": apsi_repr,
     "int": _py.int, "float": _py.float, "bool": _py.bool, "list": _py.list, "tuple": _py.tuple,
     "abs": _py.abs, "min": _py.min, "max": _py.max, "sum": _py.sum, "round": _py.round,
@@ -168,3 +168,16 @@ BUILTINS = {
     "pyimport": pyimport, "run_command": run_command, "fetch_text": fetch_text,
     "divmod": _py.divmod, "pow": _py.pow, "chr": _py.chr, "ord": _py.ord,
 }
+
+
+def _apsi_named(table):
+    """Apsi's builtins written in Python carry their Apsi names (`print(getenv)` shows <fn getenv>)."""
+    import types
+
+    for name, value in table.items():
+        if isinstance(value, types.FunctionType):
+            value.__name__ = value.__qualname__ = name
+    return table
+
+
+BUILTINS = _apsi_named(_BUILTINS_PY)

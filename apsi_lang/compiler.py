@@ -195,6 +195,11 @@ class Compiler:
         if isinstance(t, S.Attr) and not self.full_access:
             return ast.Expr(self.helper("_augattr", [self.expr(t.obj), ast.Constant(t.name),
                                                      ast.Constant(s.op), self.root(s.value)], s))
+        if s.op == "%":     # see e_Binary
+            if not isinstance(t, S.Name):
+                self.fail("'%=' works on a variable; write the target out: x[i] = x[i] % y", s)
+            load = self.expr(t)
+            return ast.Assign([self.target(t)], self.helper("_mod", [load, self.root(s.value)], s))
         return ast.AugAssign(self.target(t), op, self.root(s.value))
 
     def s_ExprStmt(self, s):
@@ -428,6 +433,10 @@ class Compiler:
         return ast.UnaryOp(UNOPS[e.op](), self.expr(e.operand))
 
     def e_Binary(self, e):
+        if e.op == "%" and not _numeric_const(e.right) and not _numeric_const(e.left):
+            # `text % x` is Python's string formatting, whose %s/%r would show Python's text (and
+            # memory addresses) for functions and other objects: a helper formats them Apsi's way
+            return self.helper("_mod", [self.expr(e.left), self.expr(e.right)], e)
         return ast.BinOp(self.expr(e.left), BINOPS[e.op](), self.expr(e.right))
 
     def e_Logic(self, e):
@@ -532,6 +541,10 @@ def _operand(e):
 
 
 _SCOPES = (ast.FunctionDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _numeric_const(e):
+    return isinstance(e, S.Const) and type(e.value) in (int, float)
 
 
 def _untracked_bindings(statements, scope):

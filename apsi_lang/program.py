@@ -19,8 +19,18 @@ from .scopes import declarations
 from .values import Record, show
 
 _COMPILE_RECURSION = 12000
+def safe_mod(a, b):
+    """a % b; for a text on the left, the values are formatted the Apsi way first (Python's %s/%r
+    of a function or any other object would show its Python text, with a memory address)."""
+    if type(a) is not str and type(a) is not bytes:
+        return a % b
+    values = b if type(b) is tuple else (b,)
+    values = tuple(v if type(v) in (int, float, str) else show(v) for v in values)
+    return a % (values if type(b) is tuple else values[0])
+
+
 _AUG = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
-        "//": operator.floordiv, "%": operator.mod, "**": operator.pow, "@": operator.matmul,
+        "//": operator.floordiv, "%": safe_mod, "**": operator.pow, "@": operator.matmul,
         "&": operator.and_, "|": operator.or_, "^": operator.xor, "<<": operator.lshift,
         ">>": operator.rshift}
 
@@ -66,7 +76,7 @@ def new_namespace(program_dir, args=(), echo_to=None):
 
     ns.update(_use=use, _echo=echo, _gv=global_value, _chk=sandbox.check, _ga=sandbox.get_attr,
               _sa=sandbox.set_attr, _augattr=_augattr, _R=Record, _show=show, _repr=_repr, _type=type,
-              _pystr=str, _PLAIN=frozenset({int, float, str}),
+              _pystr=str, _PLAIN=frozenset({int, float, str}), _mod=safe_mod,
               _catch=_catch, _Catchable=Exception, _assert_fail=_assert_fail)
     return ns
 

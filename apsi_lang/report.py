@@ -9,7 +9,7 @@ import sys
 
 from .compiler import apsi_name
 from .errors import ApsiError, ApsiSyntaxError
-from .values import Record, a_type, show
+from .values import Record, a_type, no_address, show
 
 SOURCES = {}          # filename -> source lines, filled by the compiler's caller, for tracebacks
 
@@ -70,6 +70,11 @@ def _called(tb):
 
 
 def describe(exc):
+    """The Apsi-level text for an exception raised while a program runs (never a memory address)."""
+    return no_address(_describe(exc))
+
+
+def _describe(exc):
     """The Apsi-level text for an exception raised while a program runs."""
     if isinstance(exc, ApsiError):
         return exc.message

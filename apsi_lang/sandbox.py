@@ -149,6 +149,9 @@ def get_attr(obj, name):
 
 def set_attr(obj, name, value):
     """obj.name = value: records only, or any object with permission 'python'."""
+    if name.startswith("_"):
+        raise ApsiError(f"cannot set '.{name}': names starting with '_' belong to Python's internals",
+                        kind="permission")
     if type(obj) is Record or allowed("python"):
         setattr(obj, name, value)
         return

@@ -11,7 +11,7 @@ from apsi_lang.errors import ApsiError
 
 from . import xp as _raw
 from .tape import STATE
-from .tensor import Tensor, as_tensor
+from .tensor import Tensor, as_tensor, plain_array
 from .vjps import RULES
 
 _NUMBER = (float, int)
@@ -142,7 +142,7 @@ def _bound(x, b, arg):
 
 def where(cond, a, b):
     """a where cond is true, else b (broadcasting); differentiable in a and b."""
-    c = np.asarray(cond.data if type(cond) is Tensor else cond, dtype=bool)
+    c = plain_array(cond, "where", "cond", dtype=bool)
     a, _ = operand(a, "where", "a")
     b, _ = operand(b, "where", "b")
     try:

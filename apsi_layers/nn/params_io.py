@@ -17,7 +17,7 @@ from apsi_lang.errors import ApsiError
 from apsi_lang.files import atomic_open
 
 from . import tree
-from .tensor import Tensor, describe
+from .tensor import Tensor, describe, plain_array
 
 
 def _order(fn, path, params):
@@ -37,7 +37,7 @@ def save_params(path, params):
     permissions.require("write", what=f'save_params("{path}")', path=path)
     arrays = {}
     for name, leaf in tree.flatten(params):
-        data = leaf.data if type(leaf) is Tensor else np.asarray(leaf)
+        data = plain_array(leaf, "save_params", f"parameter {name!r}")
         if data.dtype.kind not in "biuf":
             raise ApsiError(f"save_params: parameter {name!r} is {describe(leaf)}, not numbers")
         arrays[name] = data
