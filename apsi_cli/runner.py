@@ -43,7 +43,7 @@ def build_grants(perms, program_dir):
             granted.add(name)
             sources.append((name, f"--allow-{name}"))
         elif value:
-            paths.extend(str(Path(p).resolve()) for p in value.split(",") if p)
+            paths.extend(str(Path(p).expanduser().resolve()) for p in value.split(",") if p)
     root = cfg.root or Path(program_dir).resolve()
     return permissions.Grants(frozenset(granted), tuple(read_paths), tuple(write_paths),
                               Path(root).resolve(), tuple(sources))

@@ -11,7 +11,7 @@ import sys
 
 from . import permissions
 from .errors import ApsiError
-from .files import atomic_open
+from .files import atomic_open, open_checked
 from .values import Record, a_type, record_fields, show, type_name
 
 
@@ -63,30 +63,33 @@ def has(record, name):
 
 
 def read_text(path):
-    permissions.require("read", what=f"read_text({show(path, True)})", path=path)
+    what = f"read_text({show(path, True)})"
+    resolved = permissions.check_path("read", path, what)
     try:
-        with open(path, encoding="utf-8") as f:
+        with open_checked(resolved, encoding="utf-8") as f:
             return f.read()
     except OSError as e:
-        raise ApsiError(f"read_text({show(path, True)}): {e.strerror or e}") from None
+        raise ApsiError(f"{what}: {e.strerror or e}") from None
+    except UnicodeDecodeError:
+        raise ApsiError(f"{what}: the file is not UTF-8 text") from None
 
 
 def write_text(path, text):
     """Writes atomically: a temporary file beside the target, then a rename."""
-    permissions.require("write", what=f"write_text({show(path, True)})", path=path)
+    what = f"write_text({show(path, True)})"
+    resolved = permissions.check_path("write", path, what)
     if type(text) is not str:
         raise ApsiError(f"write_text(path, text): text must be a string, got {a_type(text)} "
                         "(use str(x) to convert)")
     try:
-        with atomic_open(path, "w", encoding="utf-8") as f:
+        with atomic_open(resolved, "w", encoding="utf-8") as f:
             f.write(text)
     except OSError as e:
-        raise ApsiError(f"write_text({show(path, True)}): {e.strerror or e}") from None
+        raise ApsiError(f"{what}: {e.strerror or e}") from None
 
 
 def exists(path):
-    permissions.require("read", what=f"exists({show(path, True)})", path=path)
-    return os.path.exists(path)
+    return os.path.exists(permissions.check_path("read", path, f"exists({show(path, True)})"))
 
 
 def getenv(name, default=None):

@@ -5,6 +5,7 @@ returning {name: value}), then NAME.apsi beside the program. An Apsi module's ex
 top-level names.
 """
 
+import os
 from pathlib import Path
 
 from .errors import ApsiError
@@ -65,8 +66,14 @@ def load(name, program_dir):
 
 
 def _file(name, program_dir):
-    path = (Path(program_dir) / f"{name}.apsi").resolve()
+    """NAME.apsi beside the program, read under the same rule as read_text (a link that leads out of
+    the project needs 'read'); its text is never shown before that check."""
+    written = str(Path(program_dir) / f"{name}.apsi")
+    path = Path(os.path.realpath(written))
     if path.is_file():
+        from . import permissions
+
+        permissions.check_path("read", written, f"use {name} ({name}.apsi)")
         return path
     installed = ", ".join(available()) or "none"
     raise ApsiError(f"use {name}: no module named '{name}': no installed package provides it "
