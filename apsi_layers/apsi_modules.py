@@ -79,6 +79,9 @@ def nn_module():
 
     exports = {name: getattr(nn, name) for name in NN_EXPORTS}
     exports.update(_tensor_aware(nn))
+    from apsi_layers.layers import dual  # flatten and vae also mean a layer and a model
+
+    exports.update(flatten=dual.flatten, vae=dual.vae)
     return exports
 
 
