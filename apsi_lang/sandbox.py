@@ -98,6 +98,12 @@ def _compute(tp):
     return frozenset()
 
 
+def register(cls):
+    """Decide `cls`'s allow-list now (it would be decided at its first attribute read anyway: the
+    rule depends only on the class, never on when it was registered)."""
+    allowed_attrs(cls)
+
+
 def may_read(tp, name):
     names = allowed_attrs(tp)
     return names is None or name in names
