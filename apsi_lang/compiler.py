@@ -108,9 +108,14 @@ class Compiler:
         for name in names:
             if name in self.scope.flags:
                 flag, types = self.scope.flags[name]
-                value = self.at(ast.Name(py_name(name), ast.Load()), node)
-                test = self.at(ast.Compare(self.helper("_type", [value], node), [ast.In()],
-                                           [self.at(ast.Name(types, ast.Load()), node)]), node)
+                # _ok_x = type(x) is Record or type(x) in TYPES (records, the common case, skip the set)
+                kind = self.at(ast.Name(flag, ast.Store()), node)
+                first = self.helper("_type", [self.at(ast.Name(py_name(name), ast.Load()), node)], node)
+                is_record = self.at(ast.Compare(self.at(ast.NamedExpr(kind, first), node), [ast.Is()],
+                                                [self.at(ast.Name("_R", ast.Load()), node)]), node)
+                in_types = self.at(ast.Compare(self.at(ast.Name(flag, ast.Load()), node), [ast.In()],
+                                               [self.at(ast.Name(types, ast.Load()), node)]), node)
+                test = self.at(ast.BoolOp(ast.Or(), [is_record, in_types]), node)
                 out.append(self.at(ast.Assign([self.at(ast.Name(flag, ast.Store()), node)], test), node))
                 self.scope.flag_sites[name] = self.scope.flag_sites.get(name, 0) + count
         return out
