@@ -23,6 +23,9 @@ from .errors import PermissionDenied
 
 PERMISSIONS = ("python", "read", "write", "net", "env", "run")
 PATH_PERMISSIONS = ("read", "write")
+# permissions that can be granted (or denied) for some names only, as Deno does:
+# env for variable names, run for program names, net for host or host:port
+NAME_PERMISSIONS = ("env", "run", "net")
 
 
 @dataclass(frozen=True)
@@ -35,13 +38,24 @@ class Grants:
     project_root: Path = field(default_factory=Path.cwd)
     # permission -> where it came from ("--allow-python", "/proj/apsi.toml"), for messages and doctor
     sources: tuple = ()
+    # scoped grants: ((permission, (name, …)), …) for env/run/net, e.g. (("env", ("HOME",)),)
+    names: tuple = ()
+    # denials win over every grant: whole permissions, and ((permission, (name or path, …)), …)
+    denied: frozenset = frozenset()
+    denied_scopes: tuple = ()
 
-    def allows(self, permission, path=None):
+    def allows(self, permission, path=None, name=None):
         if permission not in PERMISSIONS:
             raise ValueError(f"unknown permission {permission!r}; known: {', '.join(PERMISSIONS)}")
+        if self.denies(permission, path, name):
+            return False
         if permission in PATH_PERMISSIONS and path is not None:
             return self.refusal(permission, path, resolve(path)) is None
-        return permission in self.granted
+        if permission in self.granted:
+            return True
+        if permission in NAME_PERMISSIONS and name is not None:
+            return any(_name_matches(permission, name, granted) for granted in _scope(self.names, permission))
+        return False
 
     def explicitly(self, permission, target):
         """True when `permission` is granted for `target` by a flag or apsi.toml (not the project)."""
@@ -49,7 +63,10 @@ class Grants:
         return permission in self.granted or any(_inside(target, Path(r)) for r in grants)
 
     def refusal(self, permission, written, target):
-        """None when `permission` covers `target` (resolved from `written`); else why not."""
+        """None when `permission` covers `target` (resolved from `written`); else why not:
+        "denied", "outside", or why the file is protected."""
+        if self.denies(permission, written):
+            return "denied"
         if self.explicitly(permission, target):
             return None
         if permission == "write":
@@ -59,6 +76,39 @@ class Grants:
         if _inside(target, self.project_root):
             return None
         return "outside"
+
+    def denies(self, permission, path=None, name=None):
+        """True when a --deny-… flag or a deny key refuses this (denials win over grants)."""
+        if permission in self.denied:
+            return True
+        scope = _scope(self.denied_scopes, permission)
+        if not scope:
+            return False
+        if permission in PATH_PERMISSIONS and path is not None:
+            target = resolve(path)
+            return any(_inside(target, Path(p)) for p in scope)
+        if name is not None:
+            return any(_name_matches(permission, name, d) for d in scope)
+        return False
+
+    def scoped(self, permission):
+        """The names granted for a permission that is not granted whole (for doctor and messages)."""
+        return _scope(self.names, permission)
+
+
+def _scope(pairs, permission):
+    for p, names in pairs:
+        if p == permission:
+            return names
+    return ()
+
+
+def _name_matches(permission, name, granted):
+    """env and run: the exact name. net: 'host' allows every port of it, 'host:port' that port."""
+    if permission != "net":
+        return name == granted
+    host, _, port = name.rpartition(":")
+    return granted in (name, host)
 
 
 def resolve(path):
@@ -96,9 +146,10 @@ def protected_reason(written, target, root):
     return None
 
 
-def check_path(permission, path, what):
+def check_path(permission, path, what, follow=True):
     """The resolved path (a str) that `permission` ('read' or 'write') allows at `path`; raises
-    PermissionDenied (or ApsiError for a path that is not a string). Open what this returns."""
+    PermissionDenied (or ApsiError for a path that is not a string). Open what this returns.
+    follow=False: the last part is not followed if it is a link (to delete the link itself)."""
     from .errors import ApsiError
 
     if type(path) is not str:
@@ -107,11 +158,15 @@ def check_path(permission, path, what):
         raise ApsiError(f"{what}: a path must be a string, not {a_type(path)}")
     if not path or "\0" in path:
         raise ApsiError(f"{what}: {path!r} is not a file name")
-    target = resolve(path)
+    if follow:
+        target = resolve(path)
+    else:
+        literal = os.path.abspath(os.path.expanduser(path))
+        target = resolve(os.path.dirname(literal)) / os.path.basename(literal)
     reason = _current.refusal(permission, path, target)
     if reason is None:
         return str(target)
-    raise PermissionDenied(denial_message(permission, what, path, reason), permission)
+    raise PermissionDenied(denial_message(permission, what, path, reason=reason), permission)
 
 
 def _inside(target, root):
@@ -132,23 +187,27 @@ def set_current(grants):
     _current = grants
 
 
-def allowed(permission, path=None):
-    """True when `permission` (for `path`, if given) is granted; never raises for a denial."""
-    return _current.allows(permission, path)
+def allowed(permission, path=None, name=None):
+    """True when `permission` (for `path` or `name`, if given) is granted; never raises for a denial."""
+    return _current.allows(permission, path, name)
 
 
-def require(permission, what, path=None):
-    """Raise PermissionDenied unless `permission` is granted. `what` names the operation for the message.
-    With a path (read/write): returns the resolved path to open (see check_path)."""
+def require(permission, what, path=None, name=None):
+    """Raise PermissionDenied unless `permission` is granted. `what` names the operation for the message;
+    `name` is the variable (env), program (run) or host:port (net) asked for. With a path (read/write):
+    returns the resolved path to open (see check_path)."""
     if path is not None and permission in PATH_PERMISSIONS:
         return check_path(permission, path, what)
-    if _current.allows(permission):
+    if _current.allows(permission, None, name):
         return None
-    raise PermissionDenied(denial_message(permission, what), permission)
+    raise PermissionDenied(denial_message(permission, what, None, name), permission)
 
 
-def denial_message(permission, what, path=None, reason="outside"):
+def denial_message(permission, what, path=None, name=None, reason="outside"):
     """The message for a refusal; a path appears as the program wrote it."""
+    if reason == "denied" or _current.denies(permission, path, name):
+        return (f"{what} is denied by --deny-{permission} (or a deny key in apsi.toml): a denial wins "
+                "over every grant")
     flag = f"--allow-{permission}"
     where = ""
     if path is not None and permission in PATH_PERMISSIONS:
@@ -159,5 +218,13 @@ def denial_message(permission, what, path=None, reason="outside"):
                     f"--allow-write={path}")
         where = f" ({path} is outside the project folder)"
         flag = f"--allow-{permission} (or --allow-{permission}={folder})"
+    elif name is not None and permission in NAME_PERMISSIONS:
+        scoped = _current.scoped(permission)
+        if scoped:
+            where = f" ({name} is not among the granted {', '.join(scoped)})"
+        flag = f"--allow-{permission}={name} (or --allow-{permission} for all)"
+        key = {"env": "env", "run": "run", "net": "net"}[permission]
+        return (f"{what} needs permission '{permission}'{where}: run with {flag} "
+                f"(or [run] {key} = [\"{name}\"] in apsi.toml)")
     return (f"{what} needs permission '{permission}'{where}: run with {flag} "
             f"(or [run] allow = [\"{permission}\"] in apsi.toml)")

@@ -63,7 +63,7 @@ NN_EXPORTS = (
     "cosine_lr", "warmup_lr", "step_lr", "exp_lr",
     "mse", "mae", "huber", "cross_entropy", "bce", "vae",
     "tree_map", "flatten", "unflatten", "param_count", "global_norm", "clip_by_global_norm",
-    "save_params", "load_params",
+    "save_params", "load_params", "load_csv",
 )
 
 
