@@ -84,8 +84,13 @@ def guarded(action):
 
 
 def _prepare(perms, program_dir):
-    permissions.set_current(build_grants(perms, program_dir))
+    from . import confine
+
+    grants = build_grants(perms, program_dir)
+    permissions.set_current(grants)
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 6000))
+    # the kernel's wall goes up before any of the program is compiled or run, on the main thread
+    confine.apply(grants)
 
 
 def run_file(path, args, perms):
@@ -128,7 +133,8 @@ def run_code(code, perms, args=()):
 def repl(perms):
     from .repl import Repl
 
+    shell = Repl()           # opens the history file before the confinement
     code = guarded(lambda: _prepare(perms, Path.cwd()))
     if code:
         return code
-    return Repl().loop()
+    return shell.loop()

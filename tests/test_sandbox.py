@@ -298,12 +298,18 @@ def test_symlinks_cannot_leave_the_project(project):
 # ---- the CLI: exact messages, flags and apsi.toml ---------------------------------------------
 
 def cli(args, cwd, env=None):
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("APSI_")}
-    full_env["PYTHONPATH"] = str(ROOT)
-    full_env.update(env or {})
-    p = subprocess.run([sys.executable, "-m", "apsi", *args], cwd=cwd, capture_output=True, text=True,
-                       env=full_env, timeout=60, stdin=subprocess.DEVNULL)
-    return p.returncode, p.stdout, p.stderr
+    """Runs apsi twice: confined by the kernel (apsi_cli/confine.py, where Landlock exists) and with
+    APSI_NO_CONFINE=1, so the language's checks are tested on their own; both must say the same."""
+    results = []
+    for switch in ({}, {"APSI_NO_CONFINE": "1"}):
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith("APSI_")}
+        full_env["PYTHONPATH"] = str(ROOT)
+        full_env.update(env or {}, **switch)
+        p = subprocess.run([sys.executable, "-m", "apsi", *args], cwd=cwd, capture_output=True, text=True,
+                           env=full_env, timeout=60, stdin=subprocess.DEVNULL)
+        results.append((p.returncode, p.stdout, p.stderr))
+    assert results[0] == results[1], f"confined and unconfined runs differ: {results}"
+    return results[0]
 
 
 def test_cli_denial_message_names_the_permission_and_how_to_grant_it(tmp_path):
