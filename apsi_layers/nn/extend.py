@@ -16,6 +16,8 @@ from .ops import apply
 from .tensor import as_tensor
 from .vjps import RULES, register_name
 
+DEFINED = set()        # the names added here (the core's own rule table is checked apart from them)
+
 
 def first_order_only(rule):
     """Mark a VJP that cannot itself be differentiated (it runs on raw arrays)."""
@@ -29,6 +31,7 @@ def defop(name, forward, *vjps, second_order=True):
         raise ApsiError(f"defop: an op named {name!r} already exists")
     rules = tuple(vjps) if second_order else tuple(first_order_only(r) for r in vjps)
     RULES[name] = rules
+    DEFINED.add(name)
     register_name(name, rules)
 
     def op(*args, **params):

@@ -18,6 +18,7 @@ Conventions, shared by both op sets:
   without copies: dense w [in, out]; conv w [out, in/groups, *kernel]; LSTM/GRU w_ih [G*H, F],
   w_hh [G*H, H], b_ih/b_hh [G*H], gate order i, f, g, o (LSTM) and r, z, n (GRU), torch's formulas.
 """
+# ruff: noqa: E501  (one entry per line reads best as a table)
 
 OPS = {
     # conversion and creation
@@ -25,6 +26,8 @@ OPS = {
     "indices": "indices(array_like) -> integer tensor (int64), for labels, token ids and edge lists",
     "to_numpy": "to_numpy(t) -> numpy.ndarray (a copy, detached)",
     "zeros": "zeros(shape) -> tensor of zeros in the op set's float dtype",
+    "stop_gradient": ("stop_gradient(x) -> the same values with no gradient flowing back (running "
+                      "statistics, targets computed from the model)"),
     "ones": "ones(shape) -> tensor of ones",
     # elementwise
     "exp": "exp(x)", "log": "log(x)", "sqrt": "sqrt(x)", "abs": "abs(x)",

@@ -141,6 +141,7 @@ def test_check_fails_for_a_wrong_rule(monkeypatch):
 
 def test_every_rule_is_exercised():
     """Each op in the rule table appears in the cases above (directly or through an op built on it)."""
+    from apsi_layers.nn.extend import DEFINED
     from apsi_layers.nn.vjps import RULES
 
     covered = {"neg", "exp", "log", "log1p", "sqrt", "abs", "tanh", "sigmoid", "relu", "gelu", "softplus",
@@ -148,4 +149,4 @@ def test_every_rule_is_exercised():
                "matmul", "sum", "max", "min", "logsumexp", "softmax", "log_softmax", "reshape",
                "transpose", "broadcast_to", "sum_to", "getitem", "index_add", "take_along", "put_along",
                "identity"}
-    assert set(RULES) == covered
+    assert set(RULES) - DEFINED == covered

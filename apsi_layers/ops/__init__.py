@@ -1,0 +1,1 @@
+"""Op sets: the backend-neutral vocabulary layers are written in (spec.py) and its implementations."""
