@@ -2,7 +2,9 @@
 
     apsi [PERMISSIONS] FILE [ARGS…]      run a program (same as `apsi run`)
     apsi [PERMISSIONS] -e CODE           run a snippet; top-level values are shown
-    apsi [PERMISSIONS]                   start the REPL
+    apsi [PERMISSIONS]                   start the REPL (piped input runs as a program; -i forces the REPL)
+    apsi [PERMISSIONS] - [ARGS…]         run the program read from standard input
+    apsi check FILE…                     compile without running (for editors and CI)
     apsi run|pkg|doctor|setup …          subcommands, imported only when used
 """
 
@@ -15,6 +17,7 @@ from . import options
 # name -> "module:attribute"; imported on first use so start-up stays light.
 LAZY_COMMANDS = {
     "run": ("apsi_cli.run_cmd:run", "Run an Apsi program: apsi run [PERMISSIONS] FILE [ARGS]..."),
+    "check": ("apsi_cli.check_cmd:check", "Compile programs without running them (exit 2 on an error)."),
     "pkg": ("apsi_cli.pkg:pkg", "Install, list and remove packages (PyTorch builds too)."),
     "doctor": ("apsi_cli.doctor:doctor", "Explain this machine's setup: Python, NumPy, PyTorch, GPUs."),
     "setup": ("apsi_cli.setup_wizard:setup", "The setup wizard: hardware, PyTorch build, apsi.toml."),
@@ -64,17 +67,21 @@ def _version(ctx, _param, value):
 @click.option("-e", "code", metavar="CODE",
               help="Run CODE; top-level values that are not none are shown. Arguments after CODE "
                    "reach it as `args`.")
+@click.option("-i", "interactive", is_flag=True,
+              help="Start the REPL even when standard input is not a terminal.")
 @click.option("--program-arg", "program_args", multiple=True, hidden=True)
 @click.option("--version", is_flag=True, callback=_version, expose_value=False, is_eager=True,
               help="Show Apsi's version and exit.")
 @click.pass_context
-def cli(ctx, code, program_args, **perms):
+def cli(ctx, code, interactive, program_args, **perms):
     """Apsi: a small scripting language for numeric and machine-learning work.
 
     \b
     apsi [PERMISSIONS] FILE [ARGS]...   run a program
     apsi [PERMISSIONS] -e CODE          run a snippet
-    apsi [PERMISSIONS]                  start the REPL
+    apsi [PERMISSIONS]                  start the REPL (-i when input is piped)
+    apsi [PERMISSIONS] -                run the program on standard input
+    apsi check FILE...                  compile without running
     """
     ctx.ensure_object(dict)
     ctx.obj["perms"] = perms
@@ -84,6 +91,11 @@ def cli(ctx, code, program_args, **perms):
 
     if code is not None:
         ctx.exit(runner.run_code(code, perms, args=list(program_args)))
+    import sys
+
+    if not interactive and not sys.stdin.isatty():
+        # `printf 'print(1)\n' | apsi` runs the input as a program, as python does
+        ctx.exit(runner.run_stdin([], perms))
     ctx.exit(runner.repl(perms))
 
 

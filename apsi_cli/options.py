@@ -45,7 +45,7 @@ def normalize_argv(argv):
         elif arg == "-e":
             rest = argv[i + 2:]
             return out + argv[i:i + 2] + [f"--program-arg={a}" for a in rest]
-        elif arg == "--":
+        elif arg in ("--", "-"):          # `-`: the program is standard input; the rest are its args
             return out + argv[i:]
         elif arg.startswith("-") or arg == "run":
             out.append(arg)

@@ -12,18 +12,27 @@ _COMPOUND = re.compile(r"\s*(if|for|while|try)\b|\s*fn\s+[^\W\d]")
 HISTORY = Path(os.environ.get("APSI_HISTORY", Path.home() / ".apsi_history"))
 
 
+HELP = """\
+Type Apsi code: an expression shows its value, a statement runs.
+  let x = 1              declare a variable        fn f(a): …    a function (end a block with an empty line)
+  print(x)               show a value              use nn        load a module (tensors, grad, optimizers)
+Words the REPL knows: help (this text), exit or quit (leave; Ctrl-D too).
+Ctrl-C abandons the current entry. The language: docs/language.md; permissions: docs/permissions.md."""
+WORDS = {"help", "exit", "quit"}
+
+
 def needs_more(text):
-    """True while the input is an unfinished block or has open brackets/strings."""
+    """True while the input could still be completed by more lines: an open block, bracket or
+    triple-quoted string. A syntax error that more lines cannot fix ends the entry at once."""
     lines = text.split("\n")
-    # `try: x` and `if c: x` on one line may go on (catch/elif/else), as in Python's REPL
-    opened_block = any(line.rstrip().endswith(":") for line in lines) or _COMPOUND.match(text)
-    if opened_block and lines[-1].strip():
-        return True          # a block ends with an empty line, as in Python's REPL
     try:
         program.Parser(text, "<repl>").parse_program()
     except ApsiSyntaxError as e:
-        return "never closed" in e.message or "end of the input" in e.message
-    return False
+        return e.incomplete
+    # `try: x` and `if c: x` on one line may go on (catch/elif/else), as in Python's REPL
+    opened_block = any(line.split("#")[0].rstrip().endswith(":") for line in lines) \
+        or _COMPOUND.match(text)
+    return bool(opened_block and lines[-1].strip())    # a block ends with an empty line
 
 
 class Repl:
@@ -104,7 +113,7 @@ class Repl:
             v = version("apsi")
         except PackageNotFoundError:
             v = "source"
-        print(f"Apsi {v} — type an expression to see its value; Ctrl-D to leave.")
+        print(f"Apsi {v} — type an expression to see its value; help for help; exit or Ctrl-D to leave.")
         from .runner import guarded
 
         while True:
@@ -118,6 +127,12 @@ class Repl:
                 break
             if not text.strip():
                 continue
+            word = text.strip()
+            if word in WORDS and word not in self.ns:
+                if word == "help":
+                    print(HELP)
+                    continue
+                break
             self.count += 1
             name = f"<repl:{self.count}>"
             guarded(lambda t=text, n=name: program.compile_source(t, n, self.ns, echo=True).run())

@@ -64,7 +64,10 @@ def guarded(action):
         return 2
     except SystemExit as e:
         code = e.code
-        return code if isinstance(code, int) else (0 if code is None else 1)
+        if code is None or isinstance(code, int):
+            return code or 0
+        _err(str(code))            # exit("message"): the message goes to stderr, as in Python
+        return 1
     except KeyboardInterrupt:
         _err("apsi: interrupted")
         return 130
@@ -93,23 +96,35 @@ def _prepare(perms, program_dir):
     confine.apply(grants)
 
 
+def read_stdin():
+    """The whole of standard input as program text (a BOM is not code)."""
+    data = sys.stdin.buffer.read()
+    return data.decode("utf-8-sig", errors="replace")
+
+
+def run_stdin(args, perms):
+    """`apsi -` and `… | apsi`: standard input is the program, run from the current folder."""
+    from apsi_lang import program
+
+    text = read_stdin()
+
+    def action():
+        _prepare(perms, Path.cwd())
+        ns = program.new_namespace(str(Path.cwd()), args)
+        program.compile_source(text, "<stdin>", ns).run()
+
+    return guarded(action)
+
+
 def run_file(path, args, perms):
     from apsi_lang import program
 
+    if path == "-":
+        return run_stdin(args, perms)
     p = Path(path)
-    if not p.is_file():
-        what = "is a folder" if p.is_dir() else "does not exist"
-        _err(f"apsi: cannot run '{path}': it {what}. Usage: apsi [PERMISSIONS] FILE.apsi [ARGS]...")
-        return 2
-    if p.suffix == ".py":
-        _err(f"apsi: '{path}' is a Python file: run it with python. Apsi runs Apsi programs (.apsi); "
-             "Python modules are reachable from Apsi with pyimport(\"name\") and --allow-python.")
-        return 2
-    try:
-        text = p.read_text(encoding="utf-8-sig")  # a BOM from Windows editors is not code
-    except (OSError, UnicodeDecodeError) as e:
-        _err(f"apsi: cannot read '{path}': {e}")
-        return 2
+    text, failed = _read_program(path)
+    if failed:
+        return failed
 
     def action():
         _prepare(perms, p.parent)
@@ -117,6 +132,41 @@ def run_file(path, args, perms):
         program.compile_source(text, str(path), ns).run()
 
     return guarded(action)
+
+
+def _read_program(path, verb="run"):
+    """(text, None) or (None, exit code) after saying why the file can't be read."""
+    p = Path(path)
+    if not p.is_file():
+        what = "is a folder" if p.is_dir() else "does not exist"
+        _err(f"apsi: cannot {verb} '{path}': it {what}. Usage: apsi [PERMISSIONS] FILE.apsi [ARGS]...")
+        return None, 2
+    if p.suffix == ".py":
+        _err(f"apsi: '{path}' is a Python file: run it with python. Apsi runs Apsi programs (.apsi); "
+             "Python modules are reachable from Apsi with pyimport(\"name\") and --allow-python.")
+        return None, 2
+    try:
+        return p.read_text(encoding="utf-8-sig"), None  # a BOM from Windows editors is not code
+    except (OSError, UnicodeDecodeError) as e:
+        _err(f"apsi: cannot read '{path}': {e}")
+        return None, 2
+
+
+def check_file(path, perms):
+    """Compile a program (and the modules it uses) without running it: 0, or 2 after the error."""
+    from apsi_lang import program
+
+    text, failed = _read_program(path, "check")
+    if failed:
+        return failed
+
+    def action():
+        _prepare(perms, Path(path).parent)
+        ns = program.new_namespace(str(Path(path).parent.resolve()))
+        program.compile_source(text, str(path), ns)
+
+    code = guarded(action)
+    return 2 if code else 0
 
 
 def run_code(code, perms, args=()):

@@ -22,6 +22,15 @@ CMPOPS = {"==": ast.Eq, "!=": ast.NotEq, "<": ast.Lt, "<=": ast.LtE, ">": ast.Gt
           "in": ast.In, "not in": ast.NotIn}
 
 
+# Names from Python (and other languages) that Apsi spells differently
+PYTHON_SPELLINGS = {
+    "True": "Apsi writes 'true'", "False": "Apsi writes 'false'", "None": "Apsi writes 'none'",
+    "null": "Apsi writes 'none'", "nil": "Apsi writes 'none'", "self": "Apsi has no classes or self: "
+    "pass the record to the function", "dict": "a map is written {:} or {\"key\": value}",
+    "isinstance": "compare type(x) with a name, like type(x) == \"int\"",
+}
+
+
 def py_name(name):
     """Apsi names that are Python keywords get a name Apsi can't spell."""
     return f"_kw_{name}" if keyword.iskeyword(name) or name in ("None", "True", "False") else name
@@ -277,6 +286,8 @@ class Compiler:
     def suggest(self, name):
         import difflib
 
+        if name in PYTHON_SPELLINGS:
+            return f" ({PYTHON_SPELLINGS[name]})"
         close = difflib.get_close_matches(name, sorted(self.scope.all_names()), n=1)
         return f" (did you mean '{close[0]}'?)" if close else ""
 
@@ -313,15 +324,21 @@ class Compiler:
         for part in e.parts:
             if isinstance(part, str):
                 values.append(ast.Constant(part))
+            elif part.conv is not None:          # {x!r} / {x!s}: Apsi's repr or str text, then the spec
+                shown = self.helper("_repr" if part.conv == "r" else "_show", [self.expr(part.expr)], e)
+                spec = self.format_spec(part.spec) if part.spec else None
+                values.append(ast.FormattedValue(shown, -1, spec))
             elif part.spec:
-                pieces = [part.spec] if isinstance(part.spec, str) else part.spec
-                spec = ast.JoinedStr([ast.Constant(x) if isinstance(x, str) else
-                                      ast.FormattedValue(self.expr(x.expr), -1, None) for x in pieces])
-                values.append(ast.FormattedValue(self.expr(part.expr), -1, spec))
+                values.append(ast.FormattedValue(self.expr(part.expr), -1, self.format_spec(part.spec)))
             else:
                 shown = self.shown(part.expr, plain=lambda x: x)
                 values.append(ast.FormattedValue(shown, -1, None))
         return ast.JoinedStr(values)
+
+    def format_spec(self, spec):
+        pieces = [spec] if isinstance(spec, str) else spec
+        return ast.JoinedStr([ast.Constant(x) if isinstance(x, str) else
+                              ast.FormattedValue(self.expr(x.expr), -1, None) for x in pieces])
 
     def e_Unary(self, e):
         return ast.UnaryOp(UNOPS[e.op](), self.expr(e.operand))
@@ -370,6 +387,11 @@ class Compiler:
         return ast.Attribute(self.expr(e.obj), e.name, ast.Load())
 
     def e_Index(self, e):
+        spec = _operand(e.obj), _operand(e.index)
+        if None not in spec:        # an IndexError here can name the index and the length
+            from .report import INDEXES
+
+            INDEXES[(self.filename, e.line, e.col)] = spec
         return ast.Subscript(self.expr(e.obj), self.index(e.index), ast.Load())
 
     def index(self, i):
@@ -393,6 +415,18 @@ class Compiler:
 
     def e_Splat(self, e):
         self.fail("'*' spreads a list only inside a call's arguments: f(*xs)", e)
+
+
+def _operand(e):
+    """How to read a simple operand again after an error: ("name", python name), ("const", value)."""
+    if isinstance(e, S.Name):
+        return ("name", py_name(e.id))
+    if isinstance(e, S.Const) and type(e.value) is int:
+        return ("const", e.value)
+    if isinstance(e, S.Unary) and e.op == "-" and isinstance(e.operand, S.Const) \
+            and type(e.operand.value) is int:
+        return ("const", -e.operand.value)
+    return None
 
 
 def compile_tree(body, filename, lines, fixed_names, user_names, load_module, echo=False,

@@ -40,6 +40,9 @@ class ApsiSyntaxError(Exception):
         self.col = col
         self.source_line = source_line
         self.used_by = []       # (file, line, module) of the `use` lines that led to this file
+        # the source stops in the middle of something (an open bracket, block or triple-quoted
+        # string): more lines could complete it, so the REPL waits for them
+        self.incomplete = False
 
     def render(self):
         """`file:line:col: message`, the source line and a caret under the column."""

@@ -49,11 +49,13 @@ class Lexer:
         self.indents = [0]
         self.brackets = []   # (char, line, col) of open brackets
 
-    def error(self, message, line=None, col=None):
+    def error(self, message, line=None, col=None, incomplete=False):
         line = line or self.line
         col = col or (self.pos - self.line_start + 1)
         text = self.lines[line - 1] if 0 < line <= len(self.lines) else None
-        raise ApsiSyntaxError(message, self.filename, line, col, text)
+        err = ApsiSyntaxError(message, self.filename, line, col, text)
+        err.incomplete = incomplete
+        raise err
 
     def add(self, kind, value, start):
         self.tokens.append(Token(kind, value, self.line, start - self.line_start + 1))
@@ -83,6 +85,9 @@ class Lexer:
                 self.pos += 2
                 self.line += 1
                 self.line_start = self.pos
+            elif c == "\\" and self.pos + 1 == len(src):
+                self.error("'\\' at the end of the input: the line it continues is missing",
+                           incomplete=True)
             elif c in DIGITS or (c == "." and self.pos + 1 < len(src) and src[self.pos + 1] in DIGITS):
                 self.number()
             elif c.isidentifier():
@@ -93,7 +98,7 @@ class Lexer:
                 self.operator()
         if self.brackets:
             ch, line, col = self.brackets[-1]
-            self.error(f"'{ch}' was never closed", line, col)
+            self.error(f"'{ch}' was never closed", line, col, incomplete=True)
         self.newline_token()
         while len(self.indents) > 1:
             self.indents.pop()
@@ -222,7 +227,7 @@ class Lexer:
         parts = []
         while True:
             if self.pos >= len(src):
-                self.error("this string is never closed", start_line, start_col)
+                self.error("this string is never closed", start_line, start_col, incomplete=triple)
             c = src[self.pos]
             if src.startswith(delim, self.pos):
                 self.pos += len(delim)
@@ -276,6 +281,9 @@ class Lexer:
 
     def operator(self):
         src, start = self.src, self.pos
+        for word, apsi in (("&&", "and"), ("||", "or")):
+            if src.startswith(word, start):
+                self.error(f"'{word}' is not an Apsi operator: write '{apsi}'")
         for op in OPERATORS:
             if src.startswith(op, start):
                 break

@@ -8,6 +8,26 @@ from . import syntax as S
 from .errors import ApsiSyntaxError
 from .lexer import Lexer
 
+# Python words a newcomer types first, and what Apsi says instead. A hint is added to a syntax error
+# right after such a word (`def f`, `import x`, `lambda x:` are never valid Apsi).
+PYTHON_WORDS = {
+    "def": "Apsi defines functions with 'fn': fn name(a, b):",
+    "class": "Apsi has no classes: keep data in a record {name: value, …} or a map and write "
+             "functions that take it",
+    "import": "Apsi loads modules with 'use NAME'; a Python module: pyimport(\"name\") with --allow-python",
+    "from": "Apsi loads modules with 'use NAME'; a Python module: pyimport(\"name\") with --allow-python",
+    "raise": "Apsi raises an error with error(\"message\")",
+    "except": "Apsi catches errors with 'catch e:' after a 'try:' block",
+    "lambda": "Apsi writes an unnamed function as fn(x) => x * 2",
+    "with": "Apsi has no 'with' blocks: read_text and write_text open and close the file themselves",
+    "global": "Apsi needs no 'global': a function may assign a variable of the program directly",
+    "nonlocal": "Apsi needs no 'nonlocal': a function may assign a variable of the enclosing one directly",
+    "yield": "Apsi has no generators: build a list and return it",
+    "async": "Apsi has no async functions",
+    "await": "Apsi has no async functions",
+    "print": "print is a function in Apsi: print(x)",
+    "exec": "Apsi cannot run text as code",
+}
 COMPARE_OPS = {"==", "!=", "<", "<=", ">", ">="}
 AUG_OPS = {"+=", "-=", "*=", "/=", "//=", "%=", "**=", "@=", "&=", "|=", "^=", "<<=", ">>="}
 BINARY_LEVELS = [("|",), ("^",), ("&",), ("<<", ">>"), ("+", "-"), ("*", "/", "//", "%", "@")]
@@ -67,10 +87,22 @@ class Parser:
         if name.startswith("_"):
             self.fail(f"names starting with '_' are reserved: '{name}' cannot be used in Apsi", t)
 
-    def fail(self, message, t=None):
+    def fail(self, message, t=None, incomplete=None):
         t = t or self.tok
+        prev = self.toks[self.i - 1] if self.i > 0 and t is self.tok else None
+        if prev is not None and prev.kind == "NAME" and prev.value in PYTHON_WORDS and prev.line == t.line:
+            message += f" ({PYTHON_WORDS[prev.value]})"
+        elif t.kind == "KEYWORD" and t.value == "if" and prev is not None and prev.value == "else":
+            message += " (Apsi writes 'else if' as 'elif')"
         text = self.lines[t.line - 1] if 0 < t.line <= len(self.lines) else None
-        raise ApsiSyntaxError(message, self.filename, t.line, t.col, text)
+        err = ApsiSyntaxError(message, self.filename, t.line, t.col, text)
+        err.incomplete = self.at_input_end() if incomplete is None else incomplete
+        raise err
+
+    def at_input_end(self):
+        """Only the end of the input is left: more lines could complete what failed (the REPL waits)."""
+        rest = self.toks[self.i:]
+        return rest[0].kind != "NEWLINE" and all(t.kind in ("NEWLINE", "DEDENT", "EOF") for t in rest)
 
     # ---- statements ----
     def parse_program(self):
@@ -262,7 +294,10 @@ class Parser:
             self.advance()
             final = self.block("'finally'")
         if handler is None and final is None:
-            self.fail("'try' needs a 'catch e:' or a 'finally:' block after it", t)
+            if self.at("NAME", "except"):
+                self.fail(f"'except' is not Apsi: {PYTHON_WORDS['except']}")
+            self.fail("'try' needs a 'catch e:' or a 'finally:' block after it", t,
+                      incomplete=self.at_input_end())
         return S.Try(t.line, t.col, body, name, handler, final)
 
     # ---- expressions ----
@@ -345,8 +380,8 @@ class Parser:
         left = self.binary(level + 1)
         ops = BINARY_LEVELS[level]
         while self.tok.kind == "OP" and self.tok.value in ops:
-            op = self.advance().value
-            left = S.Binary(t.line, t.col, op, left, self.binary(level + 1))
+            t = self.advance()          # errors point at the operator, as CPython's do
+            left = S.Binary(t.line, t.col, t.value, left, self.binary(level + 1))
         return left
 
     def unary(self):
@@ -359,7 +394,7 @@ class Parser:
         t = self.tok
         base = self.postfix()
         if self.at_op("**"):
-            self.advance()
+            t = self.advance()
             return S.Binary(t.line, t.col, "**", base, self.unary())
         return base
 
@@ -408,6 +443,8 @@ class Parser:
             if not self.at_op(")"):
                 self.expect_op(",", " between arguments")
         self.advance()
+        if isinstance(func, S.Name | S.Attr):     # errors in the call point at the function's name
+            t = func
         return S.Call(t.line, t.col, func, args, kwargs)
 
     def subscript(self):

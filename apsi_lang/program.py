@@ -55,9 +55,13 @@ def new_namespace(program_dir, args=(), echo_to=None):
             (echo_to or _print_value)(value)
 
     ns.update(_use=use, _echo=echo, _ga=sandbox.get_attr, _sa=sandbox.set_attr, _augattr=_augattr,
-              _R=Record, _show=show, _type=type, _pystr=str, _PLAIN=frozenset({int, float, str}),
+              _R=Record, _show=show, _repr=_repr, _type=type, _pystr=str, _PLAIN=frozenset({int, float, str}),
               _catch=_catch, _Catchable=Exception, _assert_fail=_assert_fail)
     return ns
+
+
+def _repr(value):
+    return show(value, quoted=True)
 
 
 def _print_value(value):

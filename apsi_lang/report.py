@@ -9,20 +9,59 @@ import sys
 
 from .compiler import apsi_name
 from .errors import ApsiError, ApsiSyntaxError
-from .values import Record, a_type
+from .values import Record, a_type, show
 
 SOURCES = {}          # filename -> source lines, filled by the compiler's caller, for tracebacks
 
 
 def apsi_frames(tb):
     """(filename, line, function) for the traceback frames that run Apsi code."""
+    return [(f, line, func) for f, line, _, func, _ in _frames(tb)]
+
+
+def _frames(tb):
+    """(filename, line, col or None, function, frame) of the Apsi frames, and after the last of them
+    the Python function it called (for messages that name it)."""
     frames = []
     while tb is not None:
         code = tb.tb_frame.f_code
         if code.co_filename in SOURCES:
-            frames.append((code.co_filename, tb.tb_lineno, code.co_name))
+            line, col = _position(code, tb.tb_lasti, tb.tb_lineno)
+            frames.append((code.co_filename, line, col, code.co_name, tb.tb_frame))
         tb = tb.tb_next
     return frames
+
+
+def _position(code, lasti, line):
+    """(line, col) of the instruction that failed, from the code's position table (CPython ≥ 3.11)."""
+    try:
+        for i, pos in enumerate(code.co_positions()):
+            if i == lasti // 2:
+                if pos[0] is not None and pos[2] is not None:
+                    return pos[0], pos[2] + 1
+                break
+    except (AttributeError, ValueError):
+        pass
+    return line, None
+
+
+def _called(tb):
+    """The name of the Python function (of a module like nn) that the innermost Apsi frame called
+    when the error came from inside it, or None."""
+    last, after = None, None
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_filename in SOURCES:
+            last, after = tb, None
+        elif last is not None and after is None:
+            after = tb.tb_frame
+        tb = tb.tb_next
+    if after is None:
+        return None
+    module = after.f_globals.get("__name__", "")
+    if module.startswith(("apsi_lang", "apsi_cli")):
+        return None
+    return after.f_code.co_name
 
 
 def describe(exc):
@@ -47,14 +86,28 @@ def describe(exc):
         if name is not None:
             return f"{a_type(obj)} has no field or method '{name}'"
     if isinstance(exc, IndexError):
-        return f"index out of range ({exc})"
+        text = str(exc)
+        m = re.fullmatch(r"(\w+) index out of range", text)
+        if m:
+            return f"index out of range for this {'str' if m.group(1) == 'string' else m.group(1)}"
+        return f"index out of range ({_apsi_words(text)})"
     if isinstance(exc, KeyError):
         return f"no key {exc}"
     if isinstance(exc, TypeError):
         m = _NOT_CALLABLE.fullmatch(str(exc))
         if m:
             return f"{a_type_named(m.group(1))} is not a function: it cannot be called"
+        m = _NO_ORDER.fullmatch(str(exc))
+        if m:
+            a, b = a_type_named(m.group(2)), a_type_named(m.group(3))
+            hint = (": records have no order; sort them by a field with sorted(xs, key=fn(r) => r.name)"
+                    if "record" in (a + b) else "")
+            return f"cannot compare {a} with {b} using '{m.group(1)}'{hint}"
     if isinstance(exc, (TypeError, ValueError, OverflowError)):
+        for pattern, words in _REWORDS:
+            m = pattern.fullmatch(str(exc))
+            if m:
+                return words(m)
         return _apsi_words(str(exc))
     if isinstance(exc, MemoryError):
         return "out of memory"
@@ -62,10 +115,41 @@ def describe(exc):
 
 
 _NOT_CALLABLE = re.compile(r"'(\w+)' object is not callable")
+_REWORDS = [   # CPython's messages that name Python types or syntax, in Apsi's words
+    (re.compile(r"unsupported operand type\(s\) for ([^:]+): '(\w+)' and '(\w+)'"),
+     lambda m: f"'{m.group(1).strip()}' does not work on {a_type_named(m.group(2))} and "
+               f"{a_type_named(m.group(3))}"),
+    (re.compile(r'can only concatenate str \(not "(\w+)"\) to str'),
+     lambda m: f"cannot add {a_type_named(m.group(1))} to a str: convert it with str(x), or use an "
+               "f-string: f\"…{x}\""),
+    (re.compile(r"can only concatenate list \(not \"(\w+)\"\) to list"),
+     lambda m: f"cannot add {a_type_named(m.group(1))} to a list: only a list (append adds one item)"),
+    (re.compile(r"invalid literal for int\(\) with base 10: (.*)", re.S),
+     lambda m: f"int({_text(m.group(1))}): the text is not a whole number"),
+    (re.compile(r"could not convert string to float: (.*)", re.S),
+     lambda m: f"float({_text(m.group(1))}): the text is not a number"),
+    (re.compile(r"bad operand type for unary (.): '(\w+)'"),
+     lambda m: f"'{m.group(1)}' does not work on {a_type_named(m.group(2))}"),
+]
+
+
+def _text(py_repr):
+    """A string as Python's message quoted it ('abc'), quoted the Apsi way ("abc")."""
+    import ast
+
+    try:
+        value = ast.literal_eval(py_repr)
+    except (ValueError, SyntaxError):
+        return py_repr
+    return show(value, quoted=True) if type(value) is str else py_repr
+
+
+_NO_ORDER = re.compile(r"'(\S+)' not supported between instances of '(\w+)' and '(\w+)'")
 
 
 def a_type_named(name):
-    name = {"NoneType": "none", "Record": "record", "builtin_function_or_method": "function"}.get(name, name)
+    name = {"NoneType": "none", "Record": "record", "builtin_function_or_method": "function",
+            "dict": "map", "SimpleNamespace": "record"}.get(name, name)
     return "none" if name == "none" else ("an " if name[:1] in "aeiou" else "a ") + name
 
 
@@ -77,31 +161,85 @@ def _apsi_words(text):
     return text
 
 
+FRAME_NAMES = {"<module>": "at top level", "<lambda>": "in fn <lambda>",
+               "<listcomp>": "in a list comprehension"}
+
+
+def frame_name(func):
+    return FRAME_NAMES.get(func) or f"in fn {apsi_name(func)}"
+
+
 def render_runtime_error(exc):
-    """An Apsi traceback: Apsi frames only, each with file:line and its source line."""
-    frames = apsi_frames(exc.__traceback__)
-    out = []
-    if len(frames) > 1:
-        out.append("Traceback (most recent call last):")
+    """An Apsi traceback: Apsi frames only, each with file:line:col, its source line and a caret."""
+    frames = _frames(exc.__traceback__)
+    out = ["Traceback (most recent call last):"] if frames else []
     repeated = 0
-    for i, (filename, line, func) in enumerate(frames):
-        if i >= 3 and frames[i] == frames[i - 1] == frames[i - 2] == frames[i - 3]:
+    keys = [f[:4] for f in frames]
+    for i, (filename, line, col, func, _) in enumerate(frames):
+        if i >= 3 and keys[i] == keys[i - 1] == keys[i - 2] == keys[i - 3]:
             repeated += 1           # deep recursion: show a frame three times, then count the rest
             continue
         if repeated:
             out.append(f"  [the frame above repeated {repeated} more times]")
             repeated = 0
-        where = "at top level" if func == "<module>" else \
-            ("in fn" if func == "<lambda>" else f"in fn {apsi_name(func)}")
-        out.append(f"  {filename}:{line}, {where}")
-        text = SOURCES.get(filename, [])
-        if 0 < line <= len(text) and text[line - 1].strip():
-            out.append(f"    {text[line - 1].strip()}")
+        out.append(f"  {filename}:{line}{f':{col}' if col else ''}, {frame_name(func)}")
+        out.extend(_source_lines(filename, line, col))
     if repeated:
         out.append(f"  [the frame above repeated {repeated} more times]")
-    loc = f"{frames[-1][0]}:{frames[-1][1]}: " if frames else ""
-    out.append(f"{loc}error: {describe(exc)}")
+    message = describe(exc)
+    if frames:
+        filename, line, col, _, frame = frames[-1]
+        if isinstance(exc, IndexError):
+            message = index_message(filename, line, col, frame) or message
+        called = _called(exc.__traceback__)
+        if called and not isinstance(exc, ApsiError) and not message.startswith(called + ":"):
+            message = f"{called}: {message}"   # a Python library's message: name the function called
+        loc = f"{filename}:{line}{f':{col}' if col else ''}: "
+    else:
+        loc = ""
+    out.append(f"{loc}error: {message}")
     return "\n".join(out)
+
+
+def _source_lines(filename, line, col):
+    text = SOURCES.get(filename, [])
+    if not (0 < line <= len(text) and text[line - 1].strip()):
+        return []
+    src = text[line - 1].rstrip()
+    stripped = src.lstrip()
+    shown = [f"    {stripped}"]
+    if col and col - 1 >= len(src) - len(stripped):
+        pad = "".join(c if c == "\t" else " " for c in src[len(src) - len(stripped):col - 1])
+        shown.append(f"    {pad}^")
+    return shown
+
+
+# (filename, line, col) of an index expression -> how to find its container and index again when it
+# fails: ("name", python name) or ("const", value) each. Filled by the compiler for simple operands
+# only, so reading them again has no side effect.
+INDEXES = {}
+
+
+def index_message(filename, line, col, frame):
+    """'index 10 is out of range for a list of length 3' when the operands can be looked up again."""
+    spec = INDEXES.get((filename, line, col))
+    if spec is None:
+        return None
+    values = []
+    for kind, value in spec:
+        if kind == "const":
+            values.append(value)
+        elif value in frame.f_locals:
+            values.append(frame.f_locals[value])
+        elif value in frame.f_globals:
+            values.append(frame.f_globals[value])
+        else:
+            return None
+    obj, index = values
+    if type(index) is not int or type(obj) not in (list, tuple, str):
+        return None
+    return f"index {index} is out of range for {a_type(obj)} of length {len(obj)}" + \
+        (" (the last is at -1, the first at 0)" if len(obj) else " (it is empty)")
 
 
 def render_syntax_error(exc: ApsiSyntaxError):

@@ -36,7 +36,7 @@ def node(name, *fields, defaults=()):
 # ---- expressions -------------------------------------------------------------------------------
 Const = node('Const', 'value')  # numbers, strings, true/false/none
 FString = node('FString', 'parts')  # parts: str pieces and FPart
-FPart = node('FPart', 'expr', 'spec')
+FPart = node('FPart', 'expr', 'spec', 'conv', defaults=(None,))  # conv: None, 'r' or 's'
 Name = node('Name', 'id')
 ListLit = node('ListLit', 'items')
 ListComp = node('ListComp', 'elt', 'clauses')  # clauses: (names, source, conditions)

@@ -15,6 +15,27 @@ class Record(SimpleNamespace):
 
     __str__ = __repr__
 
+    # SimpleNamespace would compare the field dicts and say "'<' not supported between 'dict' and
+    # 'dict'"; records are equal field by field (==) but have no order
+    def __lt__(self, other):
+        raise _no_order("<")
+
+    def __le__(self, other):
+        raise _no_order("<=")
+
+    def __gt__(self, other):
+        raise _no_order(">")
+
+    def __ge__(self, other):
+        raise _no_order(">=")
+
+
+def _no_order(op):
+    from .errors import ApsiError
+
+    return ApsiError(f"records cannot be compared with '{op}' (they have no order): sort them by a "
+                     "field, like sorted(xs, key=fn(r) => r.name)")
+
 
 def record_fields(r):
     return list(vars(r))

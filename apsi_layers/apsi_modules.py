@@ -12,6 +12,11 @@ def _tensor_aware(nn):
 
     def sum(x, *rest, axis=None, keepdims=False):  # noqa: A001
         if type(x) is Tensor:
+            if len(rest) > 2:
+                raise nn.ApsiError("sum(x, axis, keepdims): at most three arguments for a tensor")
+            if rest:                      # sum(x, 1) as mean(x, 1): the second argument is the axis
+                axis = rest[0]
+                keepdims = rest[1] if len(rest) > 1 else keepdims
             return nn.sum(x, axis=axis, keepdims=keepdims)
         return builtins.sum(x, *rest)
 

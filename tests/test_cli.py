@@ -95,7 +95,7 @@ def test_debug_shows_python_traceback(prog):
     p = prog("fn f(n):\n    return 1 / n\nf(0)\n")
     r = run([str(p)])
     assert r.returncode == 1 and 'File "' not in r.stderr
-    assert f"{p}:2: error: division by zero" in r.stderr
+    assert f"{p}:2:14: error: division by zero" in r.stderr
     r = run([str(p)], env={"APSI_DEBUG": "1"})
     assert 'File "' in r.stderr and "ZeroDivisionError" in r.stderr
 
@@ -155,3 +155,25 @@ def test_a_python_file_is_pointed_to_python(tmp_path):
     r = run([str(p)])
     assert r.returncode == 2
     assert "is a Python file: run it with python" in r.stderr
+
+
+def test_exit_with_a_message_goes_to_stderr():
+    r = run(["-e", 'print("a"); exit("out of data")'])
+    assert (r.returncode, r.stdout, r.stderr) == (1, "a\n", "out of data\n")
+    assert run(["-e", "exit()"]).returncode == 0
+
+
+def test_check_compiles_without_running(tmp_path):
+    (tmp_path / "ok.apsi").write_text('write_text("ran.txt", "x")\nprint(1)\n')
+    (tmp_path / "bad.apsi").write_text("print(totl)\n")
+    (tmp_path / "badmod.apsi").write_text("use nosuchmodule\n")
+    r = run(["check", "ok.apsi"], cwd=tmp_path)
+    assert (r.returncode, r.stdout, r.stderr) == (0, "", "")
+    assert not (tmp_path / "ran.txt").exists()
+    r = run(["check", "ok.apsi", "bad.apsi", "badmod.apsi"], cwd=tmp_path)
+    assert r.returncode == 2
+    assert "bad.apsi:1:7: undefined name 'totl'" in r.stderr and "nosuchmodule" not in r.stderr
+    r = run(["check", "badmod.apsi"], cwd=tmp_path)
+    assert r.returncode == 2 and "no module named 'nosuchmodule'" in r.stderr
+    r = run(["check", "missing.apsi"], cwd=tmp_path)
+    assert r.returncode == 2 and "cannot check 'missing.apsi': it does not exist" in r.stderr

@@ -11,6 +11,8 @@ ROOT = Path(__file__).parent.parent
 
 
 def apsi(args, cwd, stdin="", env=None):
+    """`apsi -i` when args is empty: piped input would otherwise run as a program."""
+    args = args or ["-i"]
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("APSI_")}
     full_env.update(PYTHONPATH=str(ROOT), APSI_HISTORY=str(Path(cwd) / ".history"), **(env or {}))
     p = subprocess.run([sys.executable, "-m", "apsi", *args], cwd=cwd, input=stdin, capture_output=True,
@@ -66,7 +68,7 @@ def test_repl_session(tmp_path):
     assert values[1:] == ["3", "[1, 2]", "42", "printed", "6", "big", '"done"', '{a: [1, "s"], b: none}',
                           "caught", "1", "2"]
     # errors are shown (the Apsi way) and the session goes on
-    assert "<repl:3>:1: error: division by zero" in err
+    assert "<repl:3>:1:3: error: division by zero" in err
     assert "undefined name 'undefined_name'" in err
     assert "Traceback (most recent call last):\n  File" not in err
 
@@ -92,16 +94,53 @@ def test_needs_more():
     assert needs_more('let s = """abc')
     assert not needs_more("1 + 2")
     assert not needs_more("let = 3")       # a plain error: shown at once, not waited on
+    assert not needs_more('let s = "abc')   # an unclosed one-line string: more lines cannot close it
+    assert not needs_more("if x:\n    let = 3")   # an error inside a block ends the entry at once
+    assert needs_more("let x = 1 + \\")
+    assert needs_more("try: x")             # catch/finally may follow
+    assert needs_more("if x: y")            # elif/else may follow
+
+
+def test_repl_ends_an_entry_with_an_error_at_once(tmp_path):
+    code, out, err = apsi([], tmp_path, 'let s = "abc\nif true:\n    let = 3\nprint(2)\n')
+    assert code == 0
+    assert "<repl:1>:1:9: this string is never closed" in err
+    assert "<repl:2>:2:9: expected a name after 'let'" in err
+    assert ">>> 2\n" in out
+
+
+def test_repl_words_help_exit_quit(tmp_path):
+    code, out, _ = apsi([], tmp_path, "help\nprint(1)\nexit\nprint(2)\n")
+    assert code == 0
+    assert "exit or quit" in out and "1\n" in out and "2\n" not in out
+    code, out, _ = apsi([], tmp_path, "quit\nprint(2)\n")
+    assert code == 0 and "2\n" not in out
+    # a variable of that name is the user's own
+    code, out, _ = apsi([], tmp_path, "let help = 5\nhelp\n")
+    assert ">>> 5\n" in out
+
+
+def test_piped_input_runs_as_a_program(tmp_path):
+    code, out, err = apsi(["-"], tmp_path, "print(1)\n1/0\nprint(2)\n")
+    assert (code, out) == (1, "1\n") and "<stdin>:2:2: error: division by zero" in err
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("APSI_")}
+    full_env["PYTHONPATH"] = str(ROOT)
+    p = subprocess.run([sys.executable, "-m", "apsi"], cwd=tmp_path, input="print(1)\n1/0\n",
+                       capture_output=True, text=True, env=full_env, timeout=60)
+    assert (p.returncode, p.stdout) == (1, "1\n") and "division by zero" in p.stderr
+    assert ">>>" not in p.stdout
+    code, out, _ = apsi(["-", "a", "b"], tmp_path, "print(args)\nprint(input())\n")
+    assert (code, out) == (0, '["a", "b"]\nnone\n')      # input() at end of input is none
 
 
 def test_debug_adds_the_python_traceback(tmp_path):
     (tmp_path / "t.apsi").write_text("fn f(x):\n    return x / 0\nf(1)\n")
     code, _, err = apsi(["t.apsi"], tmp_path)
-    assert code == 1 and "File \"" not in err and err.endswith("t.apsi:2: error: division by zero\n")
+    assert code == 1 and "File \"" not in err and err.endswith("t.apsi:2:14: error: division by zero\n")
     code, _, err = apsi(["t.apsi"], tmp_path, env={"APSI_DEBUG": "1"})
     assert code == 1
     assert "Traceback (most recent call last):\n  File" in err and "ZeroDivisionError" in err
-    assert err.endswith("t.apsi:2: error: division by zero\n")
+    assert err.endswith("t.apsi:2:14: error: division by zero\n")
     code, _, err = apsi(["-e", "print(1"], tmp_path, env={"APSI_DEBUG": "1"})
     assert code == 2 and "'(' was never closed" in err
 

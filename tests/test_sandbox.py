@@ -138,7 +138,7 @@ def test_fstring_specs_cannot_reach_attributes(project, capsys):
     # a spec is text given to format(value, spec): it cannot name attributes
     message = refused('let s = "{0.__class__}"; f"{1:{s}}"')
     assert "format specifier" in message.lower()
-    refused_at_compile('f"{1!r}"')
+    refused_at_compile('f"{1!a}"')      # !r and !s are Apsi's repr/str (values.show), never Python's
     refused_at_compile('f"{(1).__class__}"', match="starting with '_'")
     run('let w = 6; print(f"[{42:>{w}}]")')
     assert capsys.readouterr().out == "[    42]\n"
@@ -316,7 +316,7 @@ def test_cli_denial_message_names_the_permission_and_how_to_grant_it(tmp_path):
     (tmp_path / "t.apsi").write_text('let torch = pyimport("torch")\n')
     code, out, err = cli(["t.apsi"], tmp_path)
     assert code == 1 and out == ""
-    assert err.endswith("t.apsi:1: error: pyimport(\"torch\") needs permission 'python': run with "
+    assert err.endswith("t.apsi:1:13: error: pyimport(\"torch\") needs permission 'python': run with "
                         "--allow-python (or [run] allow = [\"python\"] in apsi.toml)\n")
     assert "Traceback (most recent call last):\n  File" not in err
 

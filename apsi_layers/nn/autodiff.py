@@ -36,7 +36,11 @@ def _argnums(argnums, nargs, fn):
         if not isinstance(i, int) or not -nargs <= i < nargs:
             raise ApsiError(f"{fn}: argnums={argnums!r} but the function was called with {nargs} "
                             f"positional argument(s)")
-    return tuple(i % nargs for i in nums)
+    nums = tuple(i % nargs for i in nums)
+    if len(set(nums)) != len(nums):
+        raise ApsiError(f"{fn}: argnums={argnums!r} names the same argument twice; list each "
+                        "argument once")
+    return nums
 
 
 class _Trace:
@@ -169,7 +173,8 @@ def _scalar_output(trace):
                         f"it returned a tensor of shape {out.shape}; reduce it with mean(...) or "
                         f"sum(...), or use jacobian for a vector-valued function")
     if not np.isfinite(out.data).all():
-        raise ApsiError(f"{trace.fn}: the function returned {out.data.item()}; {_first_bad_op(trace)}")
+        raise ApsiError(f"{trace.fn}: the function returned {out.data.item()}; "
+                        f"{_first_bad_op(trace) or 'check the inputs for NaN or inf'}")
     return out
 
 
@@ -179,10 +184,35 @@ def _first_bad_op(trace):
         if entry is None:
             continue
         rules, _, datas, ans, *_ = entry
-        if not np.isfinite(ans).all() and all(np.isfinite(d).all() for d in datas
-                                              if isinstance(d, np.ndarray | float | int)):
+        if not np.isfinite(ans).all() and all(_finite(d) for d in datas):
             return (f"the first non-finite value came from op '{rule_name(rules)}' "
                     f"(e.g. log or division of 0, overflow in exp; a learning rate too high)")
+    return None
+
+
+def _finite(d):
+    return not isinstance(d, np.ndarray | float | int) or bool(np.isfinite(d).all())
+
+
+def _first_bad_rule(trace, seed):
+    """The forward pass was finite: replay the backward pass and name the first op whose gradient
+    rule turned finite numbers into NaN/inf (e.g. sqrt at 0, whose slope is infinite)."""
+    entries, first, stop = trace.tape.entries, trace.first, trace.stop
+    grads = {trace.out.node: seed}
+    for i in range(trace.out.node, stop - 1, -1):
+        g = grads.pop(i, None)
+        if g is None or entries[i] is None:
+            continue
+        rules, parents, datas, ans, params, _, _ = entries[i]
+        for k, p in enumerate(parents):
+            if p < first:
+                continue
+            gk = rules[k](RAW, g, ans, *datas, **(params or {}))
+            if not _finite(gk) and _finite(g):
+                return (f"the first NaN appeared in the backward pass, in the gradient of op "
+                        f"'{rule_name(rules)}' (its slope is infinite or undefined at these inputs, "
+                        "e.g. sqrt or log at 0, x ** 0.5 at 0): keep the inputs away from that point")
+            grads[p] = gk if p not in grads else grads[p] + gk
     return "check the inputs for NaN or inf"
 
 
@@ -191,13 +221,13 @@ def _seed(out, nested):
     return Tensor(ones) if nested else ones
 
 
-def _check_grads(trace, flat):
+def _check_grads(trace, flat, seed):
     if trace.nested:
         return
     for g in flat:
         if g is not None and np.isnan(np.sum(g)) and np.isnan(g).any():
             raise ApsiError(f"{trace.fn}: the gradient holds NaN although the loss is finite; "
-                            f"{_first_bad_op(trace)}")
+                            f"{_first_bad_op(trace) or _first_bad_rule(trace, seed)}")
 
 
 def _single(trace, grads):
@@ -212,8 +242,9 @@ def value_and_grad(f, argnums=0, has_aux=False):
         try:
             aux = _split_aux(trace) if has_aux else None
             out = _scalar_output(trace)
-            flat = trace.backward(_seed(out, trace.nested))
-            _check_grads(trace, flat)
+            seed = _seed(out, trace.nested)
+            flat = trace.backward(seed)
+            _check_grads(trace, flat, seed)
             grads = trace.gradient_tree(flat)
             value = out if trace.nested else Tensor(out.data)
         finally:
@@ -242,7 +273,11 @@ def grad(f, argnums=0, has_aux=False):
             value, g = vg(*args, **kwargs)
             return (g, value[1]) if has_aux else g
         except ApsiError as e:
-            raise ApsiError(e.message.replace("value_and_grad:", "grad:", 1)) from None
+            # the same error, renamed: its traceback keeps the Apsi frames of f where it was raised
+            if e.message.startswith("value_and_grad:"):
+                e.message = "grad:" + e.message[len("value_and_grad:"):]
+                e.args = (e.message,)
+            raise
     return grad_f
 
 

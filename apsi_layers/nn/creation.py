@@ -3,6 +3,7 @@
 import numpy as np
 
 from apsi_lang.errors import ApsiError
+from apsi_lang.values import type_name
 
 from .tensor import Tensor, describe, to_plain
 
@@ -23,6 +24,14 @@ def _shape(fn, shape):
         raise ApsiError(f"{fn}: the shape must be non-negative ints, like {fn}(2, 3) or {fn}([2, 3]); "
                         f"got {list(shape)}")
     return shape
+
+
+def _count(fn, arg, n, least=0):
+    """A size argument: an int >= least, or an Apsi error naming the function and the argument."""
+    if not isinstance(n, int) or isinstance(n, bool) or n < least:
+        got = repr(n) if isinstance(n, int | float) and not isinstance(n, bool) else describe(n)
+        raise ApsiError(f"{fn}: {arg} must be an int >= {least}, got {got}")
+    return n
 
 
 def array(data, dtype="float"):
@@ -48,6 +57,8 @@ def ones(*shape):
 def full(shape, value):
     """A float64 tensor of `shape` filled with `value`."""
     shape = _shape("full", (shape,) if isinstance(shape, int) else tuple(shape))
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ApsiError(f"full: value must be a number, got {type_name(value)}")
     return Tensor(np.full(shape, float(value)))
 
 
@@ -81,6 +92,9 @@ def linspace(start, stop, num=50):
 
 def eye(n, m=None):
     """The n x m identity matrix (m defaults to n)."""
+    _count("eye", "n", n)
+    if m is not None:
+        _count("eye", "m", m)
     return Tensor(np.eye(n, m))
 
 
@@ -110,11 +124,13 @@ def randint(low, high, shape, seed=None):
 
 def permutation(n, seed=None):
     """The ints 0..n-1 in random order (for shuffling a data set: x[permutation(len(x), seed=s)])."""
+    _count("permutation", "n", n)
     return Tensor(_rng(seed).permutation(n).astype(np.int64))
 
 
 def one_hot(labels, classes):
     """Float64 rows of zeros with a 1 at each label: shape labels.shape + [classes]."""
+    _count("one_hot", "classes", classes, least=1)
     lab = labels_array(labels, classes, "one_hot")
     return Tensor(np.eye(classes)[lab])
 

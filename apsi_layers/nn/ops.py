@@ -119,9 +119,25 @@ minimum = _binary("minimum", np.minimum, "elementwise minimum of a and b")
 
 
 def clip(x, lo=None, hi=None):
-    """x limited to [lo, hi] (either bound may be none); the gradient is 0 outside."""
+    """x limited to [lo, hi] (either bound may be none, a number or a tensor that broadcasts to x's
+    shape); the gradient is 0 outside. The bounds are constants: no gradient flows to them."""
     x = as_tensor(x, "clip")
+    lo, hi = _bound(x, lo, "lo"), _bound(x, hi, "hi")
     return apply("clip", lambda d, lo, hi: np.clip(d, lo, hi), (x,), {"lo": lo, "hi": hi})
+
+
+def _bound(x, b, arg):
+    if b is None or type(b) in _NUMBER:
+        return b
+    d = as_tensor(b, "clip", arg).data
+    try:
+        fits = np.broadcast_shapes(x.shape, d.shape) == x.shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ApsiError(f"clip: {arg} has shape {d.shape}, which does not broadcast to x's shape "
+                        f"{x.shape}; give a number or a tensor of x's shape")
+    return d
 
 
 def where(cond, a, b):

@@ -50,6 +50,7 @@ class Optimizer:
         self.steps = 0
         self._state = None
         self._names = None
+        self._shapes = None
 
     def __repr__(self):
         args = ", ".join(f"{k}={v!r}" for k, v in {"lr": self.lr, **self.hyper}.items())
@@ -68,12 +69,14 @@ class Optimizer:
         if self._state is None:
             self._state = [self.init_state(_data(p)) for _, p in named]
             self._names = [n for n, _ in named]
+            self._shapes = [np.shape(_data(p)) for _, p in named]
         self.steps += 1
         new = []
         for (name, p), (_, g), state in zip(named, g_named, self._state, strict=True):
             g = _data(g)
-            if np.isnan(np.sum(g)):
-                raise ApsiError(f"{self.name}.step: the gradient of {name!r} holds NaN; lower the "
+            if not np.isfinite(np.sum(g)):
+                bad = "NaN" if np.isnan(g).any() else "an infinite value"
+                raise ApsiError(f"{self.name}.step: the gradient of {name!r} holds {bad}; lower the "
                                 "learning rate or clip gradients (clip_by_global_norm)")
             new.append(Tensor(self.update(_data(p), g, state, rate, self.steps)))
         return tree.unflatten_like(params, new)
@@ -87,6 +90,12 @@ class Optimizer:
         if self._names is not None and names != self._names:
             raise ApsiError(f"{self.name}.step: params changed structure since the first step; "
                             "make a new optimizer for a new model")
+        if self._names is not None:
+            for n, (_, p), shape in zip(names, named, self._shapes, strict=True):
+                if np.shape(_data(p)) != shape:
+                    raise ApsiError(f"{self.name}.step: parameter {n!r} has shape {np.shape(_data(p))} "
+                                    f"but had {shape} at the first step (its optimizer state has that "
+                                    "shape); make a new optimizer for a changed model")
         for (n, p), (_, g) in zip(named, g_named, strict=True):
             if np.shape(_data(p)) != np.shape(_data(g)):
                 raise ApsiError(f"{self.name}.step: gradient {n!r} has shape {np.shape(_data(g))} "

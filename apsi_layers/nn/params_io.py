@@ -7,6 +7,7 @@ Both ask apsi_lang's permissions first: inside the project folder nothing needs 
 """
 
 import os
+import re
 import zipfile
 
 import numpy as np
@@ -57,33 +58,83 @@ def _atomic_savez(path, arrays):
         raise ApsiError(f"save_params: cannot write {path}: {e.strerror or e}") from None
 
 
-def load_params(path, like=None):
-    """Read a tree written by save_params. With like=tree, check the names and shapes match it."""
+# An .npz is a zip: a small file can claim (and inflate to) any size. Nothing bigger than this is
+# read unless the caller raises the cap with max_mb=.
+MAX_MB = 2048
+# a dotted name of parts that are field names (no leading '_') or list positions
+_NAME = re.compile(r"(?:[A-Za-z][A-Za-z0-9_]*|[0-9]+)(?:\.(?:[A-Za-z][A-Za-z0-9_]*|[0-9]+))*")
+
+
+def load_params(path, like=None, max_mb=MAX_MB):
+    """Read a tree written by save_params. With like=tree, check the names and shapes match it.
+    Entries are float64 tensors whatever they were stored as; at most max_mb megabytes are read."""
     path, like = _order("load_params", path, like) if isinstance(like, str) else (path, like)
     if not isinstance(path, str):
         raise ApsiError(f"load_params: the path must be a string, not {describe(path)}")
+    if isinstance(max_mb, bool) or not isinstance(max_mb, int | float) or max_mb <= 0:
+        raise ApsiError(f"load_params: max_mb must be a positive number, got {describe(max_mb)}")
     permissions.require("read", what=f'load_params("{path}")', path=path)
     if not os.path.isfile(path):
         raise ApsiError(f"load_params: there is no file {path}")
-    pairs = _read_npz(path)
+    pairs = _read_npz(path, int(max_mb * 2 ** 20))
     for name, data in pairs:
+        if not _NAME.fullmatch(name):
+            raise ApsiError(f"load_params: {path}: entry {name!r} is not a parameter name (dotted "
+                            "field names and list positions, like 'layers.0.w'; none starts with '_')")
         if data.dtype.kind not in "biuf":
             raise ApsiError(f"load_params: {path}: entry {name!r} has dtype {data.dtype}, not numbers")
-    params = tree.unflatten([(name, Tensor(data)) for name, data in pairs])
+    params = tree.unflatten([(name, Tensor(_nn_dtype(data))) for name, data in pairs])
     if like is not None:
         _check_like(path, pairs, like)
     return params
 
 
-def _read_npz(path):
+def _read_npz(path, max_bytes):
+    not_params = (f"load_params: {path} is not a parameter file written by save_params (an .npz "
+                  "of numeric arrays)")
+    with open(path, "rb") as f:
+        magic = f.read(6)
+    if magic == b"\x93NUMPY":
+        raise ApsiError(f"{not_params}: it is a single NumPy array (.npy); save it as part of a tree "
+                        "with save_params, or load it in Python")
     try:
-        with np.load(path, allow_pickle=False) as npz:
-            if not hasattr(npz, "files"):
-                raise ValueError("a single array, not an .npz archive")
-            return [(name, npz[name]) for name in npz.files]
-    except (ValueError, OSError, zipfile.BadZipFile, EOFError) as e:
-        raise ApsiError(f"load_params: {path} is not a parameter file written by save_params "
-                        f"(an .npz of numeric arrays): {e}") from None
+        with zipfile.ZipFile(path) as z:
+            infos = z.infolist()
+            total = sum(i.file_size for i in infos)
+            if total > max_bytes:
+                raise ApsiError(f"load_params: {path} would unpack to {total / 2 ** 20:.0f} MB, more "
+                                f"than the limit of {max_bytes / 2 ** 20:.0f} MB; if you trust the "
+                                "file, raise it with load_params(path, max_mb=…)")
+            out = []
+            for info in infos:
+                if not info.filename.endswith(".npy"):
+                    raise ValueError(f"it holds {info.filename!r}, which is not an array")
+                with z.open(info) as member:
+                    version = np.lib.format.read_magic(member)
+                    shape, _, dtype = _header(member, version)
+                    if dtype.hasobject:
+                        raise ValueError(f"entry {info.filename[:-4]!r} holds Python objects")
+                    if int(np.prod(shape, dtype=np.float64)) * dtype.itemsize > info.file_size:
+                        raise ValueError(f"entry {info.filename[:-4]!r} claims more data than it holds")
+                with z.open(info) as member:
+                    out.append((info.filename[:-4], np.lib.format.read_array(member, allow_pickle=False)))
+            return out
+    except ApsiError:
+        raise
+    except (ValueError, OSError, zipfile.BadZipFile, EOFError, RuntimeError) as e:
+        raise ApsiError(f"{not_params}: {e}") from None
+
+
+def _nn_dtype(data):
+    """nn's two dtypes: int64 (counters, indices) stays; float32, uint8, bool… (from other tools)
+    become float64, as array() makes them."""
+    return data if data.dtype == np.int64 else np.asarray(data, dtype=np.float64)
+
+
+def _header(member, version):
+    if version == (1, 0):
+        return np.lib.format.read_array_header_1_0(member)
+    return np.lib.format.read_array_header_2_0(member)
 
 
 def _check_like(path, pairs, like):

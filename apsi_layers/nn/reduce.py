@@ -33,7 +33,10 @@ def mean(x, axis=None, keepdims=False):
     x = as_tensor(x, "mean")
     if x.data.size == 0:
         raise ApsiError("mean: the tensor is empty")
-    s = sum(x, axis, keepdims)
+    try:
+        s = sum(x, axis, keepdims)
+    except ApsiError as e:
+        raise ApsiError(e.message.replace("sum:", "mean:", 1)) from None
     return s * (s.data.size / x.data.size)
 
 

@@ -38,8 +38,12 @@ def reshape(x, *shape):
 def expand_dims(x, axis):
     """x with a new axis of size 1 at `axis`."""
     x = as_tensor(x, "expand_dims")
+    n = x.ndim + 1
+    if type(axis) is not int or not -n <= axis < n:
+        raise ApsiError(f"expand_dims: axis={axis!r} does not fit a tensor of shape {x.shape}: the new "
+                        f"axis must be an int from {-n} to {n - 1}")
     shape = list(x.shape)
-    shape.insert(axis % (x.ndim + 1), 1)
+    shape.insert(axis % n, 1)
     return reshape(x, shape)
 
 
@@ -47,6 +51,10 @@ def transpose(x, axes=None):
     """Axes permuted (reversed when `axes` is none); `x.T` reverses them."""
     x = as_tensor(x, "transpose")
     axes = tuple(reversed(range(x.ndim))) if axes is None else _shape_arg("transpose", axes)
+    out_of_range = [a for a in axes if not -x.ndim <= a < x.ndim]
+    if out_of_range:
+        raise ApsiError(f"transpose: axis {out_of_range[0]} is out of range for a tensor of shape "
+                        f"{x.shape}: axes are ints from {-x.ndim} to {x.ndim - 1}")
     if sorted(a % max(x.ndim, 1) for a in axes) != list(range(x.ndim)):
         raise ApsiError(f"transpose: axes {list(axes)} are not a permutation of 0..{x.ndim - 1}")
     axes = tuple(a % x.ndim for a in axes)
@@ -140,6 +148,7 @@ def put_along(g, idx, axis, shape):
 def concat(xs, axis=0):
     """Tensors joined along an existing axis."""
     xs = [as_tensor(x, "concat", f"xs[{i}]") for i, x in enumerate(_seq(xs, "concat"))]
+    _check_join_axis("concat", xs, axis, 0)
     ends = np.cumsum([x.shape[axis] if x.ndim else 0 for x in xs]).tolist()
     rules = tuple(concat_rule(e - x.shape[axis], e) for x, e in zip(xs, ends, strict=True))
     try:
@@ -157,7 +166,18 @@ def stack(xs, axis=0):
     shapes = {x.shape for x in xs}
     if len(shapes) != 1:
         raise ApsiError(f"stack: all tensors must have the same shape, got {sorted(shapes)}")
+    _check_join_axis("stack", xs, axis, 1)
     return concat([expand_dims(x, axis) for x in xs], axis=axis)
+
+
+def _check_join_axis(fn, xs, axis, extra):
+    """concat joins along an existing axis, stack along a new one (extra=1)."""
+    n = xs[0].ndim + extra
+    if type(axis) is not int or not -n <= axis < n:
+        what = "a new axis" if extra else "an axis"
+        scalars = " (scalars have no axis: use stack)" if n == 0 else ""
+        raise ApsiError(f"{fn}: axis={axis!r} does not fit tensors of shape {xs[0].shape}: {what} "
+                        f"must be an int from {-n} to {n - 1}{scalars}")
 
 
 def _seq(xs, fn):

@@ -93,6 +93,12 @@ class Tensor:
 
     def __repr__(self):
         d = self.data
+        if d.dtype == bool:       # Apsi spells booleans true/false, in tensors too
+            if d.ndim == 0:
+                return "true" if d.item() else "false"
+            body = np.array2string(d, separator=", ", prefix="tensor(",
+                                   formatter={"bool": lambda b: "true" if b else "false"})
+            return f"tensor({body})"
         if d.ndim == 0:
             return repr(d.item())
         body = np.array2string(d, separator=", ", prefix="tensor(")

@@ -34,6 +34,14 @@ def _pow_exponent(xp, g, ans, a, b):
     return g * ans * xp.log(xp.where(positive, a, 1.0)) * positive
 
 
+def _pow_base(xp, g, ans, a, b):
+    # d(a**b)/da = b * a**(b-1). Where b == 0 that is 0 even at a == 0 (0 * 0**-1 would be NaN; torch
+    # also gives 0): the base is replaced by 1 there, which keeps every higher derivative finite too.
+    if type(b) in (int, float):
+        return g * 0.0 * a if b == 0 else g * b * a ** (b - 1)
+    return g * b * xp.where(b == 0, 1.0, a) ** (b - 1)
+
+
 def _gelu_grad(xp, g, ans, x):
     # GELU, tanh form: 0.5 x (1 + tanh(u)), u = c (x + a x^3).
     t = xp.tanh(_GELU_C * (x + _GELU_A * x * x * x))
@@ -127,7 +135,7 @@ RULES = {
     "sub": _unbroadcast_pair(lambda xp, g, ans, a, b: g, lambda xp, g, ans, a, b: -g),
     "mul": _unbroadcast_pair(lambda xp, g, ans, a, b: g * b, lambda xp, g, ans, a, b: g * a),
     "div": _unbroadcast_pair(lambda xp, g, ans, a, b: g / b, lambda xp, g, ans, a, b: -g * ans / b),
-    "pow": _unbroadcast_pair(lambda xp, g, ans, a, b: g * b * a ** (b - 1), _pow_exponent),
+    "pow": _unbroadcast_pair(_pow_base, _pow_exponent),
     "maximum": _unbroadcast_pair(lambda xp, g, ans, a, b: g * xp.share(a, b),
                                  lambda xp, g, ans, a, b: g * xp.share(b, a)),
     "minimum": _unbroadcast_pair(lambda xp, g, ans, a, b: g * xp.share(b, a),

@@ -309,3 +309,83 @@ def test_stop_gradient_blocks_the_gradient():
     x = normal(3)
     g = nn.grad(lambda x: nn.sum(x * O.stop_gradient(x)))(nn.Tensor(x)).data
     close(g, x)                                                  # d/dx of x * c with c = x held fixed
+
+
+def test_batch_norm_eval_gradients_reach_the_statistics():
+    x, gamma, beta = normal(4, 3, 2), normal(3), normal(3)
+    m, v = normal(3), np.abs(normal(3)) + 0.5
+    check_all_grads(lambda x, g, b, m, v: O.batch_norm_eval(x, g, b, m, v, 1e-3), [x, gamma, beta, m, v])
+
+
+def test_recurrent_without_biases():
+    B, T, F, H = 2, 3, 2, 2
+    args = [normal(B, T, F), normal(B, H), normal(B, H), normal(4 * H, F), normal(4 * H, H)]
+    zeros = np.zeros(4 * H)
+    got = O.lstm(*[O.constant(a) for a in args], None, None)
+    for g, r in zip(got, naive.lstm(*args, zeros, zeros)):
+        close(g.data, r)
+    check_all_grads(lambda *a: O.lstm(*a, None, None), args)
+    gargs = [args[0], args[1], normal(3 * H, F), normal(3 * H, H)]
+    check_all_grads(lambda *a: O.gru(*a, None, None), gargs)
+
+
+def test_inference_matches_training():
+    """Without a tape the fused ops skip saving activations; the values must not change."""
+    x, w = normal(2, 3, 6, 6), normal(4, 3, 3, 3)
+    plain = O.conv(O.constant(x), O.constant(w), None, (1, 1), ((1, 1), (1, 1)), (1, 1), 1).data
+    taped = {}
+
+    def f(w):
+        y = O.conv(O.constant(x), w, None, (1, 1), ((1, 1), (1, 1)), (1, 1), 1)
+        taped["y"] = y.data
+        return nn.sum(y)
+    nn.grad(f)(nn.Tensor(w))
+    assert np.array_equal(plain, taped["y"])
+
+
+def test_jacobian_runs_a_fused_backward_once_per_output():
+    x, w = normal(1, 2, 4), normal(2, 2, 2)
+    opts = dict(stride=(1,), padding=((0, 0),), dilation=(1,), groups=1)
+    jac = nn.jacobian(lambda w: O.conv(O.constant(x), w, None, **opts))(nn.Tensor(w)).data
+    eps = 1e-6
+    num = np.zeros(jac.shape)
+    for i in np.ndindex(w.shape):
+        d = np.zeros_like(w)
+        d[i] = eps
+        up, down = naive.conv(x, w + d, None, **opts), naive.conv(x, w - d, None, **opts)
+        num[(...,) + i] = (up - down) / (2 * eps)
+    assert rel_error(jac, num) < 1e-6
+
+
+def test_second_order_through_a_fused_op_names_it():
+    x = normal(3, 4)
+    with pytest.raises(nn_error(), match="op 'layer_norm' has no second derivative"):
+        nn.hessian(lambda g: nn.sum(O.layer_norm(O.constant(x), g, None, 1e-5) ** 2))(nn.Tensor(normal(4)))
+
+
+def nn_error():
+    from apsi_lang.errors import ApsiError
+    return ApsiError
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda: O.conv(O.constant(normal(1, 3, 5, 5)), O.constant(normal(2, 2, 3, 3)), None, (1, 1),
+                    ((0, 0), (0, 0)), (1, 1), 1), "input has 3 channels"),
+    (lambda: O.conv(O.constant(normal(1, 2, 2, 2)), O.constant(normal(2, 2, 3, 3)), None, (1, 1),
+                    ((0, 0), (0, 0)), (1, 1), 1), "too small for kernel"),
+    (lambda: O.max_pool(O.constant(normal(1, 2, 4, 4)), (2, 2), (2, 2), ((2, 2), (0, 0))),
+     "more than half the window"),
+    (lambda: O.lstm(O.constant(normal(2, 3, 4)), O.constant(normal(2, 5)), O.constant(normal(2, 5)),
+                    O.constant(normal(20, 3)), O.constant(normal(20, 5)), None, None),
+     r"w_ih has shape \(20, 3\)"),
+    (lambda: O.attention(O.constant(normal(2, 1, 3, 4)), O.constant(normal(2, 1, 5, 4)),
+                         O.constant(normal(2, 1, 5, 4)), mask=np.ones((3, 3), bool)), "mask of shape"),
+    (lambda: O.softmax_cross_entropy(O.constant(normal(3, 4)), O.indices([0, 4, 1])),
+     "label 4 is out of range"),
+    (lambda: O.scatter_add(O.constant(normal(3, 2)), O.indices([0, 1, 7]), 4), "index 7 is out of range"),
+    (lambda: O.layer_norm(O.constant(normal(3, 4)), O.constant(normal(5)), None, 1e-5), "gamma has shape"),
+    (lambda: O.dropout(O.constant(normal(3)), 1.0, O.rng(0)), "rate must be"),
+])
+def test_misuse_is_an_apsi_error(call, message):
+    with pytest.raises(nn_error(), match=message):
+        call()

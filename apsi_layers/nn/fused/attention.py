@@ -1,16 +1,19 @@
-"""Scaled dot-product attention with causal and boolean masks. Composed from nn ops for now.
+"""Scaled dot-product attention as one op: scores, masked softmax and the weighted sum forward; the
+backward uses the saved probabilities (softmax VJP fused in: p * (dp - sum(dp * p))).
 
-A query row that may attend to nothing (every key masked) gives zeros rather than NaN.
+A query row that may attend to nothing (every key masked) gives zeros and passes no gradient, where
+a plain softmax would give NaN.
 """
 
 import numpy as np
 
-from .. import ops, reduce, shape
-from ..tensor import as_tensor
+from apsi_lang.errors import ApsiError
+
+from .record import fused, tensor
 
 
 def allowed(mask, causal, tq, tk):
-    """The boolean 'may attend' array broadcastable to [B, H, Tq, Tk], or None for all."""
+    """The boolean 'may attend' array broadcastable to [..., Tq, Tk], or None for all."""
     keep = None
     if mask is not None:
         keep = np.asarray(mask.data if hasattr(mask, "data") else mask, dtype=bool)
@@ -20,15 +23,62 @@ def allowed(mask, causal, tq, tk):
     return keep
 
 
+def _forward(q, k, v, training, keep, scale):
+    s = np.matmul(q, np.swapaxes(k, -1, -2))
+    s *= scale
+    if keep is not None:
+        s = np.where(keep, s, -np.inf)
+    top = s.max(axis=-1, keepdims=True)
+    if keep is not None:
+        top[~np.isfinite(top)] = 0.0                        # a row with no key allowed
+    np.subtract(s, top, out=s)
+    p = np.exp(s, out=s)
+    total = p.sum(axis=-1, keepdims=True)
+    if keep is not None:
+        total[total == 0.0] = 1.0                           # ... gives zeros, not NaN
+    p /= total
+    return np.matmul(p, v), ((q, k, v, p, scale) if training else None)
+
+
+def _backward(g, saved, needs):
+    q, k, v, p, scale = saved
+    gv = np.matmul(np.swapaxes(p, -1, -2), g) if needs[2] else None
+    gq = gk = None
+    if needs[0] or needs[1]:
+        dp = np.matmul(g, np.swapaxes(v, -1, -2))
+        ds = dp
+        ds -= np.sum(dp * p, axis=-1, keepdims=True)
+        ds *= p
+        ds *= scale
+        gq = np.matmul(ds, k) if needs[0] else None
+        gk = np.matmul(np.swapaxes(ds, -1, -2), q) if needs[1] else None
+    return _sum_to(gq, q.shape), _sum_to(gk, k.shape), _sum_to(gv, v.shape)
+
+
+def _sum_to(g, shape):
+    if g is None or g.shape == shape:
+        return g
+    lead = g.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(i + lead for i, n in enumerate(shape)
+                                      if n == 1 and g.shape[i + lead] != 1)
+    return g.sum(axis=axes, keepdims=True).reshape(shape)
+
+
+_attention = fused("attention", _forward, _backward, 3)
+
+
 def attention(q, k, v, mask=None, causal=False):
-    q = as_tensor(q, "attention", "q")
-    scores = ops.matmul(q, shape.swap_last(k)) * (1.0 / np.sqrt(q.shape[-1]))
-    keep = allowed(mask, causal, q.shape[-2], k.shape[-2])
-    if keep is None:
-        return ops.matmul(reduce.softmax(scores, axis=-1), v)
-    keep = np.broadcast_to(keep, scores.shape)
-    any_key = keep.any(axis=-1, keepdims=True)
-    scores = ops.where(keep, scores, -np.inf)
-    scores = ops.where(any_key, scores, 0.0)
-    p = ops.where(keep, reduce.softmax(scores, axis=-1), 0.0)
-    return ops.matmul(p, v)
+    """softmax(q k^T / sqrt(D), masked) v: q [..., Tq, D], k [..., Tk, D], v [..., Tk, Dv]."""
+    q, k, v = tensor(q, "attention", "q"), tensor(k, "attention", "k"), tensor(v, "attention", "v")
+    if q.ndim < 2 or k.ndim < 2 or v.ndim < 2 or q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
+        raise ApsiError(f"attention: q {q.shape}, k {k.shape} and v {v.shape} do not fit: q and k need the "
+                        "same last axis (D), k and v the same key count (Tk)")
+    tq, tk = q.shape[-2], k.shape[-2]
+    keep = allowed(mask, causal, tq, tk)
+    if keep is not None:
+        try:
+            np.broadcast_shapes(keep.shape, q.shape[:-2] + (tq, tk))
+        except ValueError:
+            raise ApsiError(f"attention: mask of shape {keep.shape} does not broadcast to the scores "
+                            f"{q.shape[:-2] + (tq, tk)} ([batch, heads, Tq, Tk])") from None
+    return _attention(q, k, v, keep=keep, scale=1.0 / np.sqrt(q.shape[-1]))

@@ -1,51 +1,133 @@
-"""conv: N-d convolution (stride, dilation, groups, asymmetric padding). Composed from nn ops for now."""
+"""conv: N-d convolution as one op. Forward: im2col through a strided view of the padded input (no
+Python loop over positions) and one GEMM; backward: two GEMMs and col2im, one strided add per kernel
+offset. Stride, dilation, groups and asymmetric padding are all in the view's strides and shapes.
+
+Layout: the columns are [C * prod(kernel), B * positions], so the weight [O, C/groups * prod(kernel)]
+multiplies them in one GEMM per group (one GEMM in all without groups).
+"""
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
-from .. import ops, shape
-from ..tensor import as_tensor
+from apsi_lang.errors import ApsiError
+
+from .record import fused, tensor
 
 
-def out_size(n, k, stride, lo, hi, dilation=1):
-    return (n + lo + hi - dilation * (k - 1) - 1) // stride + 1
+def out_sizes(spatial, kernel, stride, padding, dilation):
+    return tuple((n + lo + hi - d * (k - 1) - 1) // s + 1
+                 for n, k, s, (lo, hi), d in zip(spatial, kernel, stride, padding, dilation))
 
 
 def pad(x, padding, fill=0.0):
-    """x [B, C, *spatial] padded by ((lo, hi), ...) per spatial dim (differentiable)."""
+    """x [B, C, *spatial] with ((lo, hi), ...) added around the spatial axes."""
     if not any(lo or hi for lo, hi in padding):
         return x
-    inner = tuple(slice(lo, lo + n) for (lo, _), n in zip(padding, x.shape[2:]))
-    full = x.shape[:2] + tuple(n + lo + hi for (lo, hi), n in zip(padding, x.shape[2:]))
-    out = shape.index_add(x, (slice(None), slice(None)) + inner, full)
-    if fill:
-        border = np.full(full, fill)
-        border[(slice(None), slice(None)) + inner] = 0.0
-        out = out + border
+    shape = x.shape[:2] + tuple(n + lo + hi for n, (lo, hi) in zip(x.shape[2:], padding))
+    out = np.full(shape, fill) if fill else np.zeros(shape)
+    out[inner(x.shape, padding)] = x
     return out
 
 
-def windows(x, size, stride, padding, dilation, fill=0.0):
-    """[B, C, prod(size), *out]: every kernel offset's strided view of the padded input."""
-    xp = pad(x, padding, fill)
-    outs = [out_size(n, k, s, lo, hi, d) for n, k, s, (lo, hi), d
-            in zip(x.shape[2:], size, stride, padding, dilation)]
-    views = []
-    for offset in np.ndindex(*size):
-        index = tuple(slice(o * d, o * d + s * (m - 1) + 1, s)
-                      for o, d, s, m in zip(offset, dilation, stride, outs))
-        views.append(xp[(slice(None), slice(None)) + index])
-    return shape.stack(views, axis=2), outs
+def inner(shape, padding):
+    """The index of the unpadded part inside the padded array."""
+    return (slice(None), slice(None)) + tuple(slice(lo, lo + n) for n, (lo, _) in zip(shape[2:], padding))
+
+
+def window_view(xp, kernel, stride, dilation, outs, kernel_first):
+    """A strided view of the padded input: [C, *kernel, B, *outs] (kernel_first) or [B, C, *outs, *kernel]."""
+    sb, sc, *ss = xp.strides
+    kstrides = tuple(s * d for s, d in zip(ss, dilation))
+    ostrides = tuple(s * st for s, st in zip(ss, stride))
+    batch, channels = xp.shape[:2]
+    if kernel_first:
+        return as_strided(xp, (channels, *kernel, batch, *outs), (sc, *kstrides, sb, *ostrides),
+                          writeable=False)
+    return as_strided(xp, (batch, channels, *outs, *kernel), (sb, sc, *ostrides, *kstrides), writeable=False)
+
+
+def window_slice(offset, dilation, stride, outs):
+    """The index of one kernel offset's input elements (one per output position) in the padded input."""
+    return (slice(None), slice(None)) + tuple(slice(o * d, o * d + s * (m - 1) + 1, s)
+                                              for o, d, s, m in zip(offset, dilation, stride, outs))
+
+
+def _forward(x, w, b, training, stride, padding, dilation, groups):
+    batch = x.shape[0]
+    out_ch, kernel = w.shape[0], w.shape[2:]
+    outs = out_sizes(x.shape[2:], kernel, stride, padding, dilation)
+    xp = pad(x, padding)
+    positions = batch * int(np.prod(outs))
+    cols = window_view(xp, kernel, stride, dilation, outs, True).reshape(-1, positions)   # im2col copy
+    wg = w.reshape(groups, out_ch // groups, -1)
+    if groups == 1:
+        y = wg[0] @ cols
+    else:
+        y = np.matmul(wg, cols.reshape(groups, -1, positions)).reshape(out_ch, positions)
+    y = np.ascontiguousarray(np.moveaxis(y.reshape((out_ch, batch) + outs), 0, 1))
+    if b is not None:
+        y += b.reshape((out_ch,) + (1,) * len(outs))
+    saved = (cols, wg, w.shape, x.shape, xp.shape, outs, stride, padding, dilation) if training else None
+    return y, saved
+
+
+def _backward(g, saved, needs):
+    cols, wg, wshape, xshape, pshape, outs, stride, padding, dilation = saved
+    groups, positions = wg.shape[0], cols.shape[1]
+    gy = np.moveaxis(g, 1, 0).reshape(groups, -1, positions)                     # one transposing copy
+    gx = gw = gb = None
+    if needs[1]:
+        cg = cols.reshape(groups, -1, positions)
+        gw = np.matmul(gy, cg.transpose(0, 2, 1)).reshape(wshape)
+    if needs[2]:
+        gb = g.sum(axis=(0,) + tuple(range(2, g.ndim)))
+    if needs[0]:
+        gcols = np.matmul(wg.transpose(0, 2, 1), gy)                             # [groups, C/g*K, B*P]
+        gcols = gcols.reshape((xshape[1],) + wshape[2:] + (xshape[0],) + outs)    # [C, *K, B, *outs]
+        gxp = np.zeros(pshape)
+        for offset in np.ndindex(*wshape[2:]):
+            gxp[window_slice(offset, dilation, stride, outs)] += np.swapaxes(gcols[(slice(None),) + offset],
+                                                                              0, 1)
+        gx = gxp[inner(xshape, padding)] if pshape != xshape else gxp
+    return gx, gw, gb
+
+
+_conv = fused("conv", _forward, _backward, 3)
+
+
+def _ints(value, n, fn, arg):
+    t = (value,) * n if isinstance(value, int) else tuple(value)
+    if len(t) != n or not all(isinstance(v, int) and v >= 1 for v in t):
+        raise ApsiError(f"{fn}: {arg} must be {n} positive int(s), one per spatial axis, got {value!r}")
+    return t
+
+
+def _pairs(value, n, fn):
+    try:
+        pairs = tuple((int(lo), int(hi)) for lo, hi in value)
+    except (TypeError, ValueError):
+        pairs = ()
+    if len(pairs) != n or any(lo < 0 or hi < 0 for lo, hi in pairs):
+        raise ApsiError(f"{fn}: padding must be {n} (before, after) pair(s) of ints >= 0, got {value!r}")
+    return pairs
 
 
 def conv(x, w, b, stride, padding, dilation, groups):
-    x, w = as_tensor(x, "conv", "x"), as_tensor(w, "conv", "w")
-    batch, channels = x.shape[:2]
-    out_ch, kernel = w.shape[0], w.shape[2:]
-    cols, outs = windows(x, kernel, stride, padding, dilation)
-    ksize = int(np.prod(kernel))
-    cols = shape.reshape(cols, (batch, groups, channels // groups * ksize, int(np.prod(outs))))
-    wr = shape.reshape(w, (groups, out_ch // groups, channels // groups * ksize))
-    y = shape.reshape(ops.matmul(wr, cols), (batch, out_ch) + tuple(outs))
-    if b is not None:
-        y = y + shape.reshape(b, (out_ch,) + (1,) * len(outs))
-    return y
+    """x [B, C, *spatial] convolved (cross-correlated, as torch does) with w [O, C/groups, *kernel]."""
+    x, w, b = tensor(x, "conv", "x"), tensor(w, "conv", "w"), tensor(b, "conv", "b")
+    n = w.ndim - 2
+    if n < 1 or x.ndim != n + 2:
+        raise ApsiError(f"conv: input {x.shape} and weight {w.shape} do not fit: a {n}-d convolution "
+                        f"takes input [batch, channels, {n} spatial axes]")
+    stride, dilation = _ints(stride, n, "conv", "stride"), _ints(dilation, n, "conv", "dilation")
+    padding = _pairs(padding, n, "conv")
+    if not isinstance(groups, int) or groups < 1 or x.shape[1] != w.shape[1] * groups or w.shape[0] % groups:
+        raise ApsiError(f"conv: input has {x.shape[1]} channels but weight {w.shape} with groups={groups} "
+                        f"expects {w.shape[1] * groups} (and out channels divisible by groups)")
+    if b is not None and b.shape != (w.shape[0],):
+        raise ApsiError(f"conv: bias has shape {b.shape}, expected ({w.shape[0]},)")
+    outs = out_sizes(x.shape[2:], w.shape[2:], stride, padding, dilation)
+    if min(outs) < 1:
+        raise ApsiError(f"conv: input {x.shape} is too small for kernel {w.shape[2:]} (dilation "
+                        f"{dilation}, padding {padding}): the output would be {outs}")
+    return _conv(x, w, b, stride=stride, padding=padding, dilation=dilation, groups=groups)

@@ -1,11 +1,77 @@
-"""Softmax cross-entropy over int labels and binary cross-entropy from logits, means over the batch."""
+"""Softmax cross-entropy over int labels and binary cross-entropy from logits: each one op whose
+backward is the closed form (softmax minus one-hot; sigmoid minus target), means over the batch."""
 
-from .. import losses
+import numpy as np
+
+from apsi_lang.errors import ApsiError
+
+from ..creation import labels_array
+from ..tensor import Tensor
+from ..xp import sigmoid
+from .record import fused, tensor
+
+
+def _ce_forward(logits, labels, training):
+    classes = logits.shape[-1]
+    z = logits.reshape(-1, classes)
+    lab = labels.reshape(-1)
+    n = lab.size
+    shift = z - z.max(axis=1, keepdims=True)
+    e = np.exp(shift)
+    total = e.sum(axis=1, keepdims=True)
+    rows = np.arange(n)
+    loss = (np.log(total[:, 0]) - shift[rows, lab]).sum() / n
+    saved = (e, total, rows, lab, logits.shape) if training else None
+    return np.asarray(loss), saved
+
+
+def _ce_backward(g, saved, needs):
+    e, total, rows, lab, shape = saved
+    grad = e / total                                  # softmax (saved e stays as it was: a jacobian
+                                                      # runs backward once per output element)
+    grad[rows, lab] -= 1.0
+    grad *= g / lab.size
+    return grad.reshape(shape), None
+
+
+_ce = fused("softmax_cross_entropy", _ce_forward, _ce_backward, 2)
 
 
 def softmax_cross_entropy(logits, labels):
-    return losses.cross_entropy(logits, labels)
+    """Mean over the labels of -log softmax(logits)[label]; logits [..., C], int labels [...]."""
+    logits = tensor(logits, "softmax_cross_entropy", "logits")
+    if logits.ndim < 1:
+        raise ApsiError("softmax_cross_entropy: logits need a class axis (last), got a scalar")
+    lab = labels_array(labels, logits.shape[-1], "softmax_cross_entropy")
+    if lab.shape != logits.shape[:-1]:
+        raise ApsiError(f"softmax_cross_entropy: labels have shape {lab.shape} but logits "
+                        f"{logits.shape} need labels of shape {logits.shape[:-1]}")
+    if lab.size == 0:
+        raise ApsiError("softmax_cross_entropy: no labels (the batch is empty)")
+    return _ce(logits, Tensor(lab))
+
+
+def _bce_forward(x, t, training):
+    loss = np.mean(np.logaddexp(0.0, x) - x * t)
+    return np.asarray(loss), ((x, t) if training else None)
+
+
+def _bce_backward(g, saved, needs):
+    x, t = saved
+    scale = g / x.size
+    gx = (sigmoid(x) - t) * scale if needs[0] else None
+    gt = -x * scale if needs[1] else None
+    return gx, gt
+
+
+_bce = fused("bce_with_logits", _bce_forward, _bce_backward, 2)
 
 
 def bce_with_logits(logits, targets):
-    return losses.bce(logits, targets)
+    """Mean binary cross-entropy of targets in [0, 1] against logits: softplus(x) - x*t, stable."""
+    logits = tensor(logits, "bce_with_logits", "logits")
+    targets = tensor(targets, "bce_with_logits", "targets")
+    if logits.shape != targets.shape:
+        raise ApsiError(f"bce_with_logits: logits have shape {logits.shape} but targets "
+                        f"{targets.shape}; they must match")
+    return _bce(logits, targets)
