@@ -354,7 +354,7 @@ def test_the_repl_saves_its_history_outside_the_project_while_confined(place):
     p = subprocess.Popen([sys.executable, "-m", "apsi"], stdin=slave, stdout=slave, stderr=slave,
                          cwd=place["proj"], env=env)
     os.close(slave)
-    seen, deadline, step = b"", time.monotonic() + 60, "prompt"
+    seen, deadline, step = b"", time.monotonic() + 120, "prompt"     # generous: CI machines are busy
     try:
         while p.poll() is None and time.monotonic() < deadline:
             if select.select([master], [], [], 0.2)[0]:
@@ -368,7 +368,7 @@ def test_the_repl_saves_its_history_outside_the_project_while_confined(place):
             elif step == "answer" and b"inside 42" in seen:
                 os.write(master, b"\x04")          # Ctrl-D leaves
                 step = "leave"
-        p.wait(timeout=10)
+        p.wait(timeout=60)
     finally:
         os.close(master)
         if p.poll() is None:
