@@ -53,8 +53,10 @@ def collect(perms=None):
     _hardware(r, hw)
     torch = (info or {}).get("torch", {"found": False})
     _torch(r, torch, hw)
+    _family(r, torch, (info or {}).get("family", {}), hw)
     plan = torch_choice.choose(hw)
     _recommendation(r, plan, torch, hw)
+    _index(r)
     _config(r, perms or {})
     _confinement(r)
     return r
@@ -92,8 +94,17 @@ def _modules(r):
 
 def _python(r, info):
     py = info["python"]
-    r.sections["python"] = {**py, "pip": info.get("pip")}
+    managed = bool(info.get("externally_managed"))
+    r.sections["python"] = {**py, "pip": info.get("pip"), "externally_managed": managed}
     r.check("python", "Python", OK, f"{py['executable']} (Python {py['version']})")
+    if managed and os.environ.get("PIP_BREAK_SYSTEM_PACKAGES", "").lower() not in ("1", "true", "yes", "on"):
+        r.check("pep668", "PEP 668", WARN, f"{py['executable']} is externally managed "
+                f"({info.get('marker')}): `apsi pkg` cannot install into it",
+                f"use a virtual environment: {py['executable']} -m venv ~/.venvs/apsi, then run Apsi "
+                "from it")
+    else:
+        r.check("pep668", "PEP 668", OK, "pip may install into this Python"
+                + (" (PIP_BREAK_SYSTEM_PACKAGES is set)" if managed else " (not externally managed)"))
     if info.get("pip"):
         r.check("pip", "pip", OK, f"pip {info['pip']}")
     else:
@@ -163,16 +174,25 @@ def _hardware(r, hw):
         "mps": hw.apple_mps,
         "wsl": hw.wsl,
     }
+    if hw.override_error:
+        r.check("overrides", "Overrides", FAIL, hw.override_error, "correct or unset the variable")
+    elif hw.overrides:
+        r.check("overrides", "Overrides", INFO, "; ".join(hw.overrides)
+                + ": torch-auto assumes these instead of what it detects")
     if nv.status == "ok" or nv.status == "driver-only":
         gpus = "; ".join(f"{g.describe()}" + (f", {g.memory_mib / 1024:.0f} GiB" if g.memory_mib else "")
                          for g in nv.gpus) or "GPU models unknown"
         api = f" (runs CUDA ≤ {nv.cuda_driver_api})" if nv.cuda_driver_api else ""
         r.check("gpu", "NVIDIA", OK if nv.gpus else WARN, f"driver {nv.driver}{api}: {gpus}",
-                None if nv.gpus else "install or repair nvidia-smi (it comes with the driver)")
-    elif nv.status == "not-loaded":
-        r.check("gpu", "NVIDIA", FAIL, nv.note.split(":")[0], nv.note.split(": ", 1)[-1])
-    elif nv.status in ("timeout", "error"):
-        r.check("gpu", "NVIDIA", WARN, nv.note.split(";")[0], (nv.note.split("; ", 1) + [""])[1] or None)
+                None if nv.gpus else (nv.fix or "install or repair nvidia-smi (it comes with the driver)"))
+        if nv.lost:
+            r.check("gpu", "NVIDIA", FAIL, nv.note, nv.fix)
+    elif nv.status in ("not-loaded", "mismatch", "timeout"):
+        r.check("gpu", "NVIDIA", FAIL, nv.note, nv.fix)
+    elif nv.status in ("no-devices", "error"):
+        r.check("gpu", "NVIDIA", WARN, nv.note, nv.fix or None)
+    if hw.jetson:
+        r.check("gpu", "Jetson", INFO, hw.jetson)
     for g in hw.amd:
         r.check("gpu", "AMD", OK, g.describe())
     for g in hw.intel:
@@ -195,6 +215,7 @@ def _torch(r, torch, hw):
     section = {k: torch.get(k) for k in ("found", "version", "cuda", "hip", "cudnn", "location",
                                           "imported", "import_error")}
     section["build"] = torch_choice.installed_key(torch) if torch.get("found") else None
+    section["family"] = {}
     section["devices"] = torch.get("devices", [])
     r.sections["torch"] = section
     if not torch.get("found"):
@@ -223,6 +244,54 @@ def _torch(r, torch, hw):
                 "chooses for this machine")
     else:
         r.check("devices", "Devices", OK, ("cpu; " + names) if names else "cpu")
+
+
+def _family(r, torch, family, hw):
+    """torchvision / torchaudio: their versions, and whether they belong to the installed PyTorch."""
+    from . import installer
+
+    installed = {k: v for k, v in (family or {}).items() if v}
+    r.sections["torch"]["family"] = dict(family or {})
+    if not installed:
+        return
+    names = ", ".join(f"{k} {v}" for k, v in installed.items())
+    if not torch.get("found") or not torch.get("version"):
+        r.check("family", "torchvision/audio", FAIL, f"{names} installed without PyTorch",
+                f"apsi pkg install {_plan_name(hw)} " + " ".join(installed))
+        return
+    bad = installer.family_mismatch(torch["version"], installed)
+    if bad:
+        r.check("family", "torchvision/audio", FAIL, f"{bad} (PyTorch {torch['version']})",
+                f"apsi pkg install {_plan_name(hw)} " + " ".join(installed))
+    else:
+        r.check("family", "torchvision/audio", OK, f"{names} (paired with PyTorch {torch['version']})")
+
+
+def _index(r):
+    """Where `apsi pkg` takes PyTorch from, and what set it."""
+    from apsi_lang.errors import ConfigError
+
+    from . import installer, torch_builds
+
+    try:
+        url, source = _quiet(installer.index_source)
+    except (ConfigError, SystemExit, click.exceptions.Exit):
+        r.sections["index"] = {"url": None, "source": None}
+        return
+    r.sections["index"] = {"url": url, "source": source}
+    if source.startswith("[pkg]") and url != torch_builds.DEFAULT_INDEX_BASE:
+        r.check("index", "PyTorch index", WARN, f"{url} ({source}), not PyTorch's own: `apsi pkg install` "
+                "asks before downloading from it", "remove the key unless you trust that index")
+    else:
+        r.check("index", "PyTorch index", INFO, f"{url} ({source})")
+
+
+def _quiet(fn):
+    import contextlib
+    import io
+
+    with contextlib.redirect_stderr(io.StringIO()):
+        return fn()
 
 
 def _plan_name(hw):

@@ -46,6 +46,16 @@ except Exception as e:
     out["pip"] = None
     if not isinstance(e, ModuleNotFoundError):
         out["pip_error"] = f"{type(e).__name__}: {e}"[:300]
+marker = os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")
+out["externally_managed"] = os.path.isfile(marker) and sys.prefix == getattr(sys, "base_prefix", sys.prefix)
+out["marker"] = marker
+fam = {}
+for name in ("torchvision", "torchaudio"):
+    try:
+        fam[name] = md.version(name)
+    except md.PackageNotFoundError:
+        fam[name] = None
+out["family"] = fam
 t = {"found": False}
 spec = importlib.util.find_spec("torch")
 if spec is not None and spec.submodule_search_locations:
@@ -134,13 +144,13 @@ def pip_cmd(python, *args):
     return [python, "-m", "pip", *args]
 
 
-def run_pip(cmd, echo=True):
+def run_pip(cmd, echo=True, env=None):
     """Run a pip command, showing its output as it goes. Returns (exit code, stderr text).
 
     stdout passes straight through (pip's progress); stderr is shown and also kept for diagnosis.
     Ctrl-C stops pip and raises KeyboardInterrupt here once pip has ended."""
     try:
-        proc = subprocess.Popen(cmd, stdout=None, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen(cmd, stdout=None, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env)
     except OSError as e:
         raise PipError(f"cannot run {cmd[0]}: {e.strerror}") from None
     lines = []
@@ -169,34 +179,109 @@ def run_pip(cmd, echo=True):
     return rc, "".join(lines)
 
 
+# pip settings that choose where packages come from. A PyTorch build is installed without them, so the
+# wheel that lands is the one from the PyTorch index announced, never a look-alike from an extra index.
+SOURCE_SETTINGS = ("index-url", "extra-index-url", "find-links", "no-index", "constraint", "requirement",
+                   "pre", "only-binary", "no-binary", "prefer-binary", "upgrade", "upgrade-strategy")
+# Settings that only say how to reach an index; they are kept.
+KEPT_SETTINGS = ("proxy", "default-timeout", "cert", "client-cert", "trusted-host", "timeout", "retries",
+                 "cache-dir", "no-cache-dir", "break-system-packages", "disable-pip-version-check",
+                 "no-input", "progress-bar", "quiet", "verbose")
+
+
+def isolated_env(python):
+    """os.environ for a PyTorch install: pip's configuration files are not read (PIP_CONFIG_FILE is
+    os.devnull), PIP_* variables that choose packages are dropped, and the connection settings of the
+    user's pip configuration (proxy, certificates, trusted hosts, timeouts, cache) are passed on as
+    PIP_* variables. Returns (env, dropped): `dropped` names what was left out, to tell the user."""
+    env, dropped = {}, []
+    for k, v in os.environ.items():
+        name = k[4:].lower().replace("_", "-") if k.startswith("PIP_") else None
+        if name is None or name in KEPT_SETTINGS:
+            env[k] = v
+        elif name != "config-file":
+            dropped.append(k)
+    for key, value in _pip_config(python, env):
+        name = key.split(".", 1)[-1]
+        var = "PIP_" + name.upper().replace("-", "_")
+        if name in KEPT_SETTINGS:
+            env.setdefault(var, " ".join(value.split()))
+        elif name in SOURCE_SETTINGS and key not in dropped:
+            dropped.append(key)
+    env["PIP_CONFIG_FILE"] = os.devnull
+    return env, dropped
+
+
+def _pip_config(python, env):
+    """[(section.key, value)] from `pip config list` in the target Python (empty when it fails)."""
+    try:
+        r = subprocess.run([str(python), "-m", "pip", "config", "list"], capture_output=True, text=True,
+                           stdin=subprocess.DEVNULL, timeout=60, env={**env, **(
+                               {"PIP_CONFIG_FILE": os.environ["PIP_CONFIG_FILE"]}
+                               if "PIP_CONFIG_FILE" in os.environ else {})})
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    items = []
+    for line in r.stdout.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            items.append((key.strip(), value.strip().strip("'\"")))
+    return items
+
+
+def constraint_file(folder, torch_version):
+    """A pip constraints file that keeps the installed PyTorch build exactly as it is."""
+    path = os.path.join(folder, "keep-torch.txt")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(f"torch=={torch_version}\n")
+    return path
+
+
 NETWORK_SIGNS = ("Failed to establish a new connection", "Max retries exceeded", "NewConnectionError",
-                 "Temporary failure in name resolution", "Name or service not known", "ConnectionError",
-                 "Read timed out", "ProxyError", "SSLError", "Network is unreachable",
-                 "Could not fetch URL", "HTTP error 5", "404 Client Error", "No such file or directory")
+                 "Temporary failure in name resolution", "Name or service not known", "Connection refused",
+                 "Read timed out", "ProxyError", "SSLError", "Network is unreachable", "HTTP error 5",
+                 "ConnectTimeoutError")
+NO_MATCH_SIGNS = ("No matching distribution found", "Could not find a version that satisfies")
 
 
 def explain_failure(stderr, what, index_url, pyinfo, torch=True):
     """A one-paragraph message for a failed pip run: what happened, and what to do.
-    `torch` says whether a PyTorch build was asked for (its advice differs from a plain package's)."""
+    `torch` says whether a PyTorch build was asked for (its advice differs from a plain package's).
+    "No matching distribution" is told apart from a network failure: pip prints it after a failed
+    connection too, so it means "no such package" only when no connection error came before it."""
+    import re
+
     py = pyinfo.get("python", {})
     where = f"Python {py.get('version', '?')} on {py.get('platform', '?')}"
     source = f" from {index_url}" if index_url else ""
-    if any(sign in stderr for sign in NETWORK_SIGNS) and not torch:
-        return (f"pip could not reach the package index{source} (network, proxy or mirror problem). "
-                f"Check the connection; pip's own settings (pip.conf, PIP_INDEX_URL) choose the index.")
-    if any(sign in stderr for sign in NETWORK_SIGNS):
-        return (f"pip could not reach the package index{source} (network, proxy or mirror problem). "
-                f"Check the connection, or point Apsi at a mirror: --torch-index URL, APSI_TORCH_INDEX, "
-                f"or [pkg] torch_index in apsi.toml; pip's own settings (pip.conf, PIP_INDEX_URL) apply too.")
-    no_match = any(sign in stderr for sign in ("No matching distribution found",
-                                               "Could not find a version that satisfies"))
-    if no_match and not torch:
-        return (f"no package matches {what}{source} for {where}: check the name and version "
-                f"(pip's index has no release of it for this Python and platform).")
-    if no_match:
-        return (f"no {what} wheel{source} matches {where}. That index may not carry this Python version "
+    network = any(sign in stderr for sign in NETWORK_SIGNS)
+    no_match = any(sign in stderr for sign in NO_MATCH_SIGNS)
+    missing = re.search(r"No matching distribution found for (\S+)", stderr)
+    if no_match and not network:
+        name = missing.group(1) if missing else what
+        if torch and name.startswith("torch"):
+            name = what
+        if torch and missing and not name.startswith("torch"):
+            return (f"{what} needs {name}, and the index{source} has no {name} for {where}: a mirror must "
+                    f"carry PyTorch's dependencies too (or use PyTorch's own index).")
+        if not torch:
+            return (f"no package matches {name}{source} for {where}: check the name and version "
+                    f"(pip's index has no release of it for this Python and platform).")
+        return (f"no {name} wheel{source} matches {where}. That index may not carry this Python version "
                 f"or platform: try another build (`apsi pkg list` shows what is installed, "
                 f"`apsi pkg install torch-auto --dry-run` what fits), or a Python version PyTorch supports.")
+    if "ResolutionImpossible" in stderr and "torch==" in stderr and not torch:
+        return (f"{what} needs a different PyTorch than the one installed, and Apsi keeps the installed "
+                f"build (pip was told so with a constraint). Name a PyTorch build together with it "
+                f"(`apsi pkg install torch-auto {what}`), or ask for a release of {what} that accepts "
+                f"the installed PyTorch.")
+    if network and not torch:
+        return (f"pip could not reach the package index{source} (network, proxy or mirror problem). "
+                f"Check the connection; pip's own settings (pip.conf, PIP_INDEX_URL) choose the index.")
+    if network:
+        return (f"pip could not reach the package index{source} (network, proxy or mirror problem). "
+                f"Check the connection, or point Apsi at a mirror: --torch-index URL, APSI_TORCH_INDEX, "
+                f"or [pkg] torch_index in apsi.toml; pip's proxy and certificate settings apply.")
     if "No module named pip" in stderr:
         return (f"pip is not installed in {py.get('executable', 'the Python that runs Apsi')}: "
                 f"run `{py.get('executable', 'python')} -m ensurepip --upgrade`, then try again.")

@@ -23,15 +23,18 @@ def pkg():
 @click.option("--torch-index", metavar="URL", envvar="APSI_TORCH_INDEX",
               help="Base URL of the PyTorch wheel indexes (default https://download.pytorch.org/whl; "
                    "also APSI_TORCH_INDEX or [pkg] torch_index in apsi.toml).")
-def install(names, dry_run, index_url, torch_index):
+@click.option("-y", "--yes", is_flag=True,
+              help="Replace an unsuitable PyTorch, and accept an index set by apsi.toml, without asking.")
+def install(names, dry_run, index_url, torch_index, yes):
     """Install NAMES into the Python that runs Apsi.
 
     `torch-auto` reads this machine (NVIDIA driver and GPUs, AMD, Intel, macOS) and picks the PyTorch
-    build that fits; a PyTorch 2.3 or newer already there is used as it is. Naming a build replaces the
-    one installed, so there is only ever one.
+    build that fits; a PyTorch 2.3 or newer that suits the machine is used as it is, one that does not
+    is replaced after a confirmation (or with --yes). Naming a build replaces the one installed, so
+    there is only ever one; torchvision and torchaudio move with it.
     """
     installer.install(installer.Request(names=names, index_url=index_url, torch_index=torch_index,
-                                        dry_run=dry_run))
+                                        dry_run=dry_run, yes=yes))
 
 
 @pkg.command("list")

@@ -2,9 +2,12 @@
 
 1. shows the detected hardware and the PyTorch build torch-auto recommends;
 2. asks whether to install it (torch-auto: a suitable PyTorch already there is kept);
-3. optionally writes an apsi.toml in the current folder with the permissions chosen;
+3. optionally writes an apsi.toml in the current folder with the permissions chosen; in a subfolder
+   of a project that has one, it offers to add the permissions to that file instead (a new file here
+   would shadow it);
 4. ends with the doctor's report (and its exit code).
-`--yes` takes every default: install, and write apsi.toml granting `python` unless one exists.
+`--yes` takes every default: install (but not from an index set by an apsi.toml), and write apsi.toml
+granting `python` unless one exists (or add `python` to the project's).
 """
 
 from pathlib import Path
@@ -32,12 +35,21 @@ def setup(ctx, yes, torch_index):
         click.echo(f"Recommended PyTorch: {plan.reason}")
         for w in plan.warnings:
             click.echo(f"  ! {w}")
+        try:
+            base, source = installer.index_source(torch_index)
+        except click.exceptions.Exit:          # a malformed apsi.toml: said already; the doctor shows it
+            base, source = None, ""
         if plan.stop:
             click.echo(f"  ! {plan.stop}")
+        elif source.startswith("[pkg]") and not _ask(
+                yes, f"PyTorch would come from {base} ({source}), not PyTorch's own index. "
+                     "Install it from there (apsi pkg install torch-auto)?", False):
+            click.echo("  Nothing installed. `apsi pkg install torch-auto --torch-index "
+                       "https://download.pytorch.org/whl` takes PyTorch's own index.")
         elif _ask(yes, "Install it now (apsi pkg install torch-auto)?", True):
             try:
                 installer.install(installer.Request(names=("torch-auto",), torch_index=torch_index,
-                                                    hardware=hw))
+                                                    hardware=hw, yes=True))
             except click.exceptions.Exit as e:
                 if e.exit_code:
                     click.echo("  The installation did not finish; the rest of the setup goes on. "
@@ -82,39 +94,96 @@ def _hardware_lines(hw):
 
 def _write_config(yes):
     from apsi_lang import config
-    from apsi_lang.permissions import PERMISSIONS
 
-    target = Path.cwd() / config.FILENAME
-    if target.exists():
-        click.echo(f"{target} exists already; it is left as it is.")
+    here = Path.cwd() / config.FILENAME
+    if here.exists():
+        click.echo(f"{here} exists already; it is left as it is.")
         return
-    if not _ask(yes, f"Write an apsi.toml in {Path.cwd()} (grants permissions to programs here)?", True):
+    above = config.find(Path.cwd())
+    if above is not None:
+        click.echo(f"This folder is inside the project at {above.parent}: its {above} applies here too, "
+                   "and a new apsi.toml here would shadow it (its settings would stop applying here).")
+        if _ask(yes, f"Add permissions to {above} instead?", True):
+            _edit_config(above, _choose_permissions(yes))
+            return
+        if not _ask(yes, f"Write a separate apsi.toml in {Path.cwd()} anyway?", False):
+            return
+    elif not _ask(yes, f"Write an apsi.toml in {Path.cwd()} (grants permissions to programs here)?", True):
         return
-    if yes:
-        chosen = ["python"]
-        click.echo("Permissions: python (--yes)")
-    else:
-        click.echo(f"Permissions: {', '.join(PERMISSIONS)}. `python` lets programs use PyTorch and Python "
-                   "modules; read/write reach outside the project folder.")
-        while True:
-            answer = click.prompt("Grant which (comma-separated, or none)", default="python")
-            chosen = [p.strip() for p in answer.replace(" ", ",").split(",") if p.strip()]
-            if chosen == ["none"]:
-                chosen = []
-            unknown = [p for p in chosen if p not in PERMISSIONS]
-            if not unknown:
-                break
-            click.echo(f"  unknown: {', '.join(unknown)}; choose from {', '.join(PERMISSIONS)}")
+    chosen = _choose_permissions(yes)
     allow = ", ".join(f'"{p}"' for p in chosen)
     text = ("# Written by `apsi setup`. Permissions for Apsi programs in this folder and below.\n"
             "[run]\n"
             f"allow = [{allow}]\n")
+    if _write(here, text):
+        click.echo(f"Wrote {here}.")
+
+
+def _choose_permissions(yes):
+    from apsi_lang.permissions import PERMISSIONS
+
+    if yes:
+        click.echo("Permissions: python (--yes)")
+        return ["python"]
+    click.echo(f"Permissions: {', '.join(PERMISSIONS)}. `python` lets programs use PyTorch and Python "
+               "modules; read/write reach outside the project folder.")
+    while True:
+        answer = click.prompt("Grant which (comma-separated, or none)", default="python")
+        chosen = [p.strip() for p in answer.replace(" ", ",").split(",") if p.strip()]
+        if chosen == ["none"]:
+            return []
+        unknown = [p for p in chosen if p not in PERMISSIONS]
+        if not unknown:
+            return chosen
+        click.echo(f"  unknown: {', '.join(unknown)}; choose from {', '.join(PERMISSIONS)}")
+
+
+def _edit_config(path, chosen):
+    """Add `chosen` to [run] allow in an existing apsi.toml, changing nothing else in it."""
+    import re
+    import tomllib
+
+    text = path.read_text(encoding="utf-8")
+    try:
+        have = list(tomllib.loads(text).get("run", {}).get("allow", []))
+    except tomllib.TOMLDecodeError as e:
+        click.echo(f"! {path} is not valid TOML ({e}); it is left as it is")
+        return
+    new = [p for p in chosen if p not in have]
+    if not new:
+        click.echo(f"{path} already grants {', '.join(chosen) or 'what was chosen'}; it is left as it is.")
+        return
+    allow = have + new
+    line = "allow = [" + ", ".join(f'"{p}"' for p in allow) + "]"
+    lines = text.splitlines(keepends=True)
+    start = next((i for i, ln in enumerate(lines) if re.fullmatch(r"\s*\[run\]\s*(#.*)?", ln.strip())), None)
+    if start is None:
+        edited = text.rstrip("\n") + ("\n\n" if text.strip() else "") + f"[run]\n{line}\n"
+    else:
+        end = next((i for i in range(start + 1, len(lines)) if lines[i].lstrip().startswith("[")
+                    and not re.match(r"\s*allow\s*=", lines[i])), len(lines))
+        section = "".join(lines[start + 1:end])
+        m = re.search(r"(?ms)^[ \t]*allow\s*=\s*\[.*?\]", section)
+        section = section[:m.start()] + line + section[m.end():] if m else line + "\n" + section
+        edited = "".join(lines[:start + 1]) + section + "".join(lines[end:])
+    try:
+        ok = tomllib.loads(edited).get("run", {}).get("allow") == allow
+    except tomllib.TOMLDecodeError:
+        ok = False
+    if not ok:
+        click.echo(f"! could not edit {path} safely; add {', '.join(new)} to [run] allow yourself")
+        return
+    if _write(path, edited):
+        click.echo(f"Added {', '.join(new)} to [run] allow in {path}.")
+
+
+def _write(path, text):
     from apsi_lang.files import atomic_open
 
     try:
-        with atomic_open(target, "w", encoding="utf-8") as f:
+        with atomic_open(path, "w", encoding="utf-8") as f:
             f.write(text)
     except OSError as e:
-        click.echo(f"! could not write {target}: {e.strerror}; the setup goes on without it")
-        return
-    click.echo(f"Wrote {target}.")
+        click.echo(f"! could not write {path}: {e.strerror}; the setup goes on without it")
+        return False
+    return True

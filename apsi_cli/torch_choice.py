@@ -1,11 +1,13 @@
 """torch-auto's choice: hardware in, one PyTorch build out, with one line of reasoning. Pure functions.
 
-NVIDIA: among the CUDA indexes whose driver minimum the driver meets, take one whose kernels cover every
-GPU; if none covers them all, one that covers the most capable GPU, with a warning naming the ones left
-out. Between several that qualify, an index still receiving new PyTorch releases beats one that stopped
-(cu129 only ever had 2.8), then the newest CUDA wins. AMD (Linux): a ROCm index whose gfx list holds the
-GPUs. Intel Arc / Data Center / Core Ultra GPUs: the XPU index. macOS: PyPI's default build (MPS on Apple
-silicon). Everything else: the CPU build.
+NVIDIA: among the CUDA indexes this driver runs (CUDA's minor-version compatibility: any 12.x build on
+a 12.x-era driver, …), take one whose kernels cover every GPU; if none covers them all, one that covers
+the most capable GPU, with a warning naming the ones left out. Between several that qualify, the one
+that reaches the newest PyTorch wins (cu126 reaches 2.14, cu128 stopped at 2.11), then the newest CUDA.
+Linux aarch64 uses the aarch64 wheels' own architecture lists; Jetson boards before Thor have no build
+on PyTorch's index. AMD (Linux): the ROCm index whose gfx list holds the GPUs and reaches the newest
+PyTorch. Intel Arc / Data Center / Core Ultra GPUs: the XPU index. macOS: PyPI's default build (MPS on
+Apple silicon). Everything else: the CPU build.
 """
 
 from dataclasses import dataclass
@@ -60,7 +62,7 @@ def explicit_warnings(hw, plan):
                         "(`apsi pkg install torch-auto` picks a build this driver runs)")
     newest = ix.spans[-1]
     linux = hw.system == "Linux"
-    missing = [g for g in nv.gpus if g.compute_cap and not cc_served(g.compute_cap, newest, linux)]
+    missing = [g for g in nv.gpus if g.compute_cap and not cc_served(g.compute_cap, newest, linux, hw.arm)]
     if missing:
         names = ", ".join(g.describe() for g in missing)
         warnings.append(f"the newest PyTorch of {plan.name} has no kernels for {names}; "
@@ -68,42 +70,47 @@ def explicit_warnings(hw, plan):
     return tuple(warnings)
 
 
-def cc_served(cc, span, linux):
-    """Whether a GPU of compute capability `cc` (major, minor) has kernels in `span`."""
-    for arch in span.archs:
+def cc_served(cc, span, linux, arm=False):
+    """Whether a GPU of compute capability `cc` (major, minor) has kernels in `span` (on aarch64: in
+    its aarch64 wheels)."""
+    archs = span.arm if arm else span.archs
+    if archs is None:
+        return False
+    for arch in archs:
         major, minor = (int(p) for p in arch.split("."))
         if cc[0] == major and cc[1] >= minor:
             return True
-    if span.ptx and linux:
+    if span.ptx and linux and (not arm or span.ptx in archs):
         return cc >= tuple(int(p) for p in span.ptx.split("."))
     return False
 
 
 def driver_ok(index, driver, windows):
-    need = index.driver_windows if windows else index.driver_linux
-    if need == tb.WINDOWS_UNLISTED:
-        need = index.driver_linux
+    need = index.driver_needed(windows)
     return need is None or (driver is not None and driver >= version_tuple(need))
 
 
 def driver_needed(index, windows):
-    need = index.driver_windows if windows else index.driver_linux
-    return index.driver_linux if need == tb.WINDOWS_UNLISTED else need
+    return index.driver_needed(windows)
 
 
 def choose(hw):
     """The Plan for this Hardware."""
+    if hw.override_error:
+        return Plan(index=None, reason="an override is malformed → no build chosen",
+                    stop=f"{hw.override_error}.")
     nv = hw.nvidia
     if nv.status in ("ok", "driver-only") and nv.driver:
         return _nvidia(hw)
-    if nv.status == "not-loaded":
-        return Plan(index=None, reason="NVIDIA driver installed but not loaded → no build chosen",
-                    stop=f"{nv.note}. Then run `apsi pkg install torch-auto` again, or name a build "
+    if nv.status in ("not-loaded", "mismatch", "timeout", "no-devices", "error"):
+        what = {"not-loaded": "NVIDIA driver installed but not loaded",
+                "mismatch": "NVIDIA driver updated but not yet running (version mismatch)",
+                "timeout": "nvidia-smi did not answer", "no-devices": "NVIDIA driver sees no GPU",
+                "error": "NVIDIA driver could not be read"}[nv.status]
+        fix = f" Fix: {nv.fix}." if nv.fix else ""
+        return Plan(index=None, reason=f"{what} → no build chosen",
+                    stop=f"{nv.note}.{fix} Then run `apsi pkg install torch-auto` again, or name a build "
                          "yourself (`apsi pkg install torch-cuda`, or `apsi pkg install torch` for CPU).")
-    if nv.status in ("timeout", "error"):
-        return Plan(index=None, reason="NVIDIA driver did not answer → no build chosen",
-                    stop=f"{nv.note}. Or name a build yourself (e.g. `apsi pkg install torch-cuda`, "
-                         "or `apsi pkg install torch` for CPU).")
     if hw.amd:
         return _amd(hw)
     if hw.intel:
@@ -124,50 +131,58 @@ def _with_reason(plan, reason, warnings=()):
     return Plan(**{**plan.__dict__, "reason": reason, "warnings": tuple(warnings)})
 
 
+def _cuda_key(ix):
+    return tuple(int(p) for p in ix.label.split()[-1].split("."))
+
+
 def _nvidia(hw):
     nv = hw.nvidia
-    driver, windows, linux = nv.driver_tuple, hw.windows_driver, hw.system == "Linux"
+    driver, windows, linux, arm = nv.driver_tuple, hw.windows_driver, hw.system == "Linux", hw.arm
     known = [g for g in nv.gpus if g.compute_cap]
     warnings = [f"{g.name}: its compute capability is unknown, so only the driver was checked"
                 for g in nv.gpus if not g.compute_cap]
     if not nv.gpus:
-        warnings.append("nvidia-smi listed no GPU models, so only the driver version was checked")
+        warnings.append("no GPU models are known (nvidia-smi listed none), so only the driver version "
+                        "was checked; APSI_GPU_COMPUTE_CAPABILITY tells Apsi what they are")
+    if nv.lost:
+        warnings.append(f"{nv.note}; the choice is for the GPUs that answered. Reboot to recover it")
+    seen = _nvidia_seen(hw)
     top = max(known, key=lambda g: g.compute_cap) if known else None
+    if hw.jetson and not (top and top.compute_cap >= (11, 0)):
+        plan = explicit("cpu")
+        return _with_reason(plan, f"{seen} → {plan.summary}", warnings + [
+            f"{hw.jetson}: PyTorch's own CUDA wheels run on Jetson Thor (JetPack 7) and newer only; "
+            "for Orin and Xavier, NVIDIA publishes PyTorch wheels built for each JetPack release "
+            "(install one with `apsi pkg install torch --index-url URL`): installing the CPU build"])
     best = None
-    for rank, ix in enumerate(reversed(tb.CUDA)):           # oldest CUDA first: rank grows with CUDA
+    for ix in tb.CUDA:
         if not driver_ok(ix, driver, windows):
             continue
         for i in range(len(ix.spans) - 1, -1, -1):            # newest PyTorch first
             span = ix.spans[i]
-            served = [g for g in known if cc_served(g.compute_cap, span, linux)]
+            if arm and span.arm is None:
+                continue
+            served = [g for g in known if cc_served(g.compute_cap, span, linux, arm)]
             if known and not served:
                 continue
-            score = (top in served if top else True, len(served), span.last is None, rank)
+            score = (top in served if top else True, len(served), tb.version_key(span.last), _cuda_key(ix))
             if best is None or score > best[0]:
                 first = span.first
                 for prev in reversed(ix.spans[:i]):
-                    if all(cc_served(g.compute_cap, prev, linux) for g in served):
+                    if all(cc_served(g.compute_cap, prev, linux, arm) for g in served) and \
+                            not (arm and prev.arm is None):
                         first = prev.first
                     else:
                         break
                 best = (score, ix, first, span.last, served)
             break
-    seen = _nvidia_seen(hw)
     if best is None:
         plan = explicit("cpu")
-        oldest = tb.CUDA[-1]
-        if not driver_ok(oldest, driver, windows):
-            why = (f"driver {nv.driver} is older than every CUDA build needs ({oldest.label} needs "
-                   f"{driver_needed(oldest, windows)} or newer)")
-            fix = "update the NVIDIA driver to use the GPU, then run `apsi pkg install torch-auto` again"
-        else:
-            why = "no CUDA build this driver runs has kernels for these GPUs"
-            fix = "a newer driver opens newer builds"
-        return _with_reason(plan, f"{seen} → {plan.summary}", [f"{why}: installing the CPU build; {fix}"])
+        return _with_reason(plan, f"{seen} → {plan.summary}", warnings + [_no_build(hw, top)])
     _, ix, first, last, served = best
     left_out = [g for g in known if g not in served]
     for g in left_out:
-        others = _who_serves(g, driver, windows, linux)
+        others = _who_serves(g, driver, windows, linux, arm)
         hint = f" ({others} would serve it, but not {top.name})" if others else ""
         warnings.append(f"{g.describe()} has no kernels in {tb.build_name(ix.key)}; PyTorch will not "
                         f"be able to use it{hint}")
@@ -175,9 +190,30 @@ def _nvidia(hw):
     return _with_reason(plan, f"{seen} → {plan.summary}", warnings)
 
 
-def _who_serves(gpu, driver, windows, linux):
+def _no_build(hw, top):
+    """Why no CUDA build fits, and what would change that."""
+    nv, linux, arm = hw.nvidia, hw.system == "Linux", hw.arm
+    if top is not None and not any(cc_served(top.compute_cap, s, linux, arm) for ix in tb.CUDA
+                                   for s in ix.spans):
+        if top.compute_cap[0] <= 3:
+            return (f"no PyTorch CUDA build (PyTorch {tb.MIN_TORCH} or newer) has kernels for "
+                    f"{top.describe()}: Kepler GPUs were dropped, and their last driver is R470, so "
+                    "no driver update changes this: installing the CPU build")
+        return (f"no PyTorch CUDA build has kernels for {top.describe()}"
+                f"{' in its Linux aarch64 wheels' if arm else ''}: installing the CPU build")
+    oldest = tb.CUDA[-1]
+    if not driver_ok(oldest, nv.driver_tuple, hw.windows_driver):
+        return (f"driver {nv.driver} is older than every CUDA build needs ({oldest.label} needs "
+                f"{driver_needed(oldest, hw.windows_driver)} or newer): installing the CPU build; "
+                "update the NVIDIA driver to use the GPU, then run `apsi pkg install torch-auto` again")
+    return ("no CUDA build this driver runs has kernels for these GPUs: installing the CPU build; "
+            "a newer driver opens newer builds (CUDA 13 needs 580 or newer)")
+
+
+def _who_serves(gpu, driver, windows, linux, arm=False):
     for ix in tb.CUDA:
-        if driver_ok(ix, driver, windows) and any(cc_served(gpu.compute_cap, s, linux) for s in ix.spans):
+        if driver_ok(ix, driver, windows) and any(cc_served(gpu.compute_cap, s, linux, arm)
+                                                  for s in ix.spans):
             return tb.build_name(ix.key)
     return None
 
@@ -199,18 +235,15 @@ def _amd(hw):
         return _with_reason(plan, f"{names} → {plan.summary}",
                             ["PyTorch's ROCm builds are for Linux only: installing the CPU build"])
     archs = {g.arch for g in hw.amd}
-    for ix in tb.ROCM:
-        if archs <= set(ix.gfx):
-            plan = Plan(index=ix.key, requirement=tb.requirement(ix.first, ix.last), first=ix.first,
-                        last=ix.last)
-            return _with_reason(plan, f"{names} → {plan.summary}")
-    for ix in tb.ROCM:
-        if archs & set(ix.gfx):
-            missing = ", ".join(sorted(archs - set(ix.gfx)))
-            plan = Plan(index=ix.key, requirement=tb.requirement(ix.first, ix.last), first=ix.first,
-                        last=ix.last)
-            return _with_reason(plan, f"{names} → {plan.summary}",
-                                [f"{missing} has no kernels in {ix.label}; PyTorch will not use it"])
+    for whole in (True, False):                 # ROCM is newest first: the first match reaches furthest
+        for ix in tb.ROCM:
+            if (archs <= set(ix.gfx)) if whole else (archs & set(ix.gfx)):
+                plan = Plan(index=ix.key, requirement=tb.requirement(ix.first, ix.last), first=ix.first,
+                            last=ix.last)
+                missing = ", ".join(sorted(archs - set(ix.gfx)))
+                warnings = [] if whole else [f"{missing} has no kernels in {ix.label}; PyTorch will not "
+                                             "use it"]
+                return _with_reason(plan, f"{names} → {plan.summary}", warnings)
     plan = explicit("cpu")
     return _with_reason(plan, f"{names} → {plan.summary}",
                         [f"no ROCm build Apsi knows has kernels for {', '.join(sorted(archs))}: "
@@ -248,7 +281,7 @@ def suitability(hw, plan, torch_info):
         span = _span_for(ix, version)
         linux = hw.system == "Linux"
         missing = [g for g in hw.nvidia.gpus if g.compute_cap and span
-                   and not cc_served(g.compute_cap, span, linux)]
+                   and not cc_served(g.compute_cap, span, linux, hw.arm)]
         if missing and want.kind == "cuda":
             names = ", ".join(g.describe() for g in missing)
             return False, f"PyTorch {version} has no kernels for {names}"

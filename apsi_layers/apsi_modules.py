@@ -9,9 +9,10 @@ import builtins
 
 def _tensor_aware(nn):
     Tensor = nn.Tensor
+    foreign = nn.foreign        # torch tensors, once the torch backend has loaded (see nn/foreign.py)
 
     def sum(x, *rest, axis=None, keepdims=False):  # noqa: A001
-        if type(x) is Tensor:
+        if type(x) is Tensor or isinstance(x, foreign.TYPES):
             if len(rest) > 2:
                 raise nn.ApsiError("sum(x, axis, keepdims): at most three arguments for a tensor")
             if rest:                      # sum(x, 1) as mean(x, 1): the second argument is the axis
@@ -22,16 +23,18 @@ def _tensor_aware(nn):
 
     def _extreme(name, reduce, pairwise, builtin):
         def fn(*args, axis=None, keepdims=False, **kw):
-            if len(args) == 1 and type(args[0]) is Tensor:
+            if len(args) == 1 and (type(args[0]) is Tensor or isinstance(args[0], foreign.TYPES)):
                 return reduce(args[0], axis=axis, keepdims=keepdims)
-            if len(args) == 2 and Tensor in (type(args[0]), type(args[1])):
+            if len(args) == 2 and (Tensor in (type(args[0]), type(args[1]))
+                                   or isinstance(args[0], foreign.TYPES)
+                                   or isinstance(args[1], foreign.TYPES)):
                 return pairwise(*args)
             return builtin(*args, **kw)
         fn.__name__ = name
         return fn
 
     def abs(x):  # noqa: A001
-        return nn.abs(x) if type(x) is Tensor else builtins.abs(x)
+        return nn.abs(x) if type(x) is Tensor or isinstance(x, foreign.TYPES) else builtins.abs(x)
 
     def round(x, ndigits=None):  # noqa: A001
         if type(x) is Tensor:

@@ -20,7 +20,8 @@ class GPU:
 
     def describe(self):
         if self.vendor == "nvidia":
-            guess = " from its name" if self.compute_cap_source == "name" else ""
+            guess = {"name": " from its name", "APSI_GPU_COMPUTE_CAPABILITY": " given"}.get(
+                self.compute_cap_source, "")
             return f"{self.name} (compute {self.compute_cap_text}{guess})"
         if self.arch:
             return f"{self.name} ({self.arch})"
@@ -30,14 +31,18 @@ class GPU:
 @dataclass(frozen=True)
 class NvidiaInfo:
     # "ok": driver and GPUs read; "driver-only": a driver version but no GPU list;
-    # "not-loaded": a driver is installed but not running; "timeout": nvidia-smi hung;
-    # "error": nvidia-smi failed in another way; "absent": no NVIDIA driver found.
+    # "not-loaded": a driver is installed but not running; "mismatch": the loaded kernel module and the
+    # driver's libraries are different versions (updated without a reboot); "no-devices": the driver
+    # runs but sees no GPU; "timeout": nvidia-smi hung; "error": nvidia-smi failed in another way (or an
+    # override is malformed); "absent": no NVIDIA driver found.
     status: str = "absent"
     driver: str | None = None
     cuda_driver_api: str | None = None    # "CUDA Version" from nvidia-smi's banner: the newest it runs
     gpus: tuple = ()
     source: str = ""                      # the command or file the answer came from
     note: str = ""                        # a sentence for the user when status is not "ok"
+    fix: str = ""                         # what to do about it
+    lost: tuple = ()                      # GPUs nvidia-smi reported lost or unreadable (bus ids/lines)
 
     @property
     def driver_tuple(self):
@@ -53,6 +58,14 @@ class Hardware:
     amd: tuple = ()                       # GPU(vendor="amd", arch="gfx…")
     intel: tuple = ()                     # GPU(vendor="intel") that PyTorch's XPU build can use
     apple_mps: bool = False               # Apple silicon: the default macOS build uses it (MPS)
+    jetson: str = ""                      # the Jetson board's model, when this is one
+    overrides: tuple = ()                 # ("APSI_CUDA_DRIVER_VERSION=550.54.15", …) in effect
+    override_error: str = ""              # a malformed override: nothing is chosen until it is fixed
+
+    @property
+    def arm(self):
+        """Linux on 64-bit ARM: PyTorch's aarch64 wheels, with their own architecture lists."""
+        return self.system == "Linux" and self.machine.lower() in ("aarch64", "arm64")
 
     @property
     def windows_driver(self):

@@ -19,17 +19,17 @@ def is_wsl():
         return False
 
 
-def detect_amd(timeout):
-    """AMD GPUs by gfx architecture, from rocminfo (or rocm_agent_enumerator)."""
+def detect_amd(deadline):
+    """AMD GPUs by gfx architecture, from rocminfo (or rocm_agent_enumerator), within the deadline."""
 
     exe = shutil.which("rocminfo") or _in_opt_rocm("rocminfo")
     if exe:
-        r = tools.run([exe], timeout)
+        r = tools.run([exe], deadline.remaining())
         if r.returncode == 0:
             return tuple(GPU(name=name, vendor="amd", arch=arch) for name, arch in parse_rocminfo(r.out))
     exe = shutil.which("rocm_agent_enumerator") or _in_opt_rocm("rocm_agent_enumerator")
     if exe:
-        r = tools.run([exe], timeout)
+        r = tools.run([exe], deadline.remaining())
         if r.returncode == 0:
             archs = [a for a in r.out.split() if a.startswith("gfx") and a != "gfx000"]
             return tuple(GPU(name=f"AMD GPU {a}", vendor="amd", arch=a) for a in archs)
@@ -77,3 +77,14 @@ def _read(card, rel):
             return f.read().strip()
     except OSError:
         return None
+
+
+def detect_jetson():
+    """The board's model when this is an NVIDIA Jetson (its device tree says so), else ""."""
+    path = os.environ.get("APSI_JETSON_MODEL_FILE", "/proc/device-tree/model")
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            model = f.read().replace("\x00", "").strip()
+    except OSError:
+        return ""
+    return model if "jetson" in model.lower() or "thor" in model.lower() else ""

@@ -4,6 +4,7 @@ Usable from Python directly (`from apsi_layers import nn`); apsi_modules.py decl
 """
 # ruff: noqa: F401  (this file re-exports the package's public names)
 
+from . import foreign
 from . import graph as _graph  # installs Tensor's operators
 from .autodiff import grad, hessian, jacobian, value_and_grad
 from .creation import (

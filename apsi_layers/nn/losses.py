@@ -2,7 +2,9 @@
 
 from apsi_lang.errors import ApsiError
 
+from . import foreign
 from .creation import labels_array
+from .foreign import Foreign
 from .ops import abs, exp, softplus, where
 from .reduce import log_softmax, mean
 from .reduce import sum as tsum
@@ -21,14 +23,20 @@ def _pair(fn, pred, target):
 
 def mse(pred, target):
     """Mean squared error."""
-    pred, target = _pair("mse", pred, target)
+    try:
+        pred, target = _pair("mse", pred, target)
+    except Foreign:
+        return foreign.call("mse", pred, target)
     d = pred - target
     return mean(d * d)
 
 
 def mae(pred, target):
     """Mean absolute error."""
-    pred, target = _pair("mae", pred, target)
+    try:
+        pred, target = _pair("mae", pred, target)
+    except Foreign:
+        return foreign.call("mae", pred, target)
     return mean(abs(pred - target))
 
 
@@ -40,7 +48,10 @@ def huber(pred=None, target=None, delta=1.0):
         return lambda p, t: huber(p, t, delta=d)
     if not delta > 0:
         raise ApsiError(f"huber: delta must be positive, got {delta!r}")
-    pred, target = _pair("huber", pred, target)
+    try:
+        pred, target = _pair("huber", pred, target)
+    except Foreign:
+        return foreign.call("huber", pred, target, delta=delta)
     d = pred - target
     a = abs(d)
     return mean(where(a.data < delta, 0.5 * d * d, delta * (a - 0.5 * delta)))
@@ -49,7 +60,10 @@ def huber(pred=None, target=None, delta=1.0):
 def cross_entropy(logits, labels, label_smoothing=0.0):
     """Softmax cross-entropy of logits [..., classes] against int labels [...], mean over labels.
     label_smoothing=e mixes the one-hot target with the uniform distribution (as torch does)."""
-    logits = as_tensor(logits, "cross_entropy", "logits")
+    try:
+        logits = as_tensor(logits, "cross_entropy", "logits")
+    except Foreign:
+        return foreign.call("cross_entropy", logits, labels, label_smoothing=label_smoothing)
     if logits.ndim < 1:
         raise ApsiError("cross_entropy: logits need a class axis (last), got a scalar")
     classes = logits.shape[-1]
@@ -69,15 +83,21 @@ def cross_entropy(logits, labels, label_smoothing=0.0):
 
 def bce(logits, targets):
     """Binary cross-entropy from logits (targets in [0, 1]): softplus(x) - x*y, stable for any x."""
-    logits, targets = _pair("bce", logits, targets)
+    try:
+        logits, targets = _pair("bce", logits, targets)
+    except Foreign:
+        return foreign.call("bce", logits, targets)
     return mean(softplus(logits) - logits * targets)
 
 
 def vae(recon, x, mu, logvar, beta=1.0, recon_loss="bce"):
     """VAE loss: reconstruction (bce from logits, or "mse") summed over features, plus beta times
     KL(N(mu, exp(logvar)) || N(0, 1)) summed over latents; both averaged over the batch (axis 0)."""
-    recon, x = _pair("vae", recon, x)
-    mu, logvar = _pair("vae", mu, logvar)
+    try:
+        recon, x = _pair("vae", recon, x)
+        mu, logvar = _pair("vae", mu, logvar)
+    except Foreign:
+        return foreign.call("vae", recon, x, mu, logvar, beta=beta, recon_loss=recon_loss)
     if recon.shape[:1] != mu.shape[:1]:
         raise ApsiError(f"vae: recon {recon.shape} and mu {mu.shape} must have the same batch size")
     if recon_loss == "bce":

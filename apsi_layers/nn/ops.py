@@ -9,7 +9,9 @@ import numpy as np
 
 from apsi_lang.errors import ApsiError
 
+from . import foreign
 from . import xp as _raw
+from .foreign import Foreign
 from .tape import STATE
 from .tensor import Tensor, as_tensor
 from .vjps import RULES
@@ -22,7 +24,10 @@ def _unary(name, fwd, doc):
 
     def op(x):
         if type(x) is not Tensor:
-            x = as_tensor(x, name)
+            try:
+                x = as_tensor(x, name)
+            except Foreign:
+                return foreign.call(name, x)
         d = x.data
         out = fwd(d)
         tape = STATE.tape
@@ -49,8 +54,11 @@ def _binary(name, fwd, doc):
     rules = RULES[name]
 
     def op(a, b):
-        a, ad = operand(a, name, "a")
-        b, bd = operand(b, name, "b")
+        try:
+            a, ad = operand(a, name, "a")
+            b, bd = operand(b, name, "b")
+        except Foreign:
+            return foreign.call(name, a, b)
         try:
             out = fwd(ad, bd)
         except ValueError:
@@ -121,7 +129,10 @@ minimum = _binary("minimum", np.minimum, "elementwise minimum of a and b")
 def clip(x, lo=None, hi=None):
     """x limited to [lo, hi] (either bound may be none, a number or a tensor that broadcasts to x's
     shape); the gradient is 0 outside. The bounds are constants: no gradient flows to them."""
-    x = as_tensor(x, "clip")
+    try:
+        x = as_tensor(x, "clip")
+    except Foreign:
+        return foreign.call("clip", x, lo, hi)
     lo, hi = _bound(x, lo, "lo"), _bound(x, hi, "hi")
     return apply("clip", lambda d, lo, hi: np.clip(d, lo, hi), (x,), {"lo": lo, "hi": hi})
 
@@ -142,6 +153,8 @@ def _bound(x, b, arg):
 
 def where(cond, a, b):
     """a where cond is true, else b (broadcasting); differentiable in a and b."""
+    if foreign.TYPES and any(isinstance(v, foreign.TYPES) for v in (cond, a, b)):
+        return foreign.call("where", cond, a, b)
     c = np.asarray(cond.data if type(cond) is Tensor else cond, dtype=bool)
     a, _ = operand(a, "where", "a")
     b, _ = operand(b, "where", "b")
@@ -158,8 +171,11 @@ def _data(x):
 
 def matmul(a, b):
     """Matrix product with NumPy's rules (1-D vectors, batched leading axes)."""
-    a = as_tensor(a, "matmul", "a")
-    b = as_tensor(b, "matmul", "b")
+    try:
+        a = as_tensor(a, "matmul", "a")
+        b = as_tensor(b, "matmul", "b")
+    except Foreign:
+        return foreign.call("matmul", a, b)
     sa, sb = a.data.shape, b.data.shape
     if not sa or not sb:
         raise ApsiError(f"matmul: both arguments need at least one axis, got shapes {sa} and {sb}; "

@@ -4,6 +4,8 @@ import numpy as np
 
 from apsi_lang.errors import ApsiError
 
+from . import foreign
+from .foreign import Foreign
 from .ops import apply
 from .tensor import Tensor, as_tensor
 
@@ -15,7 +17,10 @@ def _axis(axis):
 
 
 def _reduce(name, fwd, x, axis, keepdims):
-    x = as_tensor(x, name)
+    try:
+        x = as_tensor(x, name)
+    except Foreign:
+        return foreign.call(name, x, axis=axis, keepdims=keepdims)
     axis = _axis(axis)
     try:
         return apply(name, fwd, (x,), {"axis": axis, "keepdims": bool(keepdims)})
@@ -30,7 +35,10 @@ def sum(x, axis=None, keepdims=False):  # noqa: A001
 
 def mean(x, axis=None, keepdims=False):
     """Mean over `axis` (an int, a list of ints, or none for all)."""
-    x = as_tensor(x, "mean")
+    try:
+        x = as_tensor(x, "mean")
+    except Foreign:
+        return foreign.call("mean", x, axis=axis, keepdims=keepdims)
     if x.data.size == 0:
         raise ApsiError("mean: the tensor is empty")
     try:
@@ -42,16 +50,23 @@ def mean(x, axis=None, keepdims=False):
 
 def max(x, axis=None, keepdims=False):  # noqa: A001
     """Largest element over `axis`; ties share the gradient."""
-    if as_tensor(x, "max").data.size == 0:
+    if _size(x, "max") == 0:
         raise ApsiError("max: the tensor is empty")
     return _reduce("max", np.max, x, axis, keepdims)
 
 
 def min(x, axis=None, keepdims=False):  # noqa: A001
     """Smallest element over `axis`; ties share the gradient."""
-    if as_tensor(x, "min").data.size == 0:
+    if _size(x, "min") == 0:
         raise ApsiError("min: the tensor is empty")
     return _reduce("min", np.min, x, axis, keepdims)
+
+
+def _size(x, fn):
+    try:
+        return as_tensor(x, fn).data.size
+    except Foreign:
+        return -1           # _reduce hands it on to the foreign version
 
 
 def _logsumexp(x, axis=None, keepdims=False):
@@ -77,14 +92,20 @@ def _log_softmax(x, axis=-1):
 
 def softmax(x, axis=-1):
     """exp(x) / sum(exp(x)) along `axis` (stable)."""
-    x = as_tensor(x, "softmax")
+    try:
+        x = as_tensor(x, "softmax")
+    except Foreign:
+        return foreign.call("softmax", x, axis=axis)
     _check_axis("softmax", x, axis)
     return apply("softmax", _softmax, (x,), {"axis": axis})
 
 
 def log_softmax(x, axis=-1):
     """x - logsumexp(x) along `axis` (stable)."""
-    x = as_tensor(x, "log_softmax")
+    try:
+        x = as_tensor(x, "log_softmax")
+    except Foreign:
+        return foreign.call("log_softmax", x, axis=axis)
     _check_axis("log_softmax", x, axis)
     return apply("log_softmax", _log_softmax, (x,), {"axis": axis})
 
@@ -106,7 +127,10 @@ def argmin(x, axis=None, keepdims=False):
 
 
 def _arg(name, np_fn, x, axis, keepdims):
-    x = as_tensor(x, name)
+    try:
+        x = as_tensor(x, name)
+    except Foreign:
+        return foreign.call(name, x, axis=axis, keepdims=keepdims)
     try:
         return Tensor(np_fn(x.data, axis=_axis(axis), keepdims=bool(keepdims)))
     except (ValueError, IndexError, TypeError) as e:

@@ -7,7 +7,9 @@ import numpy as np
 
 from apsi_lang.errors import ApsiError
 
+from . import foreign
 from . import xp as _raw
+from .foreign import Foreign
 from .ops import apply
 from .tensor import Tensor, as_tensor, describe
 from .vjps import concat_rule
@@ -26,7 +28,10 @@ def _shape_arg(fn, shape):
 
 def reshape(x, *shape):
     """x with a new shape of the same size; one size may be -1 (inferred). reshape(x, [2, 3])."""
-    x = as_tensor(x, "reshape")
+    try:
+        x = as_tensor(x, "reshape")
+    except Foreign:
+        return foreign.call("reshape", x, *shape)
     shape = _shape_arg("reshape", shape[0] if len(shape) == 1 else shape)
     try:
         return apply("reshape", np.reshape, (x,), {"shape": shape})
@@ -37,7 +42,10 @@ def reshape(x, *shape):
 
 def expand_dims(x, axis):
     """x with a new axis of size 1 at `axis`."""
-    x = as_tensor(x, "expand_dims")
+    try:
+        x = as_tensor(x, "expand_dims")
+    except Foreign:
+        return foreign.call("expand_dims", x, axis)
     n = x.ndim + 1
     if type(axis) is not int or not -n <= axis < n:
         raise ApsiError(f"expand_dims: axis={axis!r} does not fit a tensor of shape {x.shape}: the new "
@@ -49,7 +57,10 @@ def expand_dims(x, axis):
 
 def transpose(x, axes=None):
     """Axes permuted (reversed when `axes` is none); `x.T` reverses them."""
-    x = as_tensor(x, "transpose")
+    try:
+        x = as_tensor(x, "transpose")
+    except Foreign:
+        return foreign.call("transpose", x, axes)
     axes = tuple(reversed(range(x.ndim))) if axes is None else _shape_arg("transpose", axes)
     out_of_range = [a for a in axes if not -x.ndim <= a < x.ndim]
     if out_of_range:
@@ -69,7 +80,10 @@ def swap_last(x):
 
 def broadcast_to(x, shape):
     """x repeated along new or size-1 axes to `shape`."""
-    x = as_tensor(x, "broadcast_to")
+    try:
+        x = as_tensor(x, "broadcast_to")
+    except Foreign:
+        return foreign.call("broadcast_to", x, shape)
     shape = _shape_arg("broadcast_to", shape)
     try:
         return apply("broadcast_to", np.broadcast_to, (x,), {"shape": shape})
@@ -130,7 +144,10 @@ def _index_array(idx, fn):
 
 def take_along(x, idx, axis=-1):
     """Elements of x picked along `axis` by the int tensor idx (same ndim as x)."""
-    x = as_tensor(x, "take_along")
+    try:
+        x = as_tensor(x, "take_along")
+    except Foreign:
+        return foreign.call("take_along", x, idx, axis=axis)
     idx = _index_array(idx, "take_along")
     try:
         return apply("take_along", lambda d, idx, axis: np.take_along_axis(d, idx, axis), (x,),
@@ -147,7 +164,10 @@ def put_along(g, idx, axis, shape):
 
 def concat(xs, axis=0):
     """Tensors joined along an existing axis."""
-    xs = [as_tensor(x, "concat", f"xs[{i}]") for i, x in enumerate(_seq(xs, "concat"))]
+    try:
+        xs = [as_tensor(x, "concat", f"xs[{i}]") for i, x in enumerate(_seq(xs, "concat"))]
+    except Foreign:
+        return foreign.call("concat", xs, axis=axis)
     _check_join_axis("concat", xs, axis, 0)
     ends = np.cumsum([x.shape[axis] if x.ndim else 0 for x in xs]).tolist()
     rules = tuple(concat_rule(e - x.shape[axis], e) for x, e in zip(xs, ends, strict=True))
@@ -162,7 +182,10 @@ def concat(xs, axis=0):
 
 def stack(xs, axis=0):
     """Tensors of one shape joined along a new axis."""
-    xs = [as_tensor(x, "stack", f"xs[{i}]") for i, x in enumerate(_seq(xs, "stack"))]
+    try:
+        xs = [as_tensor(x, "stack", f"xs[{i}]") for i, x in enumerate(_seq(xs, "stack"))]
+    except Foreign:
+        return foreign.call("stack", xs, axis=axis)
     shapes = {x.shape for x in xs}
     if len(shapes) != 1:
         raise ApsiError(f"stack: all tensors must have the same shape, got {sorted(shapes)}")

@@ -10,6 +10,8 @@ import numpy as np
 from apsi_lang.errors import ApsiError
 from apsi_lang.values import type_name
 
+from . import foreign
+
 
 class Tensor:
     __slots__ = ("data", "tape", "node")
@@ -114,6 +116,8 @@ def as_tensor(x, fn="array", arg="x"):
         return x
     if isinstance(x, np.ndarray):
         return Tensor(x if x.dtype.kind in "biu" or x.dtype == np.float64 else x.astype(np.float64))
+    if foreign.TYPES and isinstance(x, foreign.TYPES):
+        raise foreign.Foreign(fn)       # callers that have a foreign version catch this
     try:
         return Tensor(np.asarray(to_plain(x), dtype=np.float64))
     except (TypeError, ValueError):

@@ -25,6 +25,16 @@ def test_numpy_opset_implements_exactly_the_spec():
     assert all(callable(getattr(O, n)) for n in OPS)
 
 
+def test_torch_opset_implements_exactly_the_spec():
+    pytest.importorskip("torch")
+    from apsi_layers.ops import torch_ops
+
+    names = torch_ops.op_names()
+    assert names == set(OPS), f"missing {set(OPS) - names}, extra {names - set(OPS)}"
+    ops = torch_ops.TorchOps("cpu")
+    assert all(callable(getattr(ops, n)) for n in OPS)
+
+
 def _weights(outs, seed):
     r = np.random.default_rng(seed)
     return [r.standard_normal(o.shape) for o in outs]

@@ -1,4 +1,5 @@
 import os
+import shutil
 import subprocess
 import sys
 
@@ -8,6 +9,8 @@ from . import helpers
 
 NO_WSL = "/nonexistent/wsl/nvidia-smi"
 NO_PROC = "/nonexistent/proc/driver/nvidia/version"
+NO_SYS = "/nonexistent/sys/module/nvidia/version"
+NO_MODEL = "/nonexistent/proc/device-tree/model"
 
 
 @pytest.fixture
@@ -21,10 +24,16 @@ def machine(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}/usr/bin{os.pathsep}/bin")
     monkeypatch.setenv("APSI_WSL_NVIDIA_SMI", NO_WSL)
     monkeypatch.setenv("APSI_NVIDIA_PROC_VERSION", NO_PROC)
+    monkeypatch.setenv("APSI_NVIDIA_SYS_VERSION", NO_SYS)
+    monkeypatch.setenv("APSI_JETSON_MODEL_FILE", NO_MODEL)
     monkeypatch.setenv("APSI_DETECT_TIMEOUT", "5")
     monkeypatch.delenv("WSL_DISTRO_NAME", raising=False)
+    for name in ("APSI_CUDA_DRIVER_VERSION", "APSI_GPU_COMPUTE_CAPABILITY", "APSI_AMD_GPU_ARCHITECTURE"):
+        monkeypatch.delenv(name, raising=False)
 
     def use(fixture):
+        """Install the fixture's nvidia-smi, and its kernel-module version, board model and CPU
+        architecture where it has them (the architecture only for this process)."""
         smi = bindir / "nvidia-smi"
         if smi.exists():
             smi.unlink()
@@ -32,6 +41,16 @@ def machine(tmp_path, monkeypatch):
             helpers.hanging_nvidia_smi(smi)
         elif fixture:
             helpers.fake_nvidia_smi(smi, fixture)
+            d = helpers.FIXTURES / fixture
+            if (d / "module-version").exists():
+                monkeypatch.setenv("APSI_NVIDIA_SYS_VERSION", str(d / "module-version"))
+            if (d / "device-tree-model").exists():
+                monkeypatch.setenv("APSI_JETSON_MODEL_FILE", str(d / "device-tree-model"))
+            if (d / "machine").exists():
+                import platform
+
+                arch = (d / "machine").read_text().strip()
+                monkeypatch.setattr(platform, "machine", lambda: arch)
         return bindir
 
     return use
@@ -49,12 +68,30 @@ def wheels(tmp_path_factory):
         "broken": helpers.make_torch_wheel(root / "broken", "2.6.0+cu126", cuda="12.6", broken=True),
         "old": helpers.make_torch_wheel(root / "w", "2.1.0+cpu"),
     }
+    fam = root / "family"
+    w["tv-cu126"] = helpers.make_wheel(fam, "torchvision", "0.21.0+cu126", requires=["torch==2.6.0"])
+    w["ta-cu126"] = helpers.make_wheel(fam, "torchaudio", "2.6.0+cu126", requires=["torch==2.6.0"])
+    w["tv-cu128"] = helpers.make_wheel(fam, "torchvision", "0.22.0+cu128", requires=["torch==2.7.0"])
+    w["ta-cu128"] = helpers.make_wheel(fam, "torchaudio", "2.7.0+cu128", requires=["torch==2.7.0"])
+    w["tv-cpu"] = helpers.make_wheel(fam, "torchvision", "0.28.0+cpu", requires=["torch==2.13.0"])
     base = root / "whl"
-    for key in ("cu126", "cu128", "cpu", "rocm6.2"):
-        helpers.make_index(base, key, [w[key]])
+    helpers.make_index(base, "cu126", [w["cu126"], w["tv-cu126"], w["ta-cu126"]])
+    helpers.make_index(base, "cu128", [w["cu128"], w["tv-cu128"], w["ta-cu128"]])
+    helpers.make_index(base, "cpu", [w["cpu"], w["tv-cpu"]])
+    helpers.make_index(base, "rocm6.2", [w["rocm6.2"]])
     partial = root / "partial"                     # a mirror that lacks cu128
     helpers.make_index(partial, "cu126", [w["cu126"]])
-    return {"wheel": w, "base": base.as_uri(), "partial": partial.as_uri(), "root": root}
+    # what another index offers: a newer torch (a CUDA 13 look-alike), and packages that need torch
+    other = root / "other"
+    w["cu130"] = helpers.make_torch_wheel(other, "2.99.0+cu130", cuda="13.0")
+    w["needs-any"] = helpers.make_wheel(other, "needs-any-torch", "1.0", requires=["torch"])
+    w["needs-new"] = helpers.make_wheel(other, "needs-new-torch", "1.0", requires=["torch>=2.99"])
+    helpers.make_index(root / "pypi", "simple", [w["cu130"], w["needs-any"], w["needs-new"]])
+    links = root / "links"
+    links.mkdir()
+    shutil.copy(helpers.make_torch_wheel(root / "w98", "2.98.0"), links)
+    return {"wheel": w, "base": base.as_uri(), "partial": partial.as_uri(), "root": root,
+            "pypi": (root / "pypi" / "simple").as_uri(), "links": str(links)}
 
 
 @pytest.fixture(scope="session")
@@ -70,6 +107,7 @@ def venv(tmp_path_factory):
 def target(venv, wheels, monkeypatch, tmp_path):
     """The venv as Apsi's Python, with no torch in it, isolated from this machine's pip settings."""
     helpers.remove_torch(venv["site"])
+    helpers.remove_dists(venv["site"], ("torchvision", "torchaudio", "needs_any_torch", "needs_new_torch"))
     env = helpers.isolated_pip_env(venv["cache"])
     for k in [k for k in os.environ if k.startswith("PIP_")]:
         monkeypatch.delenv(k)

@@ -19,26 +19,30 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "nvidia-smi"
 def fake_nvidia_smi(path, fixture):
     """Write an executable at `path` that answers like nvidia-smi on the machine `fixture`.
 
-    Exit codes follow the fixtures' README: 9 when the driver is not loaded, 2 when the driver does not
-    know the compute_cap field, 0 otherwise."""
+    Exit codes follow what nvidia-smi does: 9 when the driver is not loaded, 2 when the driver does not
+    know the compute_cap field, 18 on a driver/library version mismatch, 6 when no GPU is found, 15 when
+    a GPU is lost, 0 otherwise. A `hangs` file names the answers after which it hangs (query, banner)."""
     d = FIXTURES / fixture
+    hangs = (d / "hangs").read_text().split() if (d / "hangs").exists() else []
 
     def rc_for(name):
-        text = (d / name).read_text() if (d / name).exists() else ""
-        if "couldn't communicate" in text:
-            return 9
-        if "is not a valid field" in text:
-            return 2
+        text = (d / name).read_bytes().decode("utf-8", "replace") if (d / name).exists() else ""
+        for sign, rc in (("couldn't communicate", 9), ("is not a valid field", 2), ("version mismatch", 18),
+                         ("No devices were found", 6), ("Unable to determine the device handle", 15)):
+            if sign in text:
+                return rc
         return 0
+
+    def answer(name, mode):
+        tail = "exec /bin/sleep 60" if mode in hangs else f"exit {rc_for(name)}"
+        return f"/bin/cat '{d}/{name}'; {tail}"
 
     script = f"""#!/bin/sh
 case "$*" in
-  *compute_cap*) f='{d}/query.csv'; rc={rc_for('query.csv')} ;;
-  *--query-gpu*) f='{d}/query-without-compute_cap.csv'; rc={rc_for('query-without-compute_cap.csv')} ;;
-  *) f='{d}/banner.txt'; rc={rc_for('banner.txt')} ;;
+  *compute_cap*) {answer('query.csv', 'query')} ;;
+  *--query-gpu*) {answer('query-without-compute_cap.csv', 'query-old')} ;;
+  *) {answer('banner.txt', 'banner')} ;;
 esac
-/bin/cat "$f"
-exit $rc
 """
     _write_exe(path, script)
     return path
@@ -120,7 +124,7 @@ class mps:
 '''
 
 
-def make_torch_wheel(folder, version, cuda=None, hip=None, broken=False):
+def make_torch_wheel(folder, version, cuda=None, hip=None, broken=False, requires=()):
     """Write torch-VERSION-py3-none-any.whl into `folder`; returns its path."""
     files = {
         "torch/__init__.py": _INIT_BROKEN if broken else _INIT,
@@ -129,11 +133,24 @@ def make_torch_wheel(folder, version, cuda=None, hip=None, broken=False):
         "torch/cuda.py": _CUDA,
         "torch/backends/__init__.py": _BACKENDS,
     }
-    dist = f"torch-{version}.dist-info"
-    files[f"{dist}/METADATA"] = f"Metadata-Version: 2.1\nName: torch\nVersion: {version}\nSummary: stand-in\n"
+    return _wheel(folder, "torch", version, files, requires)
+
+
+def make_wheel(folder, name, version, requires=()):
+    """A stand-in wheel for any project (torchvision, a package that depends on torch, …)."""
+    module = name.replace("-", "_")
+    return _wheel(folder, name, version, {f"{module}/__init__.py": f"__version__ = {version!r}\n"}, requires)
+
+
+def _wheel(folder, name, version, files, requires):
+    module = name.replace("-", "_")
+    dist = f"{module}-{version}.dist-info"
+    deps = "".join(f"Requires-Dist: {r}\n" for r in requires)
+    files[f"{dist}/METADATA"] = (f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+                                 f"Summary: stand-in\n{deps}")
     files[f"{dist}/WHEEL"] = ("Wheel-Version: 1.0\nGenerator: apsi-tests\nRoot-Is-Purelib: true\n"
                               "Tag: py3-none-any\n")
-    files[f"{dist}/top_level.txt"] = "torch\n"
+    files[f"{dist}/top_level.txt"] = f"{module}\n"
     record = []
     for name, text in files.items():
         data = text.encode()
@@ -143,7 +160,7 @@ def make_torch_wheel(folder, version, cuda=None, hip=None, broken=False):
     files[f"{dist}/RECORD"] = "\n".join(record) + "\n"
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"torch-{version}-py3-none-any.whl"
+    path = folder / f"{module}-{version}-py3-none-any.whl"
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
         for name, text in files.items():
             z.writestr(name, text)
@@ -151,17 +168,24 @@ def make_torch_wheel(folder, version, cuda=None, hip=None, broken=False):
 
 
 def make_index(base, key, wheels):
-    """A PEP 503 simple index at base/key holding `wheels` (paths) for the project torch."""
-    project = Path(base) / key / "torch"
-    project.mkdir(parents=True, exist_ok=True)
-    links = []
+    """A PEP 503 simple index at base/key holding `wheels` (paths), one project page per project."""
+    projects = {}
     for w in wheels:
-        shutil.copy(w, project / Path(w).name)
-        links.append(f'<a href="{quote(Path(w).name)}">{Path(w).name}</a><br>')
-    page = "<!DOCTYPE html><html><body>\n" + "\n".join(links) + "\n</body></html>\n"
-    (project / "index.html").write_text(page)
-    (Path(base) / key / "index.html").write_text('<html><body><a href="torch/">torch</a></body></html>\n')
-    return Path(base) / key
+        projects.setdefault(Path(w).name.split("-")[0].replace("_", "-").lower(), []).append(Path(w))
+    root = Path(base) / key
+    for project, files in projects.items():
+        folder = root / project
+        folder.mkdir(parents=True, exist_ok=True)
+        links = []
+        for w in files:
+            shutil.copy(w, folder / w.name)
+            links.append(f'<a href="{quote(w.name)}">{w.name}</a><br>')
+        page = "<!DOCTYPE html><html><body>\n" + "\n".join(links) + "\n</body></html>\n"
+        (folder / "index.html").write_text(page)
+    names = sorted(p.name for p in root.iterdir() if p.is_dir())
+    (root / "index.html").write_text("<html><body>" + "".join(f'<a href="{n}/">{n}</a>' for n in names)
+                                     + "</body></html>\n")
+    return root
 
 
 # ---- the throwaway Python ---------------------------------------------------------------------------
@@ -194,6 +218,19 @@ def site_packages(python):
 def remove_torch(site):
     for p in list(site.glob("torch")) + list(site.glob("torch-*.dist-info")):
         shutil.rmtree(p, ignore_errors=True)
+
+
+def remove_dists(site, names):
+    for name in names:
+        for p in list(site.glob(name)) + list(site.glob(f"{name}-*.dist-info")):
+            shutil.rmtree(p, ignore_errors=True)
+
+
+def installed(python, name):
+    """The version of `name` installed in the venv, or None."""
+    r = subprocess.run([str(python), "-c", f"import importlib.metadata as m; print(m.version({name!r}))"],
+                       capture_output=True, text=True)
+    return r.stdout.strip() if r.returncode == 0 else None
 
 
 def torch_in(python, env=None):

@@ -9,41 +9,70 @@ from apsi_cli.hardware import GPU, Hardware, NvidiaInfo, others
 
 from . import helpers
 
-# fixture -> (index chosen, pip requirement, reasoning line)
+# fixture -> (index chosen, pip requirement, reasoning line); the messages are checked below.
 EXPECTED = {
-    "a100x2-driver580": ("cu130", "torch>=2.9",
+    "a100x2-driver580": ("cu132", "torch>=2.12",
                          "2× NVIDIA A100-SXM4-80GB (compute 8.0), driver 580.65.06 → "
-                         "torch-cu130: PyTorch ≥ 2.9 + CUDA 13.0"),
-    "gtx1080-driver535": ("cu118", "torch>=2.3,<2.8",
+                         "torch-cu132: PyTorch ≥ 2.12 + CUDA 13.2"),
+    "gtx1080-driver535": ("cu126", "torch>=2.6,<2.15",
                           "NVIDIA GeForce GTX 1080 (compute 6.1), driver 535.183.01 → "
-                          "torch-cu118: PyTorch 2.3–2.7 + CUDA 11.8"),
-    "gtx970-driver470": ("cpu", "torch>=2.3",
+                          "torch-cuda: PyTorch 2.6–2.14 + CUDA 12.6"),
+    "gtx970-driver470": ("cu118", "torch>=2.3,<2.8",
                          "NVIDIA GeForce GTX 970 (compute 5.2 from its name), driver 470.256.02 → "
-                         "torch: PyTorch ≥ 2.3 + the CPU build"),
-    "h100-driver550": ("cu124", "torch>=2.4,<2.7",
+                         "torch-cu118: PyTorch 2.3–2.7 + CUDA 11.8"),
+    "h100-driver535": ("cu126", "torch>=2.6,<2.15",
+                       "NVIDIA H100 80GB HBM3 (compute 9.0), driver 535.183.01 → "
+                       "torch-cuda: PyTorch 2.6–2.14 + CUDA 12.6"),
+    "h100-driver550": ("cu126", "torch>=2.6,<2.15",
                        "NVIDIA H100 80GB HBM3 (compute 9.0), driver 550.54.15 → "
-                       "torch-cu124: PyTorch 2.4–2.6 + CUDA 12.4"),
-    "mixed-rtx5090-gtx1080-driver575": ("cu129", "torch>=2.8,<2.9",
+                       "torch-cuda: PyTorch 2.6–2.14 + CUDA 12.6"),
+    "mixed-rtx5090-gtx1080-driver575": ("cu128", "torch>=2.7,<2.12",
                                         "NVIDIA GeForce RTX 5090 (compute 12.0) + NVIDIA GeForce GTX 1080 "
                                         "(compute 6.1), driver 575.57.08 → "
-                                        "torch-cu129: PyTorch 2.8 + CUDA 12.9"),
-    "rtx3060-driver525": ("cu118", "torch>=2.3,<2.8",
+                                        "torch-cu128: PyTorch 2.7–2.11 + CUDA 12.8"),
+    "rtx3060-driver525": ("cu126", "torch>=2.6,<2.15",
                           "NVIDIA GeForce RTX 3060 (compute 8.6), driver 525.147.05 → "
-                          "torch-cu118: PyTorch 2.3–2.7 + CUDA 11.8"),
-    "rtx4090-driver560": ("cu126", "torch>=2.6",
+                          "torch-cuda: PyTorch 2.6–2.14 + CUDA 12.6"),
+    "rtx4090-driver560": ("cu126", "torch>=2.6,<2.15",
                           "NVIDIA GeForce RTX 4090 (compute 8.9), driver 560.35.03 → "
-                          "torch-cuda: PyTorch ≥ 2.6 + CUDA 12.6"),
+                          "torch-cuda: PyTorch 2.6–2.14 + CUDA 12.6"),
     "rtx5090-driver570": ("cu128", "torch>=2.7,<2.12",
                           "NVIDIA GeForce RTX 5090 (compute 12.0), driver 570.124.04 → "
                           "torch-cu128: PyTorch 2.7–2.11 + CUDA 12.8"),
-    "t4-driver550": ("cu124", "torch>=2.4,<2.7",
-                     "Tesla T4 (compute 7.5), driver 550.90.07 → torch-cu124: PyTorch 2.4–2.6 + CUDA 12.4"),
+    "t4-driver550": ("cu126", "torch>=2.6,<2.15",
+                     "Tesla T4 (compute 7.5), driver 550.90.07 → torch-cuda: PyTorch 2.6–2.14 + CUDA 12.6"),
+    "one-gpu-lost": ("cu126", "torch>=2.6,<2.15",
+                     "NVIDIA A100-SXM4-80GB (compute 8.0), driver 550.54.15 → "
+                     "torch-cuda: PyTorch 2.6–2.14 + CUDA 12.6"),
+    "kepler-k80-driver470": ("cpu", "torch>=2.3",
+                             "2× Tesla K80 (compute 3.7 from its name), driver 470.256.02 → "
+                             "torch: PyTorch ≥ 2.3 + the CPU build"),
+    "gh200-driver570": ("cu126", "torch>=2.6,<2.15",
+                        "NVIDIA GH200 480GB (compute 9.0), driver 570.124.06 → "
+                        "torch-cuda: PyTorch 2.6–2.14 + CUDA 12.6"),
+    "jetson-thor": ("cu132", "torch>=2.12",
+                    "NVIDIA Thor (compute 11.0), driver 580.00 → torch-cu132: PyTorch ≥ 2.12 + CUDA 13.2"),
+    "jetson-orin": ("cpu", "torch>=2.3",
+                    "Orin (nvgpu) (compute 8.7 from its name), driver 540.4.0 → "
+                    "torch: PyTorch ≥ 2.3 + the CPU build"),
+}
+
+# fixture -> (nvidia status, what the stop message starts with): machines where nothing is chosen.
+STOPS = {
+    "driver-not-loaded": ("not-loaded", "an NVIDIA driver is installed but not loaded"),
+    "nvml-mismatch": ("mismatch", "the NVIDIA driver was updated but the old one still runs (kernel module "
+                                  "550.54.15, libraries 560.35)"),
+    "no-devices": ("no-devices", "NVIDIA driver 550.54.15 is loaded but nvidia-smi found no GPU"),
+    "hang-after-field": ("timeout", "nvidia-smi did not answer within 1 s after rejecting the compute_cap "
+                                    "field"),
+    "garbage": ("error", "nvidia-smi answered (exit code 0) with output Apsi cannot read"),
+    "binary": ("error", "nvidia-smi answered (exit code 0) with output Apsi cannot read"),
 }
 
 
 def test_every_fixture_has_an_expectation():
     names = {p.name for p in helpers.FIXTURES.iterdir() if p.is_dir()}
-    assert names == set(EXPECTED) | {"driver-not-loaded"}
+    assert names == set(EXPECTED) | set(STOPS)
 
 
 @pytest.mark.parametrize("fixture", sorted(EXPECTED))
@@ -56,6 +85,21 @@ def test_choice_for_fixture(machine, fixture):
     assert plan.stop is None
 
 
+@pytest.mark.parametrize("fixture", sorted(STOPS))
+def test_machines_where_nothing_is_chosen(machine, monkeypatch, fixture):
+    machine(fixture)
+    monkeypatch.setenv("APSI_DETECT_TIMEOUT", "1")
+    start = time.monotonic()
+    hw = hardware.detect()
+    assert time.monotonic() - start < 3
+    status, says = STOPS[fixture]
+    plan = torch_choice.choose(hw)
+    assert hw.nvidia.status == status and plan.index is None
+    assert plan.stop.startswith(says), plan.stop
+    assert "apsi pkg install torch-auto" in plan.stop and "Fix: " in plan.stop
+    assert hw.gpus == () and "foo" not in plan.stop and "\x00" not in plan.stop
+
+
 def test_fixture_details_read_from_nvidia_smi(machine):
     machine("a100x2-driver580")
     nv = hardware.detect().nvidia
@@ -66,21 +110,91 @@ def test_fixture_details_read_from_nvidia_smi(machine):
 
 def test_old_driver_retries_without_compute_cap(machine):
     machine("gtx970-driver470")
-    nv = hardware.detect().nvidia
-    assert nv.status == "ok"
-    assert nv.gpus[0].compute_cap == (5, 2) and nv.gpus[0].compute_cap_source == "name"
+    hw = hardware.detect()
+    assert hw.nvidia.status == "ok"
+    assert hw.nvidia.gpus[0].compute_cap == (5, 2) and hw.nvidia.gpus[0].compute_cap_source == "name"
+    assert torch_choice.choose(hw).warnings == ()      # 470 runs CUDA 11.8 (minor-version compatibility)
+
+
+def test_kepler_is_told_no_build_exists_not_to_update_the_driver(machine):
+    machine("kepler-k80-driver470")
     plan = torch_choice.choose(hardware.detect())
-    assert plan.warnings == ("driver 470.256.02 is older than every CUDA build needs (CUDA 11.8 needs "
-                             "520.61.05 or newer): installing the CPU build; update the NVIDIA driver to "
-                             "use the GPU, then run `apsi pkg install torch-auto` again",)
+    assert plan.warnings == ("no PyTorch CUDA build (PyTorch 2.3 or newer) has kernels for Tesla K80 "
+                             "(compute 3.7 from its name): Kepler GPUs were dropped, and their last driver "
+                             "is R470, so no driver update changes this: installing the CPU build",)
 
 
 def test_mixed_gpus_warn_about_the_one_left_out(machine):
     machine("mixed-rtx5090-gtx1080-driver575")
     plan = torch_choice.choose(hardware.detect())
-    assert plan.warnings == ("NVIDIA GeForce GTX 1080 (compute 6.1) has no kernels in torch-cu129; PyTorch "
+    assert plan.warnings == ("NVIDIA GeForce GTX 1080 (compute 6.1) has no kernels in torch-cu128; PyTorch "
                              "will not be able to use it (torch-cuda would serve it, but not NVIDIA GeForce "
                              "RTX 5090)",)
+
+
+def test_one_lost_gpu_is_named_not_the_healthy_one(machine):
+    machine("one-gpu-lost")
+    hw = hardware.detect()
+    assert [g.name for g in hw.nvidia.gpus] == ["NVIDIA A100-SXM4-80GB"]
+    assert hw.nvidia.lost == ("GPU 0000:41:00.0",)
+    (warning,) = torch_choice.choose(hw).warnings
+    assert warning == ("nvidia-smi cannot reach GPU 0000:41:00.0 (lost: it fell off the bus or hung); the "
+                       "choice is for the GPUs that answered. Reboot to recover it")
+
+
+def test_jetson_orin_gets_the_cpu_build_and_where_to_look(machine):
+    machine("jetson-orin")
+    hw = hardware.detect()
+    assert hw.jetson == "NVIDIA Jetson AGX Orin Developer Kit" and hw.nvidia.driver == "540.4.0"
+    (warning,) = torch_choice.choose(hw).warnings
+    assert warning.startswith("NVIDIA Jetson AGX Orin Developer Kit: PyTorch's own CUDA wheels run on "
+                              "Jetson Thor (JetPack 7) and newer only")
+
+
+def test_detection_as_a_whole_takes_one_timeout(machine, monkeypatch):
+    bindir = machine("hang")
+    helpers.hanging_nvidia_smi(bindir / "rocminfo")
+    monkeypatch.setenv("APSI_DETECT_TIMEOUT", "1")
+    start = time.monotonic()
+    hw = hardware.detect()
+    assert time.monotonic() - start < 2.5
+    assert hw.nvidia.status == "timeout" and hw.amd == ()
+
+
+def test_sys_module_version_is_read_first(machine, monkeypatch, tmp_path):
+    machine(None)
+    (tmp_path / "version").write_text("550.54.15\n")
+    monkeypatch.setenv("APSI_NVIDIA_SYS_VERSION", str(tmp_path / "version"))
+    nv = hardware.detect().nvidia
+    assert (nv.status, nv.driver, nv.source) == ("driver-only", "550.54.15", str(tmp_path / "version"))
+
+
+def test_overrides_for_ci_without_a_gpu(machine, monkeypatch):
+    machine(None)
+    monkeypatch.setenv("APSI_CUDA_DRIVER_VERSION", "550.54.15")
+    monkeypatch.setenv("APSI_GPU_COMPUTE_CAPABILITY", "8.9")
+    hw = hardware.detect()
+    assert hw.overrides == ("APSI_CUDA_DRIVER_VERSION=550.54.15", "APSI_GPU_COMPUTE_CAPABILITY=8.9")
+    plan = torch_choice.choose(hw)
+    assert plan.reason == ("GPU 0 (compute 8.9 given), driver 550.54.15 → "
+                           "torch-cuda: PyTorch 2.6–2.14 + CUDA 12.6")
+    monkeypatch.delenv("APSI_CUDA_DRIVER_VERSION")
+    plan = torch_choice.choose(hardware.detect())
+    assert plan.index is None and "set APSI_CUDA_DRIVER_VERSION too" in plan.stop
+    monkeypatch.setenv("APSI_AMD_GPU_ARCHITECTURE", "gfx1151")
+    monkeypatch.delenv("APSI_GPU_COMPUTE_CAPABILITY")
+    plan = torch_choice.choose(hardware.detect())
+    assert plan.index == "rocm7.2" and plan.reason.startswith("AMD GPU gfx1151 (gfx1151) → torch-rocm:")
+
+
+@pytest.mark.parametrize("name, value", [("APSI_CUDA_DRIVER_VERSION", "latest"),
+                                         ("APSI_GPU_COMPUTE_CAPABILITY", "sm_89"),
+                                         ("APSI_AMD_GPU_ARCHITECTURE", "navi31")])
+def test_malformed_overrides_stop_with_the_expected_form(machine, monkeypatch, name, value):
+    machine("rtx4090-driver560")
+    monkeypatch.setenv(name, value)
+    plan = torch_choice.choose(hardware.detect())
+    assert plan.index is None and plan.stop.startswith(f"{name}={value!r} is not")
 
 
 def test_driver_not_loaded_is_reported_and_stops(machine):
@@ -107,8 +221,8 @@ def test_hanging_nvidia_smi_times_out_quickly(machine, monkeypatch):
     monkeypatch.setenv("APSI_DETECT_TIMEOUT", "0.5")
     start = time.monotonic()
     hw = hardware.detect()
-    assert time.monotonic() - start < 4
-    assert hw.nvidia.status == "timeout" and "did not answer within 0.5 s" in hw.nvidia.note
+    assert time.monotonic() - start < 2
+    assert hw.nvidia.status == "timeout" and "did not answer within 0.5 s: the driver" in hw.nvidia.note
     plan = torch_choice.choose(hw)
     assert plan.index is None and "apsi pkg install torch-cuda" in plan.stop
 
@@ -133,9 +247,10 @@ def test_banner_when_the_query_fails(machine):
     assert [(g.name, g.compute_cap, g.memory_mib) for g in nv.gpus] == [
         ("NVIDIA GeForce RTX 4090", None, 24564)]
     plan = torch_choice.choose(hardware.detect())
-    assert plan.index == "cu126"
+    assert plan.index == "cu126"          # model unknown: driver 560 runs CUDA 12.x, not 13.x
     assert plan.warnings == ("NVIDIA GeForce RTX 4090: its compute capability is unknown, so only the "
                              "driver was checked",)
+
 
 
 def test_proc_driver_version_without_nvidia_smi(machine, monkeypatch, tmp_path):
@@ -147,8 +262,8 @@ def test_proc_driver_version_without_nvidia_smi(machine, monkeypatch, tmp_path):
     hw = hardware.detect()
     assert (hw.nvidia.status, hw.nvidia.driver, hw.nvidia.source) == ("driver-only", "550.54.15", str(proc))
     plan = torch_choice.choose(hw)
-    assert plan.index == "cu124"
-    assert "nvidia-smi listed no GPU models" in plan.warnings[0]
+    assert plan.index == "cu126"
+    assert "no GPU models are known (nvidia-smi listed none)" in plan.warnings[0]
 
 
 def _nv(driver, *ccs, system="Linux"):
@@ -157,31 +272,51 @@ def _nv(driver, *ccs, system="Linux"):
 
 
 @pytest.mark.parametrize("driver, cc, index", [
-    ("580.95.05", (7, 0), "cu126"),     # Volta: CUDA 13 has no kernels; cu126 still gets new releases
-    ("595.45.04", (8, 9), "cu132"),     # the newest CUDA where the driver allows
+    ("580.95.05", (7, 0), "cu126"),     # Volta: CUDA 13 has no kernels; cu126 reaches 2.14, cu128 2.10
+    ("580.65.06", (8, 9), "cu132"),     # CUDA 13.x runs on any 580 driver; the newest CUDA wins the tie
     ("595.45.04", (12, 1), "cu132"),    # 12.0 code (and PTX) serves 12.1
-    ("570.26", (12, 0), "cu128"),       # 12.8 GA driver
-    ("570.25", (12, 0), None),          # too old for any Blackwell build: CPU with a warning
+    ("570.26", (12, 0), "cu128"),       # Blackwell below 580: cu128 (2.11) beats cu129 (2.8)
+    ("525.60.13", (8, 6), "cu126"),     # the CUDA 12.x minimum
+    ("525.60.12", (8, 6), "cu118"),     # just below it: CUDA 11.8
+    ("450.80.02", (7, 5), "cu118"),     # the CUDA 11.x minimum
+    ("450.80.01", (7, 5), None),        # below every build: CPU with a warning
     ("560.28.03", (6, 1), "cu126"),     # Pascal on the last index that has it
-    ("520.61.05", (7, 5), "cu118"),
 ])
 def test_choice_table(driver, cc, index):
     plan = torch_choice.choose(_nv(driver, cc))
     assert plan.index == (index or "cpu")
     if index is None:
-        assert "no CUDA build this driver runs has kernels" in plan.warnings[0]
+        assert plan.warnings[0].startswith("driver 450.80.01 is older than every CUDA build needs (CUDA 11.8 "
+                                           "needs 450.80.02 or newer)")
 
 
 def test_windows_driver_numbers():
-    # 560.70 meets Linux's 560.28.03 for CUDA 12.6 but not Windows' 560.76
-    assert torch_choice.choose(_nv("560.70", (8, 9))).index == "cu126"
-    assert torch_choice.choose(_nv("560.70", (8, 9), system="Windows")).index == "cu124"
+    # CUDA 12.x needs 525.60.13 on Linux but 528.33 on Windows (and WSL)
+    assert torch_choice.choose(_nv("527.99", (8, 9))).index == "cu126"
+    assert torch_choice.choose(_nv("527.99", (8, 9), system="Windows")).index == "cu118"
+    assert torch_choice.choose(_nv("528.33", (8, 9), system="Windows")).index == "cu126"
+
+
+def test_aarch64_uses_the_aarch64_architecture_lists():
+    gpu = (GPU(name="NVIDIA GH200", vendor="nvidia", compute_cap=(9, 0)),)
+    hw = Hardware("Linux", "aarch64", nvidia=NvidiaInfo(status="ok", driver="580.65.06", gpus=gpu))
+    assert torch_choice.choose(hw).index == "cu132"
+    turing = (GPU(name="T4", vendor="nvidia", compute_cap=(7, 5)),)   # no aarch64 wheel has 7.5
+    hw = Hardware("Linux", "aarch64", nvidia=NvidiaInfo(status="ok", driver="580.65.06", gpus=turing))
+    plan = torch_choice.choose(hw)
+    assert plan.index == "cpu" and "in its Linux aarch64 wheels" in plan.warnings[0]
 
 
 def test_amd_intel_and_macos():
     amd = Hardware("Linux", "x86_64", amd=(GPU(name="Radeon RX 7900 XTX", vendor="amd", arch="gfx1100"),))
     plan = torch_choice.choose(amd)
-    assert plan.index == "rocm6.4" and plan.reason.startswith("Radeon RX 7900 XTX (gfx1100) → torch-rocm:")
+    assert plan.index == "rocm7.2" and plan.reason == ("Radeon RX 7900 XTX (gfx1100) → torch-rocm: "
+                                                       "PyTorch 2.11–2.13 + ROCm 7.2")
+    for arch in ("gfx950", "gfx1150", "gfx1151"):
+        hw = Hardware("Linux", "x86_64", amd=(GPU(name="AMD", vendor="amd", arch=arch),))
+        assert torch_choice.choose(hw).index == "rocm7.2"
+    assert torch_choice.explicit("rocm6.4").requirement == "torch>=2.8,<2.10"
+    assert torch_choice.explicit("rocm7.1").reason == "torch-rocm7.1: PyTorch 2.10 + ROCm 7.1"
     odd = Hardware("Linux", "x86_64", amd=(GPU(name="Old", vendor="amd", arch="gfx803"),))
     assert torch_choice.choose(odd).index == "cpu"
     win = Hardware("Windows", "AMD64", amd=amd.amd)
@@ -228,9 +363,10 @@ def test_suitability():
     ok, why = torch_choice.suitability(hw, plan, {"version": "2.13.0+cpu"})
     assert not ok and why == ("PyTorch 2.13.0+cpu is the CPU build, but this machine has a GPU that "
                               "torch-cuda would use")
-    ok, why = torch_choice.suitability(hw, plan, {"version": "2.7.0+cu128", "cuda": "12.8"})
-    assert not ok and why == ("PyTorch 2.7.0+cu128 needs NVIDIA driver 570.26 or newer, "
-                              "this machine has 560.35.03")
+    ok, why = torch_choice.suitability(_nv("470.256.02", (8, 6)), plan, {"version": "2.7.0+cu128",
+                                                                         "cuda": "12.8"})
+    assert not ok and why == ("PyTorch 2.7.0+cu128 needs NVIDIA driver 525.60.13 or newer, "
+                              "this machine has 470.256.02")
     pascal = _nv("580.65.06", (6, 1))
     ok, why = torch_choice.suitability(pascal, torch_choice.choose(pascal), {"version": "2.9.0+cu130",
                                                                              "cuda": "13.0"})
@@ -245,16 +381,16 @@ def test_table_is_consistent():
     for build in torch_builds.BUILDS.values():
         assert build.index is None or build.index in torch_builds.INDEXES
     assert torch_choice.explicit("cu124").reason == "torch-cu124: PyTorch 2.4–2.6 + CUDA 12.4"
-    assert torch_choice.explicit("cu126").reason == "torch-cuda: PyTorch ≥ 2.6 + CUDA 12.6"
+    assert torch_choice.explicit("cu126").reason == "torch-cuda: PyTorch 2.6–2.14 + CUDA 12.6"
 
 
 def test_explicit_build_warns_about_driver_and_gpus(machine):
     machine("gtx1080-driver535")
     hw = hardware.detect()
-    warnings = torch_choice.explicit_warnings(hw, torch_choice.explicit("cu128"))
+    warnings = torch_choice.explicit_warnings(hw, torch_choice.explicit("cu130"))
     assert len(warnings) == 2
     assert warnings[0].startswith(
-        "CUDA 12.8 needs NVIDIA driver 570.26 or newer; this machine has 535.183.01")
+        "CUDA 13.0 needs NVIDIA driver 580 or newer; this machine has 535.183.01")
     assert "no kernels for NVIDIA GeForce GTX 1080 (compute 6.1)" in warnings[1]
     assert torch_choice.explicit_warnings(hw, torch_choice.explicit("cu118")) == ()
 

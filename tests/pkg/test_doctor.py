@@ -29,7 +29,12 @@ def test_doctor_json_gpu_machine_with_the_right_build(target, wheels, machine, m
     code, rep = doctor_json()
     assert code == 0 and rep["ok"] is True
     assert set(rep) == {"ok", "apsi", "modules", "python", "platform", "numpy", "hardware", "torch",
-                        "recommendation", "config", "permissions", "checks"}
+                        "recommendation", "index", "config", "permissions", "checks"}
+    assert rep["index"] == {"url": rep["index"]["url"], "source": "APSI_TORCH_INDEX"}
+    assert rep["python"]["externally_managed"] is False
+    assert checks(rep, "pep668") == [("ok", "pip may install into this Python (not externally managed)",
+                                      None)]
+    assert rep["torch"]["family"] == {"torchvision": None, "torchaudio": None}
     assert rep["apsi"]["version"]
     assert rep["modules"] == {"available": ["layers", "nn"], "broken": []}
     assert rep["python"]["executable"] == str(target.python)
@@ -50,10 +55,10 @@ def test_doctor_json_gpu_machine_with_the_right_build(target, wheels, machine, m
     assert t["devices"] == [{"name": "cuda:0", "kind": "cuda", "model": "NVIDIA GeForce RTX 4090",
                              "memory_gib": 24.0, "compute_cap": "8.9"}]
     rec = rep["recommendation"]
-    assert rec["build"] == "torch-cuda" and rec["summary"] == "torch-cuda: PyTorch ≥ 2.6 + CUDA 12.6"
+    assert rec["build"] == "torch-cuda" and rec["summary"] == "torch-cuda: PyTorch 2.6–2.14 + CUDA 12.6"
     assert rec["installed"] == "cu126" and rec["suits"] is True and rec["fix"] is None
     assert rec["reason"] == ("NVIDIA GeForce RTX 4090 (compute 8.9), driver 560.35.03 → "
-                             "torch-cuda: PyTorch ≥ 2.6 + CUDA 12.6")
+                             "torch-cuda: PyTorch 2.6–2.14 + CUDA 12.6")
     assert rep["config"]["path"] is None and rep["config"]["allow"] == []
     from apsi_lang.permissions import PERMISSIONS
 
@@ -74,7 +79,7 @@ def test_doctor_cpu_build_on_a_gpu_machine_gives_the_fix(target, wheels, machine
     assert rec["suits"] is False and rec["fix"] == "apsi pkg install torch-cuda"
     assert checks(rep, "choice") == [(
         "warn", "PyTorch 2.13.0+cpu is the CPU build, but this machine has a GPU that torch-cuda would use; "
-                "torch-auto would choose torch-cuda: PyTorch ≥ 2.6 + CUDA 12.6",
+                "torch-auto would choose torch-cuda: PyTorch 2.6–2.14 + CUDA 12.6",
         "apsi pkg install torch-cuda")]
 
 
@@ -136,7 +141,7 @@ def test_doctor_table(target, machine, monkeypatch):
     r = CliRunner().invoke(cli, ["doctor"], terminal_width=200)
     assert r.exit_code == 0, r.output
     assert "apsi doctor" in r.output and "✓" in r.output and "!" in r.output
-    assert "torch-auto would choose torch-cuda: PyTorch ≥ 2.6 + CUDA 12.6" in r.output
+    assert "torch-auto would choose torch-cuda: PyTorch 2.6–2.14 + CUDA 12.6" in r.output
     assert "apsi pkg install torch-auto" in r.output
 
 
@@ -146,8 +151,8 @@ def test_setup_with_scripted_answers(target, machine, tmp_path):
     assert r.exit_code == 0, r.output
     out = r.output
     assert "NVIDIA: Tesla T4 (compute 7.5), 15 GiB, driver 550.90.07" in out
-    assert ("Recommended PyTorch: Tesla T4 (compute 7.5), driver 550.90.07 → torch-cu124: "
-            "PyTorch 2.4–2.6 + CUDA 12.4") in out
+    assert ("Recommended PyTorch: Tesla T4 (compute 7.5), driver 550.90.07 → torch-cuda: "
+            "PyTorch 2.6–2.14 + CUDA 12.6") in out
     assert "unknown: bogus" in out
     assert (tmp_path / "apsi.toml").read_text().endswith('[run]\nallow = ["python", "net"]\n')
     assert "apsi doctor" in out and "Nothing is broken." in out
@@ -209,3 +214,73 @@ def test_doctor_reports_a_module_that_cannot_load(monkeypatch):
     (check,) = r.checks
     assert check["status"] == doctor.FAIL and "ghost (no_such_package_xyz:factory" in check["detail"]
     assert not r.ok
+
+
+@pytest.mark.parametrize("fixture, says, fix", [
+    ("nvml-mismatch", "the NVIDIA driver was updated but the old one still runs", "reboot"),
+    ("hang-after-field", "nvidia-smi did not answer within 1 s after rejecting the compute_cap field",
+     "reboot"),
+])
+def test_doctor_nvml_mismatch_and_hang_are_broken(target, machine, monkeypatch, fixture, says, fix):
+    machine(fixture)
+    monkeypatch.setenv("APSI_DETECT_TIMEOUT", "1")
+    code, rep = doctor_json()
+    assert code == 1 and rep["ok"] is False
+    status, detail, how = checks(rep, "gpu")[0]
+    assert status == "fail" and detail.startswith(says) and fix in how
+
+
+def test_doctor_family_pep668_index_and_overrides(target, wheels, machine, monkeypatch, tmp_path):
+    machine(None)
+    target.pip_install(wheels["wheel"]["cu128"])
+    target.pip_install(wheels["wheel"]["tv-cu126"])       # belongs to 2.6, not 2.7
+    monkeypatch.delenv("APSI_TORCH_INDEX")
+    (tmp_path / "apsi.toml").write_text('[pkg]\ntorch_index = "https://mirror.example/whl"\n')
+    monkeypatch.setenv("APSI_CUDA_DRIVER_VERSION", "550.54.15")
+    monkeypatch.setenv("APSI_GPU_COMPUTE_CAPABILITY", "8.9")
+    code, rep = doctor_json()
+    assert code == 1
+    assert rep["torch"]["family"] == {"torchvision": "0.21.0+cu126", "torchaudio": None}
+    assert checks(rep, "family") == [("fail", "torchvision 0.21.0+cu126 belongs to another PyTorch (this one "
+                                              "pairs with torchvision 0.22) (PyTorch 2.7.0+cu128)",
+                                      "apsi pkg install torch-cuda torchvision")]
+    assert rep["index"] == {"url": "https://mirror.example/whl",
+                            "source": f"[pkg] torch_index in {tmp_path / 'apsi.toml'}"}
+    assert checks(rep, "index")[0][0] == "warn"
+    assert checks(rep, "overrides") == [("info", "APSI_CUDA_DRIVER_VERSION=550.54.15; "
+                                                 "APSI_GPU_COMPUTE_CAPABILITY=8.9: torch-auto assumes these "
+                                                 "instead of what it detects", None)]
+
+
+def test_setup_in_a_subfolder_edits_the_projects_apsi_toml(target, machine, tmp_path, monkeypatch):
+    import os
+    import stat
+
+    machine(None)
+    project = tmp_path / "proj"
+    (project / "src").mkdir(parents=True)
+    toml = project / "apsi.toml"
+    toml.write_text('# my project\n[run]\nread = ["../data"]\nallow = ["net"]\n\n[pkg]\n')
+    toml.chmod(0o644)
+    monkeypatch.chdir(project / "src")
+    r = CliRunner().invoke(cli, ["setup"], input="n\ny\npython\n", terminal_width=200)
+    assert r.exit_code == 0, r.output
+    assert f"This folder is inside the project at {project}" in r.output
+    assert f'Added python to [run] allow in {toml}.' in r.output
+    assert toml.read_text() == '# my project\n[run]\nread = ["../data"]\nallow = ["net", "python"]\n\n[pkg]\n'
+    assert stat.S_IMODE(os.stat(toml).st_mode) == 0o644
+    assert not (project / "src" / "apsi.toml").exists()
+
+
+def test_files_setup_writes_keep_normal_modes(target, machine, tmp_path):
+    import os
+    import stat
+
+    machine(None)
+    umask = os.umask(0o022)
+    try:
+        r = CliRunner().invoke(cli, ["setup"], input="n\ny\npython\n", terminal_width=200)
+    finally:
+        os.umask(umask)
+    assert r.exit_code == 0, r.output
+    assert stat.S_IMODE(os.stat(tmp_path / "apsi.toml").st_mode) == 0o644

@@ -1,0 +1,286 @@
+"""check_torch(): every layer type on NumPy and on PyTorch in float64, outputs and gradients compared.
+
+Each case is a small model with fixed inputs. Both backends run the forward pass in training mode
+(batch statistics, dropout, VAE sampling) and differentiate sum(output * fixed random weights) with
+respect to every trainable weight. The torch side draws its random numbers (dropout masks, VAE noise)
+from the same NumPy stream as the NumPy side, so even those paths must agree. A difference above
+TOLERANCE anywhere fails the check and names the culprits.
+"""
+
+import functools
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from apsi_lang.errors import ApsiError
+from apsi_lang.values import Record
+
+TOLERANCE = 1e-10
+
+
+@dataclass
+class Case:
+    name: str
+    model: object
+    x: object                          # an array, or a list of arrays for several inputs
+    input_shape: object = None
+    graph: object = None               # (edges [2, E], nodes)
+    mask: object = None                # [B, T] bool
+
+
+@dataclass
+class Row:
+    name: str
+    output: float
+    gradient: float
+
+    def line(self):
+        return f"{self.name:<14} output {self.output:.2e} gradient {self.gradient:.2e}"
+
+
+@dataclass
+class Result:
+    device: str
+    rows: list = field(default_factory=list)
+
+    @property
+    def largest(self):
+        return max((max(r.output, r.gradient) for r in self.rows), default=0.0)
+
+    @property
+    def culprits(self):
+        return [r for r in self.rows if not max(r.output, r.gradient) <= TOLERANCE]   # NaN fails too
+
+    @property
+    def ok(self):
+        return not self.culprits
+
+    def summary(self):
+        if self.ok:
+            return f"OK: largest difference {self.largest:.2e} on {self.device}"
+        bad = self.culprits
+        names = ", ".join(f"{r.name} (output {r.output:.2e}, gradient {r.gradient:.2e})" for r in bad)
+        return (f"FAILED: {len(bad)} of {len(self.rows)} layers differ by more than {TOLERANCE:.0e} "
+                f"between NumPy and PyTorch on {self.device}: {names}")
+
+
+def cases():
+    """The models checked: every layer type, composition and zoo family."""
+    from apsi_layers.layers.exports import layers_exports
+    from apsi_layers.nn import softmax, tanh
+
+    L = Record(**layers_exports())
+    r = np.random.default_rng(0)
+
+    def x(*shape):
+        return r.standard_normal(shape)
+
+    edges = np.array([[0, 1, 2, 3, 4, 5, 0, 2, 6, 1], [1, 2, 3, 4, 5, 6, 3, 0, 0, 6]])
+    graph = (edges, 7)
+    mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [1, 0, 0, 0, 0]], dtype=bool)
+    tokens = r.integers(0, 11, (2, 6))
+    seq, img = x(3, 5, 4), x(2, 2, 8, 8)
+    shared = L.dense(5, activation="tanh")
+    seq_of, dense = L.sequential, L.dense
+    two = Record(a=[6], b=[3])
+    dag = L.dag(inputs=two, nodes=Record(ha=[dense(5, activation="relu"), "a"], hb=[dense(5), "b"],
+                                        h=[L.merge("concat"), ["ha", "hb"]], out=[dense(2), "h"],
+                                        side=[dense(1), "hb"]), outputs=["out", "side"])
+    pair = Record(a=[4], b=[4])
+    siamese = L.dag(inputs=pair, nodes=Record(ea=[shared, "a"], eb=[shared, "b"],
+                                             d=[L.merge("sub"), ["ea", "eb"]], out=[dense(1), "d"]),
+                    outputs="out")
+    pools = seq_of(L.max_pool2d(2), L.avg_pool2d(3, stride=1, padding="same"),
+                   L.max_pool2d(3, stride=2, padding="same"), L.global_avg_pool())
+    return [
+        Case("mlp", L.mlp(6, 3, hidden=[8, 8]), x(5, 6)),
+        Case("dense", seq_of(dense(4, activation="gelu", inputs=6), dense(3, bias=False)), x(5, 6)),
+        Case("embedding", seq_of(L.embedding(11, 4, inputs=[6]), L.flatten(), dense(2)), tokens),
+        Case("conv1d", seq_of(L.conv1d(4, 3, padding="same", inputs=[3, 10]),
+                              L.conv1d(4, 2, stride=2, dilation=2, groups=2), L.flatten(), dense(2)),
+             x(2, 3, 10)),
+        Case("conv2d", L.cnn_classifier([2, 8, 8], 3, filters=[4, 6], hidden=8), img),
+        Case("conv2d_opts", seq_of(L.conv2d(4, [3, 2], stride=[2, 1], padding=1, inputs=[2, 8, 8]),
+                                   L.conv2d(4, 3, padding="same", dilation=2, groups=4)), img),
+        Case("pooling", pools, img, input_shape=[2, 8, 8]),
+        Case("pooling1d", seq_of(L.max_pool1d(3, stride=2, padding="same"), L.avg_pool1d(2), L.flatten()),
+             x(2, 3, 10), input_shape=[3, 10]),
+        Case("batch_norm", L.mlp(6, 3, hidden=[8], batch_norm=True), x(5, 6)),
+        Case("batch_norm2d", seq_of(L.conv2d(3, 3, inputs=[2, 8, 8]), L.batch_norm()), img),
+        Case("layer_norm", seq_of(dense(8, inputs=6), L.layer_norm(), dense(3)), x(5, 6)),
+        Case("rms_norm", seq_of(dense(8, inputs=6), L.rms_norm(), dense(3)), x(5, 6)),
+        Case("dropout", L.mlp(6, 3, hidden=[16], dropout=0.4), x(5, 6)),
+        Case("lstm", seq_of(L.lstm_layer(6, return_sequences=True, inputs=[5, 4]), L.lstm_layer(3)), seq),
+        Case("lstm_mask", L.lstm_layer(6, return_state=True, inputs=[5, 4]), seq, mask=mask),
+        Case("gru", seq_of(L.gru_layer(6, return_sequences=True, inputs=[5, 4]), L.gru_layer(3)), seq),
+        Case("gru_mask", L.gru_layer(6, return_sequences=True, inputs=[5, 4]), seq, mask=mask),
+        Case("attention", seq_of(dense(8, inputs=[5, 4]), L.attention(2)), seq),
+        Case("attention_mask", seq_of(dense(8, inputs=[5, 4]), L.attention(2, causal=True)), seq, mask=mask),
+        Case("transformer", seq_of(dense(8, inputs=[5, 4]), L.transformer_block(2, hidden=16)), seq),
+        Case("transformer_lm", L.transformer_lm(11, d=8, heads=2, layers=2, context=6), tokens),
+        Case("residual", L.resnet_mlp(6, 3, width=8, blocks=2), x(5, 6)),
+        Case("parallel", seq_of(L.parallel(dense(4, inputs=6), dense(3, activation="tanh")),
+                                L.parallel(dense(7), dense(7), merge="add")), x(5, 6)),
+        Case("dag", dag, [x(5, 6), x(5, 3)], input_shape=two),
+        Case("siamese", siamese, [x(5, 4), x(5, 4)], input_shape=pair),
+        Case("activation_fn", seq_of(dense(4, inputs=6), L.activation(lambda v: tanh(v) * 2.0)), x(5, 6)),
+        Case("lambda_layer", seq_of(dense(4, inputs=6), L.lambda_layer(lambda v: softmax(v) * v)), x(5, 6)),
+        Case("gcn", L.gcn_classifier(5, 3, hidden=[8], dropout=0.0), x(7, 5), graph=graph),
+        Case("sage", seq_of(L.sage_layer(6, activation="relu"), L.sage_layer(3)), x(7, 5),
+             input_shape=[5], graph=graph),
+        Case("gat", seq_of(L.gat_layer(4, heads=2), L.gat_layer(3, heads=2, concat=False)), x(7, 5),
+             input_shape=[5], graph=graph),
+        Case("gin", seq_of(L.gin_layer(6, train_eps=True), L.gin_layer(3)), x(7, 5), input_shape=[5],
+             graph=graph),
+        Case("vae", L.vae(6, 2, hidden=[8]), x(5, 6)),
+    ]
+
+
+def check_torch(device="auto", out=print, names=None):
+    """Run every case on both backends; `out` gets one line per case and the summary. -> Result."""
+    from .runtime import load_torch
+
+    torch = load_torch("check_torch")
+    from . import nn_dispatch
+    from .devices import name as device_name
+    from .devices import select
+
+    nn_dispatch.install()
+    dev = select(torch, device)
+    if dev.type == "mps":
+        raise ApsiError('check_torch compares in float64, and precision="fp64" is not supported on Apple '
+                        'MPS: run check_torch(device="cpu") on this machine')
+    result = Result(device_name(dev))
+    for case in cases():
+        if names is not None and case.name not in names:
+            continue
+        row = compare(torch, case, dev)
+        result.rows.append(row)
+        out(row.line())
+    out(result.summary())
+    return result
+
+
+def compare(torch, case, device):
+    """Row(name, largest output difference, largest gradient difference) for one case."""
+    from apsi_layers import nn
+
+    params = case.model.init(seed=0, input_shape=case.input_shape)
+    outs_np, grads_np, weights = _numpy_side(nn, case, params)
+    outs_t, grads_t = _torch_side(torch, case, params, weights, device)
+    d_out = max((_diff(a, b) for a, b in zip(outs_np, outs_t, strict=True)), default=0.0)
+    if set(grads_np) != set(grads_t):
+        return Row(case.name, d_out, float("inf"))
+    d_grad = max((_diff(grads_np[name], g) for name, g in grads_t.items()), default=0.0)
+    return Row(case.name, d_out, d_grad)
+
+
+def _diff(a, b):
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape:
+        return float("inf")
+    return float(np.max(np.abs(a - b))) if a.size else 0.0
+
+
+def _outputs(y):
+    """The output tensors of a model in a fixed order (lists and records flattened)."""
+    from apsi_layers.nn import tree
+
+    return tree.leaves(y)
+
+
+def _ctx(ops, case, training=True):
+    from apsi_layers.layers.context import Ctx, Graph
+
+    graph = None if case.graph is None else Graph(ops, case.graph[0], case.graph[1])
+    mask = None if case.mask is None else ops._bool(case.mask) if hasattr(ops, "_bool") else case.mask
+    return Ctx(ops, training=training, rng=ops.rng(1), graph=graph, mask=mask)
+
+
+def _inputs(ops, x):
+    if isinstance(x, list):
+        return [_inputs(ops, v) for v in x]
+    return ops.indices(x) if np.asarray(x).dtype.kind in "iu" else ops.constant(x)
+
+
+def _numpy_side(nn, case, params):
+    from apsi_layers.ops import numpy_ops
+
+    from .convert import is_state
+
+    ops = numpy_ops.OPSET
+    x = _inputs(ops, case.x)
+    outs = _outputs(case.model.apply(params, x, _ctx(ops, case)))
+    r = np.random.default_rng(2)
+    weights = [r.standard_normal(np.shape(o.data)) for o in outs]
+
+    def loss(p, x):
+        ys = _outputs(case.model.apply(p, x, _ctx(ops, case)))
+        return sum(nn.sum(y * w) for y, w in zip(ys, weights, strict=True))
+
+    floats = _float_inputs(x)
+    if floats:
+        g_params, g_x = nn.grad(loss, argnums=(0, 1))(params, x)
+    else:
+        g_params, g_x = nn.grad(loss)(params, x), None
+    grads = {n: g.data for n, g in nn.tree.named_leaves(g_params)
+             if not is_state(n)} if nn.tree.leaves(params) else {}
+    if floats:
+        grads.update({f"input {i}": g.data for i, g in enumerate(_as_list(g_x))})
+    return [o.data for o in outs], grads, weights
+
+
+def _as_list(x):
+    return list(x) if isinstance(x, list) else [x]
+
+
+def _float_inputs(x):
+    return all(_is_float(v) for v in _as_list(x))
+
+
+def _is_float(t):
+    return "float" in str(t.dtype)
+
+
+def _torch_side(torch, case, params, weights, device):
+    from . import convert
+    from .view import torch_view
+
+    ops = same_random_ops()(device, torch.float64)
+    named = convert.leaves_to_torch(params, device, torch.float64)
+    trained = {n: t.requires_grad_() for n, t in named if not convert.is_state(n) and t.is_floating_point()}
+    tree = convert.rebuild(params, [t for _, t in named]) if named else params
+    x = _inputs(ops, case.x)
+    if _float_inputs(x):
+        trained.update({f"input {i}": v.requires_grad_() for i, v in enumerate(_as_list(x))})
+    ys = _outputs(torch_view(case.model).apply(tree, x, _ctx(ops, case)))
+    total = sum((y * torch.as_tensor(w, device=device)).sum() for y, w in zip(ys, weights, strict=True))
+    grads = torch.autograd.grad(total, list(trained.values()), allow_unused=True)
+    return ([ops.to_numpy(y) for y in ys],
+            {n: np.zeros(tuple(t.shape)) if g is None else ops.to_numpy(g)
+             for (n, t), g in zip(trained.items(), grads, strict=True)})
+
+
+@functools.cache
+def same_random_ops():
+    """The class (made on first use: it needs torch)."""
+    from apsi_layers.ops.torch_ops import TorchOps, _shape
+
+    class SameRandom(TorchOps):
+        """The torch op set drawing dropout masks and normal samples from NumPy's stream, exactly as the
+        NumPy op set does, so random layers can be compared number for number."""
+
+        def rng(self, seed):
+            return np.random.default_rng(seed)
+
+        def normal(self, shape, rng):
+            return self.constant(rng.standard_normal(_shape(shape)))
+
+        def dropout(self, x, rate, rng):
+            if rate <= 0.0:
+                return x
+            keep = rng.random(tuple(x.shape)) >= rate
+            return x * self.constant(keep * (1.0 / (1.0 - rate)))
+
+    return SameRandom
+

@@ -1,0 +1,63 @@
+"""compile=true: the forward pass through torch.compile, and eager mode when that fails.
+
+torch.compile fails late: the call that wraps a function succeeds, and the compiler (Inductor needs
+a C++ toolchain on the CPU, Triton on GPUs) runs at the first call. So the first call is tried, and
+any failure there that is not an error of the program itself prints the note
+`torch.compile failed (...); continuing eagerly` and runs the same function eagerly from then on.
+"""
+
+import sys
+
+from apsi_lang.errors import ApsiError
+
+
+def failure_note(error):
+    first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    detail = f"{type(error).__name__}: {first}" if first else type(error).__name__
+    if len(detail) > 200:
+        detail = detail[:197] + "..."
+    return f"torch.compile failed ({detail}); continuing eagerly"
+
+
+def note(text):
+    print(text, file=sys.stderr, flush=True)
+
+
+class Forward:
+    """`fn` compiled (when asked) with the eager fallback; call it like fn."""
+
+    def __init__(self, torch, fn, compile=False, on_note=note):
+        self.fn = fn
+        self.compiled = None
+        self.proven = False          # the compiled version has run once
+        self.on_note = on_note
+        self.note = None             # the fallback note, when there was one
+        if compile:
+            try:
+                self.compiled = torch.compile(fn, dynamic=False)
+            except Exception as e:   # no compiler at all (e.g. an unsupported Python or platform)
+                self._fall_back(e)
+
+    @property
+    def active(self):
+        return self.compiled is not None
+
+    def _fall_back(self, error):
+        self.compiled = None
+        self.note = failure_note(error)
+        self.on_note(self.note)
+
+    def __call__(self, *args):
+        if self.compiled is None:
+            return self.fn(*args)
+        if self.proven:
+            return self.compiled(*args)
+        try:
+            out = self.compiled(*args)
+        except ApsiError:            # the program's own error: not the compiler's fault
+            raise
+        except Exception as e:
+            self._fall_back(e)
+            return self.fn(*args)
+        self.proven = True
+        return out

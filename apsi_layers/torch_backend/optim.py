@@ -1,0 +1,97 @@
+"""nn's optimizers and schedules on torch.optim, one to one.
+
+nn's optimizers already use torch.optim's hyper-parameters, defaults and update rules, so the mapping
+is a renaming (b1, b2 -> betas). A learning rate that is a schedule `fn(step) => lr`, or fit's
+`schedule=`, is applied the way torch's LambdaLR applies one: before each step the group's lr is set
+to the schedule's value for the number of steps taken so far (0 on the first step), exactly as nn's
+optimizers call it.
+"""
+
+import torch
+
+from apsi_lang.errors import ApsiError
+from apsi_layers.nn import optim as nn_optim
+
+NAMES = ("sgd", "adam", "adamw", "rmsprop", "adagrad", "nadam", "radam")
+
+
+def _sgd(h):
+    return torch.optim.SGD, dict(momentum=h["momentum"], dampening=h["dampening"],
+                                 weight_decay=h["weight_decay"], nesterov=h["nesterov"])
+
+
+def _adam(cls):
+    def make(h):
+        return cls, dict(betas=(h["b1"], h["b2"]), eps=h["eps"], weight_decay=h["weight_decay"],
+                         amsgrad=h["amsgrad"])
+    return make
+
+
+def _rmsprop(h):
+    return torch.optim.RMSprop, dict(alpha=h["alpha"], eps=h["eps"], weight_decay=h["weight_decay"],
+                                     momentum=h["momentum"], centered=h["centered"])
+
+
+def _adagrad(h):
+    return torch.optim.Adagrad, dict(lr_decay=h["lr_decay"], weight_decay=h["weight_decay"],
+                                     initial_accumulator_value=h["initial_accumulator_value"], eps=h["eps"])
+
+
+def _nadam(h):
+    return torch.optim.NAdam, dict(betas=(h["b1"], h["b2"]), eps=h["eps"], weight_decay=h["weight_decay"],
+                                   momentum_decay=h["momentum_decay"],
+                                   decoupled_weight_decay=h["decoupled_weight_decay"])
+
+
+def _radam(h):
+    return torch.optim.RAdam, dict(betas=(h["b1"], h["b2"]), eps=h["eps"], weight_decay=h["weight_decay"],
+                                   decoupled_weight_decay=h["decoupled_weight_decay"])
+
+
+MAPPING = {"sgd": _sgd, "adam": _adam(torch.optim.Adam), "adamw": _adam(torch.optim.AdamW),
+           "rmsprop": _rmsprop, "adagrad": _adagrad, "nadam": _nadam, "radam": _radam}
+
+
+def as_nn_optimizer(opt):
+    """An nn optimizer from fit's `opt=` (an nn optimizer, or a name with nn's defaults)."""
+    if isinstance(opt, nn_optim.Optimizer):
+        return opt
+    if isinstance(opt, str) and opt in NAMES:
+        return getattr(nn_optim, opt)()
+    raise ApsiError(f"opt must be an optimizer such as adam(lr=1e-3) or one of the names "
+                    f"{', '.join(NAMES)}; got {opt!r}")
+
+
+class TorchOptimizer:
+    """A torch.optim optimizer over `tensors` with an nn optimizer's hyper-parameters and lr rule."""
+
+    def __init__(self, opt, tensors, schedule=None):
+        opt = as_nn_optimizer(opt)
+        make = MAPPING.get(opt.name)
+        if make is None:
+            raise ApsiError(f"the torch backend has no implementation of the optimizer {opt.name!r}; "
+                            f"use one of {', '.join(NAMES)}")
+        cls, hyper = make(opt.hyper)
+        # a schedule decides the rate: fit's schedule= first, then an lr given as a function
+        self.schedule = schedule if schedule is not None else (opt.lr if callable(opt.lr) else None)
+        first = float(self.schedule(0)) if self.schedule is not None else float(opt.lr)
+        self.torch = cls(tensors, lr=first, **hyper)
+        self.steps = 0
+
+    def set_lr(self):
+        """Give the group the schedule's rate for this step (LambdaLR's job); call before step()."""
+        if self.schedule is not None:
+            lr = float(self.schedule(self.steps))
+            for group in self.torch.param_groups:
+                group["lr"] = lr
+
+    def step(self, scaler=None):
+        if scaler is None:
+            self.torch.step()
+        else:
+            scaler.step(self.torch)
+            scaler.update()
+        self.steps += 1
+
+    def zero_grad(self):
+        self.torch.zero_grad(set_to_none=True)
