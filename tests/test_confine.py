@@ -365,8 +365,8 @@ def test_the_repl_saves_its_history_outside_the_project_while_confined(place):
             if step == "prompt" and b">>> " in seen:
                 os.write(master, b'print(read_text("inside.txt"), 6 * 7)\n')
                 step = "answer"
-            elif step == "answer" and b"inside 42" in seen:
-                os.write(master, b"\x04")          # Ctrl-D leaves
+            elif step == "answer" and b">>> " in seen.partition(b"inside 42")[2]:
+                os.write(master, b"\x04")          # Ctrl-D at the next prompt leaves
                 step = "leave"
         p.wait(timeout=60)
     finally:
