@@ -201,7 +201,9 @@ def isolated_env(python):
             env[k] = v
         elif name != "config-file":
             dropped.append(k)
-    for key, value in _pip_config(python, env):
+    configured = os.environ.get("PIP_CONFIG_FILE")
+    read_config = configured != os.devnull               # os.devnull: pip reads no configuration file
+    for key, value in (_pip_config(python, env) if read_config else []):
         name = key.split(".", 1)[-1]
         var = "PIP_" + name.upper().replace("-", "_")
         if name in KEPT_SETTINGS:
@@ -259,9 +261,13 @@ def explain_failure(stderr, what, index_url, pyinfo, torch=True):
     missing = re.search(r"No matching distribution found for (\S+)", stderr)
     if no_match and not network:
         name = missing.group(1) if missing else what
-        if torch and name.startswith("torch"):
+        project = re.split(r"[<>=!~\[; ]", name, maxsplit=1)[0].lower()
+        if torch and project == "torch":
             name = what
-        if torch and missing and not name.startswith("torch"):
+        elif torch and project in ("torchvision", "torchaudio"):
+            return (f"the index{source} has no {name} for {where}, the {project} release paired with "
+                    f"{what}: install {project} later, when the index has it, or choose another build.")
+        elif torch and missing:
             return (f"{what} needs {name}, and the index{source} has no {name} for {where}: a mirror must "
                     f"carry PyTorch's dependencies too (or use PyTorch's own index).")
         if not torch:

@@ -92,6 +92,15 @@ def uninstall(names):
         for real in (["torch", *build.extras] if build else [name]):
             if real not in targets:
                 targets.append(real)
+    if "torch" in targets:
+        # torchvision / torchaudio cannot work without the PyTorch they were built for: they go with it
+        try:
+            family = [m for m, v in pipcmd.probe(python).get("family", {}).items() if v and m not in targets]
+        except pipcmd.PipError:
+            family = []
+        if family:
+            click.echo(f"{', '.join(family)} goes with PyTorch (it was built for it).")
+            targets += family
     cmd = pipcmd.pip_cmd(python, "uninstall", "-y", *targets)
     try:
         rc, err = pipcmd.run_pip(cmd)

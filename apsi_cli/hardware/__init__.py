@@ -49,10 +49,13 @@ def detect(timeout=None):
     if error:
         return Hardware(system=system, machine=machine, wsl=wsl, override_error=error,
                         overrides=_shown(given))
+    module = nvidia.module_version() if "APSI_GPU_COMPUTE_CAPABILITY" in given else None
     if "APSI_CUDA_DRIVER_VERSION" in given:
         nv = NvidiaInfo(status="driver-only", driver=given["APSI_CUDA_DRIVER_VERSION"],
                         source="APSI_CUDA_DRIVER_VERSION",
                         note="the driver version was given by APSI_CUDA_DRIVER_VERSION; no GPU models")
+    elif module:            # the GPUs are given: the kernel module's version is all that is missing
+        nv = NvidiaInfo(status="driver-only", driver=module[0], source=module[1])
     else:
         nv = nvidia.detect(deadline=deadline)
     if "APSI_GPU_COMPUTE_CAPABILITY" in given:

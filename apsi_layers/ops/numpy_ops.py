@@ -60,10 +60,10 @@ def ones(shape):
 
 # --- elementwise -------------------------------------------------------------------------------
 
-exp, log, sqrt, abs, tanh = nn.exp, nn.log, nn.sqrt, nn.abs, nn.tanh  # noqa: A001
-sigmoid, relu, gelu, softplus = nn.sigmoid, nn.relu, nn.gelu, nn.softplus
+exp, log, sqrt, abs, relu, softplus = nn.exp, nn.log, nn.sqrt, nn.abs, nn.relu, nn.softplus  # noqa: A001
+tanh, sigmoid = fused.tanh, fused.sigmoid
 maximum, minimum, where = nn.maximum, nn.minimum, nn.where
-silu, leaky_relu, elu = fused.silu, fused.leaky_relu, fused.elu
+gelu, silu, leaky_relu, elu = fused.gelu, fused.silu, fused.leaky_relu, fused.elu
 
 
 def clip(x, lo, hi):

@@ -280,6 +280,9 @@ ACTIVATIONS = {
     "elu": (lambda x: O.elu(x, 1.5), lambda x: np.where(x > 0, x, 1.5 * (np.exp(x) - 1))),
     "gelu": (O.gelu, lambda x: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))),
     "softplus": (O.softplus, lambda x: np.logaddexp(0, x)),
+    "tanh": (O.tanh, np.tanh),
+    "sigmoid": (O.sigmoid, naive.sigmoid),
+    "relu": (O.relu, lambda x: np.maximum(x, 0)),
 }
 
 
@@ -287,7 +290,7 @@ ACTIVATIONS = {
 def test_activation(name):
     op, ref = ACTIVATIONS[name]
     x = rng.choice([-1.0, 1.0], (3, 4)) * rng.uniform(0.1, 3.0, (3, 4))
-    close(op(O.constant(x)).data, ref(x))
+    close(op(O.constant(x)).data, ref(x), 1e-14)
     check_all_grads(op, [x])
 
 
@@ -399,3 +402,14 @@ def nn_error():
 def test_misuse_is_an_apsi_error(call, message):
     with pytest.raises(nn_error(), match=message):
         call()
+
+
+@pytest.mark.parametrize("op,ref", [(O.tanh, np.tanh), (O.sigmoid, naive.sigmoid),
+                                    (O.gelu, ACTIVATIONS["gelu"][1])],
+                         ids=["tanh", "sigmoid", "gelu"])
+def test_activations_saturate_without_nan(op, ref):
+    x = np.array([-1e308, -800.0, -40.0, -1e-300, 0.0, 1e-300, 40.0, 800.0, 1e308])
+    with np.errstate(all="ignore"):
+        want = ref(x)
+    got = op(O.constant(x)).data
+    assert np.all(np.isfinite(got[1:-1])) and np.allclose(got[1:-1], want[1:-1], rtol=1e-15, atol=1e-300)

@@ -187,6 +187,19 @@ def test_overrides_for_ci_without_a_gpu(machine, monkeypatch):
     assert plan.index == "rocm7.2" and plan.reason.startswith("AMD GPU gfx1151 (gfx1151) → torch-rocm:")
 
 
+def test_given_capabilities_and_the_module_version_need_no_nvidia_smi(machine, monkeypatch, tmp_path):
+    machine("hang")                                   # nvidia-smi would hang: it must not be asked
+    (tmp_path / "version").write_text("535.183.01\n")
+    monkeypatch.setenv("APSI_NVIDIA_SYS_VERSION", str(tmp_path / "version"))
+    monkeypatch.setenv("APSI_GPU_COMPUTE_CAPABILITY", "9.0,9.0")
+    start = time.monotonic()
+    hw = hardware.detect()
+    assert time.monotonic() - start < 1
+    assert hw.nvidia.source == f"{tmp_path / 'version'} + APSI_GPU_COMPUTE_CAPABILITY"
+    assert torch_choice.choose(hw).reason == ("GPU 0 (compute 9.0 given) + GPU 1 (compute 9.0 given), "
+                                              "driver 535.183.01 → torch-cuda: PyTorch 2.6–2.14 + CUDA 12.6")
+
+
 @pytest.mark.parametrize("name, value", [("APSI_CUDA_DRIVER_VERSION", "latest"),
                                          ("APSI_GPU_COMPUTE_CAPABILITY", "sm_89"),
                                          ("APSI_AMD_GPU_ARCHITECTURE", "navi31")])

@@ -165,6 +165,7 @@ def test_bad_apsi_toml_is_a_clear_error(target, machine, monkeypatch, tmp_path):
 def test_list_and_uninstall(target, wheels, machine):
     machine(None)
     target.pip_install(wheels["wheel"]["cu126"])
+    target.pip_install(wheels["wheel"]["tv-cu126"])
     r = target.apsi("pkg", "list")
     assert r.returncode == 0, r.all
     assert f"Packages in {target.python}" in r.stdout
@@ -172,7 +173,8 @@ def test_list_and_uninstall(target, wheels, machine):
     assert r.stdout.rstrip().endswith("PyTorch: 2.6.0+cu126 — CUDA 12.6 build: NVIDIA GPUs, and the CPU")
     r = target.apsi("pkg", "uninstall", "torch-cuda")
     assert r.returncode == 0, r.all
-    assert dist_infos(target) == []
+    assert "torchvision goes with PyTorch (it was built for it)." in r.stdout
+    assert dist_infos(target) == [] and helpers.installed(target.python, "torchvision") is None
     r = target.apsi("pkg", "list")
     assert "PyTorch: not installed (apsi pkg install torch-auto)" in r.stdout
 

@@ -6,7 +6,7 @@ One module per family: elementwise, linear, conv, pool, norm, recurrent, attenti
 
 from .attention import attention
 from .conv import conv
-from .elementwise import dropout, elu, leaky_relu, silu
+from .elementwise import dropout, elu, gelu, leaky_relu, sigmoid, silu, tanh
 from .graph import bincount, scatter_add, segment_softmax, take
 from .linear import dense
 from .losses import bce_with_logits, softmax_cross_entropy

@@ -1,15 +1,74 @@
-"""Activations beyond nn's (silu, leaky_relu, elu) and inverted dropout, each one op."""
+"""Activations as single ops (tanh, sigmoid and gelu through fastmath, silu, leaky_relu, elu) and
+inverted dropout."""
 
 import numpy as np
 
 from apsi_lang.errors import ApsiError
 
-from ..xp import sigmoid
+from . import fastmath
 from .record import fused, tensor
+
+_GC, _GA = float(np.sqrt(2.0 / np.pi)), 0.044715
+
+
+@np.errstate(over="ignore")
+def _gelu_forward(x, training):
+    # 0.5 x (1 + tanh(c (x + a x^3))), in place on two buffers: a fifth of the passes of the plain form.
+    t = x * x
+    t *= _GA
+    t += 1.0
+    t *= x
+    t *= _GC
+    fastmath.tanh(t, out=t)
+    y = t + 1.0
+    y *= x
+    y *= 0.5
+    return y, ((x, t) if training else None)
+
+
+@np.errstate(over="ignore", invalid="ignore")
+def _gelu_backward(g, saved, needs):
+    x, t = saved
+    du = x * x
+    du *= 3.0 * _GA * _GC
+    du += _GC                                 # c (1 + 3 a x^2)
+    d = t * t
+    np.subtract(1.0, d, out=d)
+    d *= du
+    d *= x
+    d += t
+    d += 1.0
+    d *= 0.5
+    d *= g
+    return d,
+
+
+def _tanh_forward(x, training):
+    y = fastmath.tanh(x)
+    return y, (y if training else None)
+
+
+def _tanh_backward(g, y, needs):
+    d = y * y
+    np.subtract(1.0, d, out=d)
+    d *= g
+    return d,
+
+
+def _sigmoid_forward(x, training):
+    y = fastmath.sigmoid(x)
+    return y, (y if training else None)
+
+
+def _sigmoid_backward(g, y, needs):
+    d = 1.0 - y
+    d *= y
+    d *= g
+    return d,
 
 
 def _silu_forward(x, training):
-    s = sigmoid(x)
+    s = fastmath.sigmoid(x)
     return x * s, ((x, s) if training else None)
 
 
@@ -47,10 +106,28 @@ def _scale_backward(g, factor, needs):
     return g * factor,
 
 
+_gelu = fused("gelu (fused)", _gelu_forward, _gelu_backward, 1)
+_tanh = fused("tanh (fused)", _tanh_forward, _tanh_backward, 1)
+_sigmoid = fused("sigmoid (fused)", _sigmoid_forward, _sigmoid_backward, 1)
 _silu = fused("silu", _silu_forward, _silu_backward, 1)
 _leaky = fused("leaky_relu", _leaky_forward, _leaky_backward, 1)
 _elu = fused("elu", _elu_forward, _elu_backward, 1)
 _dropout = fused("dropout", _scale_forward, _scale_backward, 1)
+
+
+def gelu(x):
+    """GELU, tanh approximation (torch's approximate='tanh')."""
+    return _gelu(tensor(x, "gelu"))
+
+
+def tanh(x):
+    """tanh elementwise."""
+    return _tanh(tensor(x, "tanh"))
+
+
+def sigmoid(x):
+    """1 / (1 + exp(-x)) elementwise."""
+    return _sigmoid(tensor(x, "sigmoid"))
 
 
 def silu(x):

@@ -1,34 +1,40 @@
-"""dense(x, w, b) = x @ w + b as one op: one GEMM forward, two GEMMs and a column sum backward."""
+"""dense(x, w, b) = x @ w + b as one op: one GEMM forward, two GEMMs and a column sum backward.
 
-from ..extend import defop
-from ..ops import matmul
+x [..., in] is flattened to 2-D first: numpy.matmul would otherwise loop over the leading axes with
+one small GEMM each, where one large GEMM runs at full BLAS speed.
+"""
 
+from apsi_lang.errors import ApsiError
 
-def _dense_fwd(x, w, b):
-    out = x @ w
-    out += b
-    return out
-
-
-def _flat(xp, a):
-    return xp.reshape(a, (-1, a.shape[-1]))
+from .record import fused, tensor
 
 
-def _dx(xp, g, ans, x, w, b):
-    return xp.matmul(g, xp.transpose(w, (1, 0)))
+def _forward(x, w, b, training):
+    x2 = x.reshape(-1, x.shape[-1])
+    out = x2 @ w
+    if b is not None:
+        out += b
+    return out.reshape(x.shape[:-1] + (w.shape[1],)), ((x2, w, x.shape) if training else None)
 
 
-def _dw(xp, g, ans, x, w, b):
-    return xp.matmul(xp.transpose(_flat(xp, x), (1, 0)), _flat(xp, g))
+def _backward(g, saved, needs):
+    x2, w, xshape = saved
+    g2 = g.reshape(-1, g.shape[-1])
+    gx = (g2 @ w.T).reshape(xshape) if needs[0] else None
+    gw = x2.T @ g2 if needs[1] else None
+    gb = g2.sum(axis=0) if needs[2] else None
+    return gx, gw, gb
 
 
-def _db(xp, g, ans, x, w, b):
-    return xp.sum(_flat(xp, g), axis=0)
-
-
-_dense = defop("dense", _dense_fwd, _dx, _dw, _db)
+_dense = fused("dense", _forward, _backward, 3)
 
 
 def dense(x, w, b=None):
     """x [..., in] @ w [in, out] + b [out] (b may be None)."""
-    return matmul(x, w) if b is None else _dense(x, w, b)
+    x, w, b = tensor(x, "dense", "x"), tensor(w, "dense", "w"), tensor(b, "dense", "b")
+    if x.ndim < 1 or w.ndim != 2 or x.shape[-1] != w.shape[0]:
+        raise ApsiError(f"dense: input {x.shape} and weight {w.shape} do not fit: the input's last axis "
+                        f"must equal the weight's first ([in, out])")
+    if b is not None and b.shape != (w.shape[1],):
+        raise ApsiError(f"dense: bias has shape {b.shape}, expected ({w.shape[1]},)")
+    return _dense(x, w, b)

@@ -13,16 +13,8 @@ import numpy as np
 
 from apsi_lang.errors import ApsiError
 
+from .fastmath import sigmoid, tanh
 from .record import fused, tensor
-
-
-def _sigmoid(x, out=None):
-    # 1 / (1 + e^-x) as 0.5 tanh(x / 2) + 0.5: one stable ufunc pass, no overflow on either tail.
-    out = np.multiply(x, 0.5, out=out)
-    np.tanh(out, out=out)
-    out *= 0.5
-    out += 0.5
-    return out
 
 
 def _project(x, w_ih, b_ih, b_hh):
@@ -60,13 +52,13 @@ def _lstm_forward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, training, mask):
         z = proj[t]
         z += h @ w_hh_t
         act = gates[t] if training else z
-        _sigmoid(z[:, :2 * hidden], out=act[:, :2 * hidden])
-        np.tanh(z[:, 2 * hidden:3 * hidden], out=act[:, 2 * hidden:3 * hidden])
-        _sigmoid(z[:, 3 * hidden:], out=act[:, 3 * hidden:])
+        sigmoid(z[:, :2 * hidden], out=act[:, :2 * hidden])
+        tanh(z[:, 2 * hidden:3 * hidden], out=act[:, 2 * hidden:3 * hidden])
+        sigmoid(z[:, 3 * hidden:], out=act[:, 3 * hidden:])
         i, f, g, o = _gates(act, hidden)
         c_new = f * c
         c_new += i * g
-        tc = np.tanh(c_new)
+        tc = tanh(c_new)
         h_new = o * tc
         if training:
             hs[t], cs[t], tcs[t] = h, c, tc
@@ -149,12 +141,12 @@ def _gru_forward(x, h0, w_ih, w_hh, b_ih, b_hh, training, mask):
         gi = proj[t]
         rz = gi[:, :2 * hidden]
         rz += gh[:, :2 * hidden]
-        rz = _sigmoid(rz, out=rz_all[t] if training else rz)
+        rz = sigmoid(rz, out=rz_all[t] if training else rz)
         r, z = rz[:, :hidden], rz[:, hidden:]
         ghn = gh[:, 2 * hidden:]
         n = gi[:, 2 * hidden:]
         n += r * ghn
-        n = np.tanh(n, out=n_all[t] if training else n)
+        n = tanh(n, out=n_all[t] if training else n)
         h_new = h - n
         h_new *= z
         h_new += n

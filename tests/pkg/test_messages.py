@@ -1,0 +1,44 @@
+"""How pip's failures are told apart, and the torch family's pairing rule (no pip run: pip's own words)."""
+
+from apsi_cli import installer, pipcmd, torch_builds
+
+INFO = {"python": {"version": "3.12.3", "platform": "linux-x86_64", "executable": "/venv/bin/python"}}
+URL = "https://download.pytorch.org/whl/cu128"
+
+NO_MATCH = ("Looking in indexes: https://download.pytorch.org/whl/cu128\n"
+            "WARNING: Could not fetch URL https://download.pytorch.org/whl/cu128/torch/: 404 Client Error\n"
+            "ERROR: Could not find a version that satisfies the requirement torch>=2.7 "
+            "(from versions: none)\n"
+            "ERROR: No matching distribution found for torch>=2.7\n")
+OFFLINE = ("WARNING: Retrying (Retry(total=0, connect=None, read=None, redirect=None, status=None)) after "
+           "connection broken by 'NewConnectionError(\"Failed to establish a new connection: [Errno 111] "
+           "Connection refused\")': /whl/cu128/torch/\n"
+           "ERROR: Could not find a version that satisfies the requirement torch>=2.7 (from versions: none)\n"
+           "ERROR: No matching distribution found for torch>=2.7\n")
+
+
+def test_no_matching_distribution_is_not_blamed_on_the_network():
+    msg = pipcmd.explain_failure(NO_MATCH, "torch>=2.7,<2.12", URL, INFO)
+    assert msg.startswith(f"no torch>=2.7,<2.12 wheel from {URL} matches Python 3.12.3 on linux-x86_64.")
+
+
+def test_a_connection_error_before_it_is_a_network_failure():
+    msg = pipcmd.explain_failure(OFFLINE, "torch>=2.7,<2.12", URL, INFO)
+    assert msg.startswith(f"pip could not reach the package index from {URL} (network, proxy or mirror")
+
+
+def test_a_missing_family_member_is_named():
+    err = "ERROR: No matching distribution found for torchvision==0.22.*\n"
+    msg = pipcmd.explain_failure(err, "torch-2.7.0+cu128-cp312-cp312-linux_x86_64.whl", URL, INFO)
+    assert msg.startswith(f"the index from {URL} has no torchvision==0.22.* for Python 3.12.3 on "
+                          "linux-x86_64, the torchvision release paired with torch-2.7.0+cu128")
+
+
+def test_family_pairing():
+    assert torch_builds.family_pin("torchvision", "2.12.0+cu130") == "torchvision==0.27.*"
+    assert torch_builds.family_pin("torchaudio", "2.7.1+cu128") == "torchaudio==2.7.*"
+    assert installer.family_mismatch("2.7.0+cu128", {"torchvision": "0.22.1+cu128", "torchaudio": None}) == ""
+    assert installer.family_mismatch("2.7.0+cu128", {"torchvision": "0.22.0+cpu"}) == (
+        "torchvision 0.22.0+cpu is a cpu build, PyTorch a cu128 one")
+    assert installer.family_mismatch("2.7.0", {"torchaudio": "2.6.0"}) == (
+        "torchaudio 2.6.0 belongs to another PyTorch (this one pairs with torchaudio 2.7)")
