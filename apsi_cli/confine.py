@@ -9,16 +9,18 @@ permissions refuse the program:
 - writes: the project folder and the `write` paths (which names inside the project are protected is the
   language wall's job: Landlock grants whole folders, see docs/permissions.md);
 - no program execution without `run`, no TCP connect (or listening) without `net`;
-- environment variables removed unless `env` is granted.
-On Linux this is Landlock (apsi_cli/landlock.py); where the kernel lacks it, only the environment is
-cleaned and nothing is said. APSI_NO_CONFINE=1 turns the whole second wall off, for debugging.
+- no sockets at all without `net`, and never Unix sockets (apsi_cli/seccomp.py);
+- environment variables removed unless `env` grants them.
+On Linux this is Landlock (apsi_cli/landlock.py) and a seccomp filter; where the kernel lacks them, only
+the environment is cleaned and nothing is said. APSI_NO_CONFINE=1 turns the whole second wall off,
+for debugging.
 """
 
 import os
 import sys
 from dataclasses import dataclass
 
-from . import landlock
+from . import landlock, seccomp
 
 SWITCH = "APSI_NO_CONFINE"
 
@@ -51,6 +53,9 @@ KEEP_ENV = {"LANG", "LANGUAGE", "TZ", "TERM", "COLUMNS", "LINES", "NO_COLOR", "A
 KEEP_ENV_PREFIXES = ("LC_", "OMP_", "OPENBLAS_", "MKL_", "BLIS_", "NPY_", "NUMPY_")
 NET_ENV = {"http_proxy", "https_proxy", "no_proxy", "all_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR"}
 RUN_ENV = {"PATH"}
+# socket() families with `net`: IPv4, IPv6, and netlink (name resolution lists the addresses with it).
+# Without it none; Unix sockets never (a Docker or D-Bus socket is a way out of any sandbox).
+NET_SOCKETS = (seccomp.AF_INET, seccomp.AF_INET6, seccomp.AF_NETLINK)
 
 
 @dataclass(frozen=True)
@@ -60,8 +65,9 @@ class Policy:
     read: tuple = ()              # readable beneath these paths (None: anywhere)
     write: tuple = ()             # writable beneath these paths (None: anywhere)
     execute: bool = False         # may run programs
-    net: bool = False             # may connect over TCP
-    env: bool = False             # keeps the whole environment
+    net: bool = False             # may open internet sockets and connect over TCP …
+    ports: tuple | None = None    # … to these ports only (None: any)
+    env: bool | tuple = ()        # True: keeps the whole environment; else the names granted
 
 
 def disabled():
@@ -71,18 +77,45 @@ def disabled():
 def needed(grants):
     """Programs with `python` may run any Python code: no second wall can hold them without breaking
     what `python` is for, so they are not confined."""
-    return "python" not in grants.granted and not disabled()
+    return not _whole(grants, "python") and not disabled()
+
+
+def _whole(grants, permission):
+    return permission in grants.granted and permission not in grants.denied
+
+
+def _some(grants, permission):
+    """Granted whole or for some names (env, run, net), and not denied whole."""
+    return _whole(grants, permission) or (permission not in grants.denied and bool(grants.scoped(permission)))
 
 
 def policy(grants):
-    granted = grants.granted
-    read = None if "read" in granted else (
-        python_paths() + SYSTEM_READ + (NET_READ + _certificates() if "net" in granted else ())
-        + (RUN_READ if "run" in granted else ()) + tuple(grants.read_paths))
-    write = None if "write" in granted else (
-        (str(grants.project_root),) + SYSTEM_WRITE + tuple(_writable(p) for p in grants.write_paths))
-    return Policy(read=read, write=write, execute="run" in granted, net="net" in granted,
-                  env="env" in granted)
+    """The kernel's share of `grants`. The kernel knows paths and ports, not names: a program granted by
+    name (--allow-run=git) may start others, a host (--allow-net=example.com) is any host on its ports;
+    denials inside what is granted (--deny-read=PATH) are the language's checks alone."""
+    read = None if _whole(grants, "read") else (
+        python_paths() + SYSTEM_READ + (NET_READ + _certificates() if _some(grants, "net") else ())
+        + (RUN_READ if _some(grants, "run") else ())
+        + (tuple(grants.read_paths) if "read" not in grants.denied else ()))
+    write = None if _whole(grants, "write") else (
+        (str(grants.project_root),) + SYSTEM_WRITE
+        + (tuple(_writable(p) for p in grants.write_paths) if "write" not in grants.denied else ()))
+    return Policy(read=read, write=write, execute=_some(grants, "run"), net=_some(grants, "net"),
+                  ports=None if _whole(grants, "net") else _ports(grants.scoped("net")),
+                  env=True if _whole(grants, "env") else tuple(
+                      n for n in (grants.scoped("env") if "env" not in grants.denied else ())
+                      if not grants.denies("env", name=n)))
+
+
+def _ports(hosts):
+    """The TCP ports that `host:port` grants name; None when a bare host grants every port."""
+    ports = []
+    for host in hosts:
+        _, colon, port = host.rpartition(":")
+        if not colon or not port.isdigit() or host.endswith("]"):
+            return None
+        ports.append(int(port))
+    return tuple(sorted(set(ports)))
 
 
 def python_paths():
@@ -125,9 +158,9 @@ def _under(path, folder):
 def clean_environment(p):
     """Remove what `env` does not grant from os.environ, the C environment (what child processes get)
     and the memory block the kernel filled at start (/proc/self/environ)."""
-    if p.env:
+    if p.env is True:
         return
-    keep = KEEP_ENV | (NET_ENV | {k.upper() for k in NET_ENV} if p.net else set()) | \
+    keep = KEEP_ENV | set(p.env) | (NET_ENV | {k.upper() for k in NET_ENV} if p.net else set()) | \
         (RUN_ENV if p.execute else set())
     kept = {k: v for k, v in os.environ.items() if k in keep or k.startswith(KEEP_ENV_PREFIXES)}
     import posix
@@ -167,15 +200,17 @@ def apply(grants):
     p = policy(grants)
     clean_environment(p)
     version = landlock.abi()
-    if not version:
+    if not (version or seccomp.supported()):
         return 0
     _only_thread()
     try:
-        ruleset(p, version).restrict_self()
-    except landlock.LandlockError as e:
+        if version:
+            ruleset(p, version).restrict_self()
+        seccomp.install(NET_SOCKETS if p.net else ())
+    except OSError as e:
         from apsi_lang.errors import ApsiError
 
-        raise ApsiError(f"apsi could not confine this program with Landlock ({e.strerror}); set "
+        raise ApsiError(f"apsi could not confine this program ({e.strerror}); set "
                         f"{SWITCH}=1 to run it without the kernel's sandbox (the language's checks "
                         "still apply)") from None
     return version
@@ -194,8 +229,9 @@ def ruleset(p, version):
         fs |= rights("refer")
     if p.execute:
         fs &= ~rights("execute")
-    # no listening sockets ever; connecting only with `net`
-    net = landlock.mask(landlock.NET, ("bind_tcp",) if p.net else ("bind_tcp", "connect_tcp"), version)
+    # no listening sockets ever; connecting only with `net` (to its ports, when it names them)
+    any_port = p.net and p.ports is None
+    net = landlock.mask(landlock.NET, ("bind_tcp",) if any_port else ("bind_tcp", "connect_tcp"), version)
     # no signals to processes outside this one and its children, no abstract unix sockets (X11, D-Bus)
     scoped = landlock.mask(landlock.SCOPE, ("abstract_unix_socket", "signal"), version)
     rules = landlock.Ruleset(fs, net, scoped)
@@ -203,6 +239,8 @@ def ruleset(p, version):
         rules.allow_path(path, rights(*READ))
     for path in p.write or ():
         rules.allow_path(path, rights(*READ, *WRITE, *(SPECIAL if p.execute else ())))
+    for port in (p.ports or ()) if p.net else ():
+        rules.allow_port(port, landlock.mask(landlock.NET, ("connect_tcp",), version))
     if p.write is None and version >= 2:
         # REFER is refused by every ruleset unless a rule grants it, handled or not (landlock.h)
         rules.allow_path("/", rights("refer"))
@@ -227,7 +265,11 @@ def describe():
     version = landlock.abi()
     if disabled():
         return "off", f"switched off by {SWITCH}=1: only the language's checks protect you"
+    sockets = " and a socket filter" if seccomp.supported() else ""
     if version:
-        return "on", (f"Landlock ABI {version}: programs without `python` run confined (files, "
-                      f"{'TCP, ' if version >= 4 else ''}programs, environment)")
+        return "on", (f"Landlock ABI {version}{sockets}: programs without `python` run confined (files, "
+                      f"{'TCP, ' if version >= 4 else ''}sockets, programs, environment)")
+    if sockets:
+        return "none", ("this kernel has no Landlock: programs without `python` are kept from sockets, "
+                        "for files only the language's checks protect you")
     return "none", "this kernel has no Landlock: only the language's checks protect you"

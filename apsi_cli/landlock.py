@@ -65,6 +65,8 @@ def _syscall(name, *args):
     if _libc is None:
         _libc = ctypes.CDLL(None, use_errno=True)
         _libc.syscall.restype = ctypes.c_long
+    # syscall() reads every argument as a long: pass them so, never as a narrower C int
+    args = [ctypes.c_long(a) if isinstance(a, int) else a for a in args]
     result = _libc.syscall(ctypes.c_long(_SYSCALLS[name]), *args)
     if result < 0:
         err = ctypes.get_errno()
@@ -79,8 +81,7 @@ def abi():
     if not sys.platform.startswith("linux") or platform.machine().lower() not in _MACHINES:
         return 0
     try:
-        return int(_syscall("create_ruleset", None, ctypes.c_size_t(0),
-                            ctypes.c_uint32(CREATE_RULESET_VERSION)))
+        return int(_syscall("create_ruleset", None, 0, CREATE_RULESET_VERSION))
     except (LandlockError, OSError, AttributeError):
         return 0
 
@@ -102,8 +103,7 @@ class Ruleset:
         attr = _RulesetAttr(handled_fs, handled_net, scoped)
         self.handled_fs = handled_fs
         self.handled_net = handled_net
-        self.fd = _syscall("create_ruleset", ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)),
-                           ctypes.c_uint32(0))
+        self.fd = _syscall("create_ruleset", ctypes.byref(attr), ctypes.sizeof(attr), 0)
 
     def allow_path(self, path, rights):
         """Allow `rights` (a mask) beneath `path`; on a file, only the file rights are kept.
@@ -119,26 +119,24 @@ class Ruleset:
             if not rights:
                 return False
             attr = _PathBeneathAttr(rights, fd)
-            _syscall("add_rule", ctypes.c_int(self.fd), ctypes.c_int(RULE_PATH_BENEATH), ctypes.byref(attr),
-                     ctypes.c_uint32(0))
+            _syscall("add_rule", self.fd, RULE_PATH_BENEATH, ctypes.byref(attr), 0)
             return True
         finally:
             os.close(fd)
 
     def allow_port(self, port, rights):
         attr = _NetPortAttr(rights & self.handled_net, port)
-        _syscall("add_rule", ctypes.c_int(self.fd), ctypes.c_int(RULE_NET_PORT), ctypes.byref(attr),
-                 ctypes.c_uint32(0))
+        _syscall("add_rule", self.fd, RULE_NET_PORT, ctypes.byref(attr), 0)
 
     def restrict_self(self):
         """Enforce the ruleset on the calling thread (and what it starts later), for good.
         no_new_privs first: Landlock requires it of unprivileged processes, and it means no set-user-ID
         program run later can gain privileges."""
         try:
-            if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            if _libc.prctl(*[ctypes.c_ulong(a) for a in (PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)]) != 0:
                 err = ctypes.get_errno()
                 raise LandlockError(err, f"prctl(PR_SET_NO_NEW_PRIVS): {os.strerror(err)}")
-            _syscall("restrict_self", ctypes.c_int(self.fd), ctypes.c_uint32(0))
+            _syscall("restrict_self", self.fd, 0)
         finally:
             os.close(self.fd)
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from apsi_cli import confine, landlock
+from apsi_cli import confine, landlock, seccomp
 from apsi_lang import permissions
 
 ROOT = Path(__file__).parent.parent
@@ -45,6 +45,19 @@ def attempt(what, arg=""):
             return "ok"
         if what == "connect":
             socket.create_connection(("127.0.0.1", int(arg)), timeout=10).close()
+            return "ok"
+        if what == "unix":
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(arg)
+            s.close()
+            return "ok"
+        if what == "udp":
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.sendto(b"out", ("127.0.0.1", int(arg)))
+            s.close()
+            return "ok"
+        if what == "signal":
+            os.kill(os.getppid(), 0)
             return "ok"
         if what == "bind":
             s = socket.socket()
@@ -90,8 +103,16 @@ def place(tmp_path):
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen(8)
-    yield {"proj": proj, "outside": outside, "port": server.getsockname()[1]}
-    server.close()
+    other = socket.socket()
+    other.bind(("127.0.0.1", 0))
+    other.listen(8)
+    unix = socket.socket(socket.AF_UNIX)
+    unix.bind(str(outside / "u.sock"))       # think of /var/run/docker.sock
+    unix.listen(8)
+    yield {"proj": proj, "outside": outside, "port": server.getsockname()[1],
+           "other_port": other.getsockname()[1]}
+    for s in (server, other, unix):
+        s.close()
 
 
 def apsi(args, cwd, site=None, env=None, stdin=None):
@@ -130,16 +151,39 @@ OFF = {confine.SWITCH: "1"}
     ("connect", "{port}", "--allow-net"),
     ("exec", "/bin/echo escaped", "--allow-run"),
     ("exec", "sh -c true", "--allow-run"),
+    ("exec", "/bin/echo escaped", "--allow-run=echo"),
+    ("connect", "{port}", "--allow-net=127.0.0.1"),
+    ("connect", "{port}", "--allow-net=127.0.0.1:{port}"),
+    ("udp", "{port}", "--allow-net"),
+    ("unix", "{outside}/u.sock", "--allow-python"),
+    ("signal", "", "--allow-python"),
 ])
 def test_the_kernel_refuses_what_the_permissions_refuse(hole, place, what, arg, flag):
     values = {"outside": place["outside"], "port": place["port"], "home": Path.home()}
+    if what == "signal" and ABI < 6 or what in ("connect", "bind") and ABI < 4:
+        pytest.skip(f"this kernel's Landlock ABI {ABI} does not cover {what}")
     arg, flag = arg.format(**values), flag.format(**values)
-    assert through_hole(place, hole, what, arg) == "denied EACCES"
+    refusal = "denied EPERM" if what == "signal" else "denied EACCES"      # kill(2) says EPERM
+    assert through_hole(place, hole, what, arg) == refusal
     assert through_hole(place, hole, what, arg, flag).startswith("ok"), flag
     for made in ("planted.txt", "made"):
         shutil.rmtree(place["outside"] / made, ignore_errors=True)
         (place["outside"] / made).unlink(missing_ok=True)
     assert through_hole(place, hole, what, arg, env=OFF).startswith("ok")     # the hole is real
+
+
+@needs_landlock
+def test_a_port_granted_is_the_only_port(hole, place):
+    if ABI < 4:
+        pytest.skip("TCP rules need Landlock ABI 4")
+    flag = f"--allow-net=localhost:{place['port']}"
+    assert through_hole(place, hole, "connect", place["port"], flag) == "ok"
+    assert through_hole(place, hole, "connect", place["other_port"], flag) == "denied EACCES"
+
+
+@needs_landlock
+def test_unix_sockets_stay_closed_even_with_net(hole, place):
+    assert through_hole(place, hole, "unix", place["outside"] / "u.sock", "--allow-net") == "denied EACCES"
 
 
 @needs_landlock
@@ -186,6 +230,11 @@ def test_environment_variables_are_removed_without_env(hole, place):
     assert through_hole(place, hole, "env", "LANG", env=env) == "ok C.UTF-8"
     assert through_hole(place, hole, "env", "OPENBLAS_NUM_THREADS", env=env) == "ok 1"
     assert through_hole(place, hole, "env", "APSI_TEST_TOKEN", "--allow-env", env=env) == "ok tok123"
+    assert through_hole(place, hole, "env", "APSI_TEST_TOKEN", "--allow-env=APSI_TEST_TOKEN",
+                        env=env) == "ok tok123"
+    assert through_hole(place, hole, "env", "HOME", "--allow-env=APSI_TEST_TOKEN", env=env) == "ok None"
+    assert through_hole(place, hole, "env", "APSI_TEST_TOKEN", "--allow-env", "--deny-env=APSI_TEST_TOKEN",
+                        env=env) == "ok tok123"      # denying some of a whole grant: the language's job
     assert through_hole(place, hole, "env", "APSI_TEST_TOKEN", env={**env, **OFF}) == "ok tok123"
     # processes started with `run` get the cleaned environment too, PATH kept so commands are found
     out = through_hole(place, hole, "cenv", "", "--allow-run", env=env)
@@ -323,7 +372,8 @@ def test_a_failing_landlock_call_stops_the_program_with_the_switch_named(place):
     p = subprocess.run([sys.executable, "-c", code], cwd=place["proj"], env=env, capture_output=True,
                        text=True, timeout=60)
     assert (p.returncode, p.stdout) == (1, "")
-    assert "could not confine this program with Landlock" in p.stderr and "APSI_NO_CONFINE=1" in p.stderr
+    assert "apsi could not confine this program (landlock_restrict_self" in p.stderr
+    assert "APSI_NO_CONFINE=1" in p.stderr
     assert "Traceback" not in p.stderr
 
 
@@ -375,3 +425,64 @@ def test_the_repl_saves_its_history_outside_the_project_while_confined(place):
             p.kill()
     assert b"inside 42" in seen, seen
     assert history.read_text() == 'print(read_text("inside.txt"), 6 * 7)\n'
+
+
+# ---- the socket filter (apsi_cli/seccomp.py) and Landlock's TCP rules, each on its own ------------
+
+def _child(code, cwd=None):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    p = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, cwd=cwd, capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    return p.stdout.split()
+
+
+@pytest.mark.skipif(not seccomp.supported(), reason="the socket filter knows x86_64 and aarch64")
+def test_the_socket_filter_alone():
+    out = _child("""
+        import ctypes, errno, socket
+        from apsi_cli import seccomp
+        assert seccomp.install([seccomp.AF_INET])
+        def attempt(family, kind=socket.SOCK_STREAM):
+            try:
+                socket.socket(family, kind).close()
+                return "ok"
+            except OSError as e:
+                return errno.errorcode[e.errno]
+        libc = ctypes.CDLL(None, use_errno=True)
+        uring = libc.syscall(ctypes.c_long(425), ctypes.c_long(8), None) == -1 and ctypes.get_errno()
+        args = [ctypes.c_long(a) for a in (0x40000000 | 41, 1, 1, 0)]     # socket(AF_UNIX) as x32
+        x32 = libc.syscall(*args)
+        a, b = socket.socketpair()
+        print(attempt(socket.AF_INET), attempt(socket.AF_INET, socket.SOCK_DGRAM), attempt(socket.AF_UNIX),
+              attempt(socket.AF_INET6), attempt(socket.AF_NETLINK, socket.SOCK_RAW), errno.errorcode[uring],
+              x32 < 0, "socketpair-ok")
+    """)
+    assert out == ["ok", "ok", "EACCES", "EACCES", "EACCES", "ENOSYS", "True", "socketpair-ok"]
+
+
+@needs_landlock
+def test_landlock_alone_refuses_tcp_connect(place):
+    if ABI < 4:
+        pytest.skip("TCP rules need Landlock ABI 4")
+    out = _child(f"""
+        import errno, socket
+        from apsi_cli import confine
+        confine.ruleset(confine.Policy(read=None, write=None, execute=True), {ABI}).restrict_self()
+        try:
+            socket.create_connection(("127.0.0.1", {place["port"]}), timeout=10)
+            print("connected")
+        except OSError as e:
+            print(errno.errorcode[e.errno])
+        print(open("/etc/hostname").read() != "")      # reads stay open: only TCP was handled
+    """)
+    assert out == ["EACCES", "True"]
+
+
+def test_the_filter_program_jumps_where_it_says():
+    """Two returns for a refused socket family and io_uring, one for everything else."""
+    code = seccomp.program([seccomp.AF_INET], machine="x86_64")
+    jumps = [(i, jt, jf) for i, (op, jt, jf, _) in enumerate(code) if op in (0x15, 0x35)]
+    assert jumps and all(i + 1 + max(jt, jf) < len(code) for i, jt, jf in jumps)
+    rets = [k for op, _, _, k in code if op == 0x06]
+    assert rets == [0x7FFF0000, 0x00050000 | 13, 0x7FFF0000, 0x00050000 | 38]
