@@ -77,11 +77,14 @@ def _scope_item(permission, value):
     return value.strip().lower() if permission == "net" else value.strip()
 
 
-def guarded(action):
-    """Run `action()`; report any failure the Apsi way and return an exit code."""
+def guarded(action, prepare=None):
+    """Run `prepare()` here, on the main thread (the grants and the confinement), then `action()`;
+    report any failure the Apsi way and return an exit code."""
     from apsi_lang import bigstack, report
 
     try:
+        if prepare is not None:
+            prepare()
         bigstack.call(action)       # on a thread whose stack holds the recursion limit
         return 0
     except ApsiSyntaxError as e:
@@ -115,7 +118,13 @@ def guarded(action):
 
 
 def _prepare(perms, program_dir):
-    permissions.set_current(build_grants(perms, program_dir))
+    from . import confine
+
+    grants = build_grants(perms, program_dir)
+    permissions.set_current(grants)
+    # the kernel's wall goes up before any of the program is compiled or run, and on the main thread
+    # before the program's thread starts: Landlock holds the thread that asks and those it starts later
+    confine.apply(grants)
 
 
 def read_stdin():
@@ -131,11 +140,10 @@ def run_stdin(args, perms):
     text = read_stdin()
 
     def action():
-        _prepare(perms, Path.cwd())
         ns = program.new_namespace(str(Path.cwd()), args)
         program.compile_source(text, "<stdin>", ns).run()
 
-    return guarded(action)
+    return guarded(action, prepare=lambda: _prepare(perms, Path.cwd()))
 
 
 def run_file(path, args, perms):
@@ -149,11 +157,10 @@ def run_file(path, args, perms):
         return failed
 
     def action():
-        _prepare(perms, p.parent)
         ns = program.new_namespace(str(p.parent.resolve()), args)
         program.compile_source(text, str(path), ns).run()
 
-    return guarded(action)
+    return guarded(action, prepare=lambda: _prepare(perms, p.parent))
 
 
 def _read_program(path, verb="run"):
@@ -183,11 +190,10 @@ def check_file(path, perms):
         return failed
 
     def action():
-        _prepare(perms, Path(path).parent)
         ns = program.new_namespace(str(Path(path).parent.resolve()))
         program.compile_source(text, str(path), ns)
 
-    code = guarded(action)
+    code = guarded(action, prepare=lambda: _prepare(perms, Path(path).parent))
     return 2 if code else 0
 
 
@@ -195,17 +201,17 @@ def run_code(code, perms, args=()):
     from apsi_lang import program
 
     def action():
-        _prepare(perms, Path.cwd())
         ns = program.new_namespace(str(Path.cwd()), args)
         program.compile_source(code, "<-e>", ns, echo=True).run()
 
-    return guarded(action)
+    return guarded(action, prepare=lambda: _prepare(perms, Path.cwd()))
 
 
 def repl(perms):
     from .repl import Repl
 
-    code = guarded(lambda: _prepare(perms, Path.cwd()))
+    shell = Repl()           # opens the history file before the confinement
+    code = guarded(lambda: None, prepare=lambda: _prepare(perms, Path.cwd()))
     if code:
         return code
-    return Repl().loop()
+    return shell.loop()

@@ -52,11 +52,17 @@ def refused_at_compile(code, *allow, match=None):
 
 
 def cli(args, cwd, env=None, stdin=None, timeout=60):
-    """`python -m apsi ARGS` in `cwd`: (exit code, stdout, stderr)."""
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("APSI_")}
-    full_env["PYTHONPATH"] = str(ROOT)
-    full_env.update(env or {})
-    p = subprocess.run([sys.executable, "-m", "apsi", *args], cwd=cwd, capture_output=True, text=True,
-                       env=full_env, timeout=timeout, input=stdin,
-                       stdin=None if stdin is not None else subprocess.DEVNULL)
-    return p.returncode, p.stdout, p.stderr
+    """`python -m apsi ARGS` in `cwd`: (exit code, stdout, stderr). Runs twice: confined by the kernel
+    (apsi_cli/confine.py, where Landlock exists) and with APSI_NO_CONFINE=1, so the language's checks
+    are tested on their own; both runs must say the same."""
+    results = []
+    for switch in ({}, {"APSI_NO_CONFINE": "1"}):
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith("APSI_")}
+        full_env["PYTHONPATH"] = str(ROOT)
+        full_env.update(env or {}, **switch)
+        p = subprocess.run([sys.executable, "-m", "apsi", *args], cwd=cwd, capture_output=True, text=True,
+                           env=full_env, timeout=timeout, input=stdin,
+                           stdin=None if stdin is not None else subprocess.DEVNULL)
+        results.append((p.returncode, p.stdout, p.stderr))
+    assert results[0] == results[1], f"confined and unconfined runs differ: {results}"
+    return results[0]
