@@ -9,11 +9,22 @@ _FLAGS = [
                  metavar="[=PATH,...]", help="Allow reading outside the project folder (all, or PATHs)."),
     click.option("--allow-write", "allow_write", is_flag=False, flag_value="*", default=None,
                  metavar="[=PATH,...]", help="Allow writing outside the project folder (all, or PATHs)."),
-    click.option("--allow-net", is_flag=True, default=None, help="Allow network access."),
-    click.option("--allow-env", is_flag=True, default=None, help="Allow reading environment variables."),
-    click.option("--allow-run", is_flag=True, default=None, help="Allow starting processes."),
+    click.option("--allow-net", "allow_net", is_flag=False, flag_value="*", default=None,
+                 metavar="[=HOST[:PORT],...]", help="Allow network access (all, or to HOSTs)."),
+    click.option("--allow-env", "allow_env", is_flag=False, flag_value="*", default=None,
+                 metavar="[=NAME,...]", help="Allow reading environment variables (all, or NAMEs)."),
+    click.option("--allow-run", "allow_run", is_flag=False, flag_value="*", default=None,
+                 metavar="[=PROGRAM,...]", help="Allow starting processes (all, or PROGRAMs)."),
     click.option("-A", "--allow-all", is_flag=True, default=None, help="Allow everything."),
+] + [
+    click.option(f"--deny-{name}", f"deny_{name}", is_flag=False, flag_value="*", default=None,
+                 metavar=f"[={what},...]", help=f"Deny {name} (all, or {what}s), whatever else grants it.")
+    for name, what in (("read", "PATH"), ("write", "PATH"), ("net", "HOST"), ("env", "NAME"),
+                       ("run", "PROGRAM"))
 ]
+# flags that take an optional =VALUE: given bare they mean "all"
+SCOPED_FLAGS = tuple(f"--{verb}-{name}" for verb in ("allow", "deny")
+                     for name in ("read", "write", "net", "env", "run"))
 
 
 def permission_options(f):
@@ -33,14 +44,14 @@ def merge(outer, inner):
 
 def normalize_argv(argv):
     """Two things Click can't say on its own:
-    - `--allow-read FILE` must not take FILE as the list of paths: a bare --allow-read/--allow-write
-      (before the program's file) means "everywhere"; paths are given only as --allow-read=PATH,…
+    - `--allow-read FILE` must not take FILE as the list of paths: a bare --allow-read/--allow-env/
+      --deny-net/… (before the program's file) means "all"; scopes are given only as --allow-env=A,B
     - `-e CODE ARGS…`: as with `python -c`, what follows CODE is the program's `args`, not a file
       to run; they travel as hidden --program-arg=… options."""
     out, i, argv = [], 0, list(argv)
     while i < len(argv):
         arg = argv[i]
-        if arg in ("--allow-read", "--allow-write"):
+        if arg in SCOPED_FLAGS:
             out.append(arg + "=*")
         elif arg == "-e":
             rest = argv[i + 2:]

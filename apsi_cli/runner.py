@@ -30,23 +30,46 @@ def build_grants(perms, program_dir):
     granted = set(cfg.allow)
     sources = [(p, str(cfg.path)) for p in cfg.allow]
     read_paths, write_paths = list(cfg.read), list(cfg.write)
+    names = {p: list(cfg.names.get(p, ())) for p in permissions.NAME_PERMISSIONS}
+    denied = set(cfg.deny)
+    denied_scopes = {p: list(v) for p, v in cfg.deny_scopes.items()}
     if perms.get("allow_all"):
         granted |= set(permissions.PERMISSIONS)
         sources += [(p, "--allow-all") for p in permissions.PERMISSIONS]
-    for name in ("python", "net", "env", "run"):
-        if perms.get(f"allow_{name}"):
-            granted.add(name)
-            sources.append((name, f"--allow-{name}"))
-    for name, paths in (("read", read_paths), ("write", write_paths)):
+    if perms.get("allow_python"):
+        granted.add("python")
+        sources.append(("python", "--allow-python"))
+    for name in ("read", "write", "net", "env", "run"):
         value = perms.get(f"allow_{name}")
-        if value == "*" or value == "":
+        if value is True or value == "*" or value == "":
             granted.add(name)
             sources.append((name, f"--allow-{name}"))
         elif value:
-            paths.extend(str(Path(p).resolve()) for p in value.split(",") if p)
+            items = [v for v in value.split(",") if v]
+            if name in permissions.PATH_PERMISSIONS:
+                (read_paths if name == "read" else write_paths).extend(str(Path(p).resolve()) for p in items)
+            else:
+                names[name].extend(_scope_item(name, v) for v in items)
+            sources.append((name, f"--allow-{name}={value}"))
+        deny = perms.get(f"deny_{name}")
+        if deny is True or deny == "*" or deny == "":
+            denied.add(name)
+        elif deny:
+            items = [v for v in deny.split(",") if v]
+            denied_scopes.setdefault(name, []).extend(
+                str(Path(p).resolve()) if name in permissions.PATH_PERMISSIONS else _scope_item(name, p)
+                for p in items)
     root = cfg.root or Path(program_dir).resolve()
     return permissions.Grants(frozenset(granted), tuple(read_paths), tuple(write_paths),
-                              Path(root).resolve(), tuple(sources))
+                              Path(root).resolve(), tuple(sources),
+                              names=tuple((p, tuple(v)) for p, v in names.items() if v),
+                              denied=frozenset(denied),
+                              denied_scopes=tuple((p, tuple(v)) for p, v in denied_scopes.items() if v))
+
+
+def _scope_item(permission, value):
+    """A host is compared lower-case (as DNS names are); env and program names exactly."""
+    return value.strip().lower() if permission == "net" else value.strip()
 
 
 def guarded(action):

@@ -10,13 +10,29 @@ import os
 import sys
 
 from . import permissions
+from .data_files import DATA_BUILTINS
 from .errors import ApsiError
 from .files import atomic_open
+from .numbers import NUMBER_BUILTINS
 from .values import Record, a_type, record_fields, show, type_name
 
 
-def apsi_print(*values, sep=" ", end="\n"):
-    sys.stdout.write(sep.join([show(v) for v in values]) + end)
+def apsi_print(*values, sep=" ", end="\n", file="stdout"):
+    """print(…, file="stderr") writes to the error stream (after flushing stdout, to keep order)."""
+    if file == "stdout":
+        sys.stdout.write(sep.join([show(v) for v in values]) + end)
+    elif file == "stderr":
+        eprint(*values, sep=sep, end=end)
+    else:
+        raise ApsiError(f"print: file must be \"stdout\" or \"stderr\", got {show(file, True)} "
+                        "(to write a file, use write_text or append_text)")
+
+
+def eprint(*values, sep=" ", end="\n"):
+    """print to stderr."""
+    sys.stdout.flush()
+    sys.stderr.write(sep.join([show(v) for v in values]) + end)
+    sys.stderr.flush()
 
 
 def apsi_str(value=""):
@@ -41,6 +57,11 @@ def apsi_filter(f, seq):
 
 def apsi_reversed(seq):
     return list(_py.reversed(seq))
+
+
+def apsi_set(items=()):
+    """set(xs): a function, not Python's set type (a type object would be one more thing to guard)."""
+    return _py.set(items)
 
 
 def fields(record):
@@ -81,7 +102,9 @@ def write_text(path, text):
         with atomic_open(path, "w", encoding="utf-8") as f:
             f.write(text)
     except OSError as e:
-        raise ApsiError(f"write_text({show(path, True)}): {e.strerror or e}") from None
+        from .data_files import _os_error
+
+        raise _os_error("write_text", path, e) from None
 
 
 def exists(path):
@@ -90,7 +113,9 @@ def exists(path):
 
 
 def getenv(name, default=None):
-    permissions.require("env", what=f"getenv({show(name, True)})")
+    if type(name) is not str:
+        raise ApsiError(f"getenv(name): name must be a string, got {a_type(name)}")
+    permissions.require("env", what=f"getenv({show(name, True)})", name=name)
     return os.environ.get(name, default)
 
 
@@ -107,10 +132,12 @@ def pyimport(name):
 
 def run_command(command, check=False):
     """Runs a process (a list of strings, no shell); returns {code, stdout, stderr}."""
-    permissions.require("run", what=f"run_command({show(command, True)})")
     import subprocess
 
     argv = command.split() if type(command) is str else [apsi_str(a) for a in command]
+    if not argv:
+        raise ApsiError("run_command: the command is empty; give a list like [\"git\", \"status\"]")
+    permissions.require("run", what=f"run_command({show(command, True)})", name=argv[0])
     try:
         p = subprocess.run(argv, capture_output=True, text=True)
     except OSError as e:
@@ -121,17 +148,42 @@ def run_command(command, check=False):
 
 
 def fetch_text(url, timeout=30):
-    permissions.require("net", what=f"fetch_text({show(url, True)})")
     if type(url) is not str or not url.lower().startswith(("http://", "https://")):
         # urllib also opens file:// and ftp:// URLs: 'net' must not become a way around 'read'
         raise ApsiError(f"fetch_text({show(url, True)}): only http:// and https:// URLs can be fetched")
+    permissions.require("net", what=f"fetch_text({show(url, True)})", name=host_port(url))
     import urllib.request
 
+    class CheckRedirects(urllib.request.HTTPRedirectHandler):
+        """A redirect to another host needs 'net' for that host too (or --allow-net=a.com is a way out)."""
+
+        def redirect_request(self, req, fp, code, msg, headers, newurl):
+            if not newurl.lower().startswith(("http://", "https://")):
+                raise ApsiError(f"fetch_text({show(url, True)}): redirected to {newurl}, not http(s)")
+            permissions.require("net", what=f"fetch_text({show(url, True)}) redirected to {newurl}",
+                                name=host_port(newurl))
+            return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+    opener = urllib.request.build_opener(CheckRedirects)
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as r:
+        with opener.open(url, timeout=timeout) as r:
             return r.read().decode("utf-8", errors="replace")
+    except ApsiError:
+        raise
     except Exception as e:
         raise ApsiError(f"fetch_text({show(url, True)}): {e}") from None
+
+
+def host_port(url):
+    """'host:port' of an http(s) URL, the port filled in (80, 443) when the URL has none."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme.lower() == "https" else 80)
+    except ValueError:
+        raise ApsiError(f"fetch_text({show(url, True)}): not a valid URL") from None
+    return f"{(parts.hostname or '').lower()}:{port}"
 
 
 def apsi_type(value):
@@ -166,5 +218,7 @@ BUILTINS = {
     "clock": clock,
     "read_text": read_text, "write_text": write_text, "exists": exists, "getenv": getenv,
     "pyimport": pyimport, "run_command": run_command, "fetch_text": fetch_text,
-    "divmod": _py.divmod, "pow": _py.pow, "chr": _py.chr, "ord": _py.ord,
+    "divmod": _py.divmod, "pow": _py.pow, "chr": _py.chr, "ord": _py.ord, "eprint": eprint,
+    "set": apsi_set,
+    **NUMBER_BUILTINS, **DATA_BUILTINS,
 }

@@ -10,7 +10,9 @@ import keyword
 
 from . import sandbox
 from . import syntax as S
+from .builtins import BUILTINS
 from .errors import ApsiSyntaxError
+from .plain import is_plain, plain_names
 from .scopes import Scope, declarations
 
 BINOPS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div, "//": ast.FloorDiv, "%": ast.Mod,
@@ -19,7 +21,7 @@ BINOPS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div, "//": ast.Flo
 UNOPS = {"-": ast.USub, "+": ast.UAdd, "~": ast.Invert, "not": ast.Not}
 MAX_DEPTH = 200      # nested expressions/statements; deeper ASTs overflow CPython's compiler
 CMPOPS = {"==": ast.Eq, "!=": ast.NotEq, "<": ast.Lt, "<=": ast.LtE, ">": ast.Gt, ">=": ast.GtE,
-          "in": ast.In, "not in": ast.NotIn}
+          "in": ast.In, "not in": ast.NotIn, "is": ast.Is, "is not": ast.IsNot}
 
 
 # Names from Python (and other languages) that Apsi spells differently
@@ -52,6 +54,7 @@ class Compiler:
         self.full_access = full_access
         self.guarded = frozenset() if full_access else sandbox.guarded_names()
         self.scope = None
+        self.module_names = set()          # names `use` brought in (they may shadow builtins)
         self.tmp = 0
         self.depth = 0
 
@@ -69,11 +72,17 @@ class Compiler:
     def module(self, body):
         for stmt in body:       # `use` first: its names count as declared everywhere below
             if isinstance(stmt, S.Use):
-                self.known |= set(self.load_module(stmt.name, stmt))
+                exports = set(self.load_module(stmt.name, stmt))
+                if stmt.alias is None:       # `use m as h` brings in only h (declared by scopes)
+                    self.known |= exports
+                    self.module_names |= exports
         if not self.full_access:        # modules may register types (with their allow-lists)
             self.guarded = sandbox.guarded_names()
         self.own = declarations(body) | self.user
         self.scope = Scope(None, self.own | self.known, is_module=True)
+        # REPL and -e inputs share globals with later inputs: their top-level names are never plain
+        candidates = set() if self.echo else (self.own - self.user - self.known)
+        self.scope.plain = plain_names(body, candidates, self.apsi_builtin)
         out = []
         for stmt in body:
             if self.echo and isinstance(stmt, S.ExprStmt):
@@ -111,9 +120,26 @@ class Compiler:
     def s_Use(self, s):
         if not self.scope.is_module:
             self.fail(f"'use {s.name}' must be at the top level of the program, not inside a function", s)
+        if s.alias is not None:
+            target = self.at(ast.Name(py_name(s.alias), ast.Store()), s)
+            return ast.Assign([target], self.helper("_use_as", [ast.Constant(s.name)], s))
         return ast.Expr(self.helper("_use", [ast.Constant(s.name)], s))
 
+    def s_Del(self, s):
+        return ast.Delete([self.at(ast.Subscript(self.expr(t.obj), self.index(t.index), ast.Del()), t)
+                           for t in s.targets])
+
+    def pattern(self, p, node):
+        """A destructuring pattern (see syntax.Let) -> a Python store target."""
+        if isinstance(p, str):
+            return self.at(ast.Name(py_name(p), ast.Store()), node)
+        if isinstance(p, tuple):
+            return self.at(ast.Starred(self.pattern(p[1], node), ast.Store()), node)
+        return self.at(ast.Tuple([self.pattern(x, node) for x in p], ast.Store()), node)
+
     def s_Let(self, s):
+        if s.pattern is not None:
+            return ast.Assign([self.pattern(s.pattern, s)], self.expr(s.value))
         target = self.store_names(s.targets, s)
         return ast.Assign([target], self.expr(s.value))
 
@@ -180,7 +206,9 @@ class Compiler:
 
     def function_body(self, params, body, node):
         outer = self.scope
-        self.scope = Scope(outer, declarations(body) | {p.name for p in params})
+        params_named = {p.name for p in params if p.name}
+        self.scope = Scope(outer, declarations(body) | params_named)
+        self.scope.plain = plain_names(body, declarations(body) - params_named, self.apsi_builtin)
         try:
             out = self.block(body)
             head = []
@@ -193,21 +221,26 @@ class Compiler:
             self.scope = outer
 
     def arguments(self, params):
-        args, kwonly, kw_defaults, defaults, vararg = [], [], [], [], None
+        args, kwonly, kw_defaults, defaults, vararg, kwarg, bare = [], [], [], [], None, None, False
         for p in params:
+            if p.name is None:          # a bare '*': keyword-only parameters follow
+                bare = True
+                continue
             a = self.at(ast.arg(py_name(p.name)), p)
-            if p.star:
+            if p.star == "**":
+                kwarg = a
+            elif p.star:
                 if vararg is not None:
                     self.fail("only one '*' parameter is allowed", p)
                 vararg = a
-            elif vararg is not None:
+            elif vararg is not None or bare:
                 kwonly.append(a)
                 kw_defaults.append(self.expr(p.default) if p.default else None)
             else:
                 args.append(a)
                 if p.default is not None:
                     defaults.append(self.expr(p.default))
-        return ast.arguments([], args, vararg, kwonly, kw_defaults, None, defaults)
+        return ast.arguments([], args, vararg, kwonly, kw_defaults, kwarg, defaults)
 
     def s_Return(self, s):
         if self.scope.is_module:
@@ -225,10 +258,12 @@ class Compiler:
             self.scope.loop_depth -= 1
 
     def s_For(self, s):
-        return ast.For(self.store_names(s.targets, s), self.expr(s.iter), self.loop_body(s.body), [], None)
+        target = self.pattern(s.pattern, s) if s.pattern is not None else self.store_names(s.targets, s)
+        return ast.For(target, self.expr(s.iter), self.loop_body(s.body), self.block(s.orelse) if s.orelse
+                       else [], None)
 
     def s_While(self, s):
-        return ast.While(self.expr(s.test), self.loop_body(s.body), [])
+        return ast.While(self.expr(s.test), self.loop_body(s.body), self.block(s.orelse) if s.orelse else [])
 
     def s_Break(self, s):
         if not self.scope.loop_depth:
@@ -316,8 +351,19 @@ class Compiler:
         return ast.Tuple([self.expr(i) for i in e.items], ast.Load())
 
     def e_RecordLit(self, e):
+        if None in e.keys:          # {...r, n: 2}: later fields win, as in JavaScript
+            # a written field travels as (_FIELD, name, value): _FIELD is a marker Apsi cannot name,
+            # so a spread value can never pass for a field (and smuggle in a name like __class__)
+            marker = self.at(ast.Name("_FIELD", ast.Load()), e)
+            parts = [self.expr(v) if k is None else
+                     self.at(ast.Tuple([marker, ast.Constant(k), self.expr(v)], ast.Load()), v)
+                     for k, v in zip(e.keys, e.values)]
+            return self.helper("_Rspread", parts, e)
         kws = [ast.keyword(k, self.expr(v)) for k, v in zip(e.keys, e.values)]
         return ast.Call(self.at(ast.Name("_R", ast.Load()), e), [], kws)
+
+    def e_MapLit(self, e):
+        return ast.Dict([self.expr(k) for k in e.keys], [self.expr(v) for v in e.values])
 
     def e_FString(self, e):
         values = []
@@ -351,19 +397,40 @@ class Compiler:
         return ast.BoolOp(op, [self.expr(v) for v in e.values])
 
     def e_Compare(self, e):
+        for op, right in zip(e.ops, e.rights):
+            literal = isinstance(right, S.Const) and type(right.value) in (bool, type(None))
+            if op in ("is", "is not") and not literal:
+                self.fail(f"'{op}' compares with none, true or false only: use "
+                          f"{'==' if op == 'is' else '!='} to compare values", e)
         return ast.Compare(self.expr(e.left), [CMPOPS[o]() for o in e.ops], [self.expr(r) for r in e.rights])
 
     def e_IfExpr(self, e):
         return ast.IfExp(self.expr(e.test), self.expr(e.body), self.expr(e.orelse))
 
     def shown(self, e, plain):
-        """Apsi's text for a value. For a plain name, ints/floats/strs take CPython's own fast path
-        (their Apsi text is Python's); only other types pay for the call to `show`."""
+        """Apsi's text for a value. A value known to be an int, float or str (apsi_lang.plain) is
+        formatted by CPython directly; for another plain name, ints/floats/strs take CPython's own
+        path after a type test (their Apsi text is Python's); only other types pay for `show`."""
+        if self.plain(e):
+            return plain(self.expr(e))
         if not isinstance(e, S.Name):
             return self.helper("_show", [self.expr(e)], e)
         test = self.at(ast.Compare(self.helper("_type", [self.expr(e)], e), [ast.In()],
                                    [self.at(ast.Name("_PLAIN", ast.Load()), e)]), e)
         return self.at(ast.IfExp(test, plain(self.expr(e)), self.helper("_show", [self.expr(e)], e)), e)
+
+    def plain(self, e):
+        return is_plain(e, self.name_is_plain, self.apsi_builtin)
+
+    def name_is_plain(self, name):
+        owner = self.scope.owner_of(name)
+        return owner is not None and name in getattr(owner, "plain", ())
+
+    def apsi_builtin(self, name):
+        """True when `name` here is Apsi's own builtin (not the program's, not a module's)."""
+        owner = self.scope.owner_of(name)
+        return owner is not None and owner.is_module and name in BUILTINS and name not in self.own \
+            and name not in self.module_names
 
     def is_builtin(self, e, name):
         if not (isinstance(e, S.Name) and e.id == name):
@@ -373,12 +440,14 @@ class Compiler:
 
     def e_Call(self, e):
         if self.is_builtin(e.func, "str") and len(e.args) == 1 and not e.kwargs \
-                and isinstance(e.args[0], S.Name):
+                and (isinstance(e.args[0], S.Name) or self.plain(e.args[0])):
             return self.shown(e.args[0], plain=lambda x: self.helper("_pystr", [x], e))
         args = [self.at(ast.Starred(self.expr(a.value), ast.Load()), a) if isinstance(a, S.Splat)
                 else self.expr(a) for a in e.args]
         # an Apsi parameter named like a Python keyword (`from`) is compiled as py_name's spelling
-        kws = [ast.keyword(py_name(k), self.expr(v)) for k, v in e.kwargs]
+        # f(**m): the map's keys are checked as the parser checks written keyword names
+        kws = [ast.keyword(py_name(k), self.expr(v)) if k is not None else
+               ast.keyword(None, self.helper("_kwargs", [self.expr(v)], v)) for k, v in e.kwargs]
         return ast.Call(self.expr(e.func), args, kws)
 
     def e_Attr(self, e):
@@ -406,7 +475,7 @@ class Compiler:
     def e_Lambda(self, e):
         args = self.arguments(e.params)
         outer = self.scope
-        self.scope = Scope(outer, {p.name for p in e.params})
+        self.scope = Scope(outer, {p.name for p in e.params if p.name})
         try:
             body = self.expr(e.body)
         finally:
@@ -434,7 +503,11 @@ def compile_tree(body, filename, lines, fixed_names, user_names, load_module, ec
     compiler = Compiler(filename, lines, fixed_names, user_names, load_module, echo, full_access)
     module = compiler.module(body)
     try:
-        return compile(module, filename, "exec", dont_inherit=True)
+        import warnings
+
+        with warnings.catch_warnings():     # CPython's SyntaxWarnings ("is" with a literal) are not Apsi's
+            warnings.simplefilter("ignore", SyntaxWarning)
+            return compile(module, filename, "exec", dont_inherit=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
         # CPython's own limits (e.g. more than 20 nested loops/try blocks): an Apsi syntax error
         line = getattr(e, "lineno", None) or 1

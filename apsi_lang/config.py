@@ -4,6 +4,11 @@
     allow = ["python"]          # whole permissions
     read = ["../data"]          # folders readable outside the project (relative to apsi.toml)
     write = ["/tmp/out"]        # folders writable outside the project
+    env = ["HOME", "PATH"]      # these environment variables only (allow = ["env"] grants all)
+    run = ["git"]               # these programs only
+    net = ["example.com", "localhost:8080"]   # these hosts (any port) or host:port only
+    deny = ["net"]              # denied whole, whatever else grants them
+    deny_read = ["secrets"]     # denied paths or names: deny_read, deny_write, deny_env, deny_run, deny_net
 
     [pkg]
     torch_index = "https://download.pytorch.org/whl"   # base URL of the PyTorch wheel indexes
@@ -18,7 +23,9 @@ from .errors import ConfigError
 from .permissions import PERMISSIONS
 
 FILENAME = "apsi.toml"
-KNOWN = {"run": {"allow", "read", "write"}, "pkg": {"torch_index"}}
+SCOPED = ("env", "run", "net")
+DENY_KEYS = tuple(f"deny_{p}" for p in ("read", "write", "env", "run", "net"))
+KNOWN = {"run": {"allow", "read", "write", "deny", *SCOPED, *DENY_KEYS}, "pkg": {"torch_index"}}
 
 
 @dataclass
@@ -29,6 +36,9 @@ class Config:
     write: tuple = ()
     torch_index: str | None = None
     warnings: list = field(default_factory=list)
+    names: dict = field(default_factory=dict)          # env/run/net -> names granted
+    deny: tuple = ()                                    # permissions denied whole
+    deny_scopes: dict = field(default_factory=dict)     # permission -> denied paths or names
 
     @property
     def root(self):
@@ -80,6 +90,21 @@ def read(path):
                               f"choose from {', '.join(PERMISSIONS)}")
     cfg.read = tuple(_paths(path, "run.read", run.get("read", [])))
     cfg.write = tuple(_paths(path, "run.write", run.get("write", [])))
+    for key in SCOPED:
+        values = _strings(path, f"run.{key}", run.get(key, []))
+        cfg.names[key] = tuple(v.lower() if key == "net" else v for v in values)
+    cfg.deny = tuple(_strings(path, "run.deny", run.get("deny", [])))
+    for name in cfg.deny:
+        if name not in PERMISSIONS:
+            raise ConfigError(f"{path}: run.deny has unknown permission {name!r}; "
+                              f"choose from {', '.join(PERMISSIONS)}")
+    for key in DENY_KEYS:
+        perm = key[5:]
+        if perm in ("read", "write"):
+            cfg.deny_scopes[perm] = tuple(_paths(path, f"run.{key}", run.get(key, [])))
+        else:
+            values = _strings(path, f"run.{key}", run.get(key, []))
+            cfg.deny_scopes[perm] = tuple(v.lower() if perm == "net" else v for v in values)
     index = data.get("pkg", {}).get("torch_index")
     if index is not None and not (isinstance(index, str) and index.strip()):
         raise ConfigError(f"{path}: pkg.torch_index must be a URL string, "

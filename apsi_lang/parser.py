@@ -154,10 +154,17 @@ class Parser:
             if word == "use":
                 self.advance()
                 name = self.expect_name("a module name after 'use'")
-                return S.Use(t.line, t.col, name.value)
+                alias = None
+                if self.at("NAME", "as"):          # use helpers as h: the module's names as h.f
+                    self.advance()
+                    alias = self.expect_name("a name after 'as'").value
+                return S.Use(t.line, t.col, name.value, alias)
             if word in ("elif", "else", "catch", "finally"):
                 self.fail(f"'{word}' without a matching "
                           f"{'if' if word in ('elif', 'else') else 'try'} block above it")
+        nxt = self.peek()
+        if t.kind == "NAME" and t.value == "del" and nxt.kind == "NAME" and nxt.line == t.line:
+            return self.del_stmt()
         expr = self.expr_or_tuple()
         if self.at_op("="):
             self.advance()
@@ -180,6 +187,66 @@ class Parser:
                           "can be assigned", _tok_at(item))
         return items
 
+    def del_stmt(self):
+        t = self.advance()
+        targets = self.expr_or_tuple()
+        items = targets.items if isinstance(targets, S.TupleLit) else [targets]
+        for item in items:
+            if not isinstance(item, S.Index) or isinstance(item.index, S.Slice):
+                what = ("a variable stays declared: give it another value (x = none)"
+                        if isinstance(item, S.Name) else
+                        "record fields are fixed: make a new record, or use a map" if isinstance(item, S.Attr)
+                        else "")
+                self.fail("'del' removes one item of a list or map: del xs[i], del m[key]"
+                          + (f"; {what}" if what else ""), _tok_at(item))
+        return S.Del(t.line, t.col, items)
+
+    def targets(self, first_what, next_what):
+        """let/for targets: `a`, `a, b`, `a, *rest`, `i, (x, y)` -> (every name, pattern or None)."""
+        names, pattern, flat = [], [], True
+        while True:
+            item = self.target_item(names, first_what if not pattern else next_what)
+            flat = flat and isinstance(item, str)
+            pattern.append(item)
+            if not self.at_op(","):
+                break
+            self.advance()
+            if self.at_op("=") or self.at_kw("in"):
+                break
+        stars = [p for p in pattern if isinstance(p, tuple)]
+        if len(stars) > 1:
+            self.fail("only one '*name' may take the rest in a destructuring")
+        seen = set()
+        for n in names:
+            if n in seen:
+                self.fail(f"'{n}' appears twice in this destructuring")
+            seen.add(n)
+        return names, (None if flat else pattern)
+
+    def target_item(self, names, what):
+        if self.at_op("*"):
+            self.advance()
+            name = self.expect_name("a name after '*'").value
+            names.append(name)
+            return ("*", name)
+        if self.at_op("("):
+            self.advance()
+            inner = []
+            while True:
+                inner.append(self.target_item(names, "a name"))
+                if not self.at_op(","):
+                    break
+                self.advance()
+                if self.at_op(")"):
+                    break
+            self.expect_op(")", " to close the nested names")
+            if len([p for p in inner if isinstance(p, tuple)]) > 1:
+                self.fail("only one '*name' may take the rest in a destructuring")
+            return inner
+        name = self.expect_name(what).value
+        names.append(name)
+        return name
+
     def name_list(self, first_what, next_what):
         """`a` or `a, b, …` (the targets of let, for and comprehension clauses)."""
         names = [self.expect_name(first_what).value]
@@ -190,12 +257,12 @@ class Parser:
 
     def let_stmt(self):
         t = self.advance()
-        names = self.name_list("a name after 'let'", "a name")
+        names, pattern = self.targets("a name after 'let'", "a name")
         if not self.at_op("="):
             self.fail(f"expected '=' after 'let {', '.join(names)}': a variable needs a value "
                       "(use 'let x = none' for an empty one)")
         self.advance()
-        return S.Let(t.line, t.col, names, self.expr_or_tuple())
+        return S.Let(t.line, t.col, names, self.expr_or_tuple(), pattern)
 
     def block(self, what):
         """After ':' — an indented block, or simple statements on the same line."""
@@ -237,18 +304,32 @@ class Parser:
         params, seen = [], set()
         while not self.at_op(")"):
             star = False
-            if self.at_op("*"):
+            if params and params[-1].star == "**":
+                self.fail("'**name' must be the last parameter")
+            if self.at_op("**"):
                 self.advance()
+                star = "**"
+            elif self.at_op("*"):
+                st = self.advance()
                 star = True
+                if self.at_op(",", ")"):       # a bare *: the parameters after it are keyword-only
+                    if any(p.star for p in params):
+                        self.fail("only one '*' may come before keyword-only parameters", st)
+                    if self.at_op(")"):
+                        self.fail("a bare '*' must be followed by keyword-only parameters", st)
+                    params.append(S.Param(st.line, st.col, None, None, True))
+                    self.advance()
+                    continue
             pt = self.expect_name("a parameter name")
             if pt.value in seen:
                 self.fail(f"parameter '{pt.value}' appears twice", pt)
             seen.add(pt.value)
             default = None
+            kw_only = any(p.star is True for p in params)
             if self.at_op("=") and not star:
                 self.advance()
                 default = self.expr()
-            elif params and params[-1].default is not None and not star:
+            elif params and params[-1].default is not None and not star and not kw_only:
                 self.fail(f"parameter '{pt.value}' needs a default value because the one before it has one",
                           pt)
             params.append(S.Param(pt.line, pt.col, pt.value, default, star))
@@ -271,15 +352,24 @@ class Parser:
 
     def for_stmt(self):
         t = self.advance()
-        names = self.name_list("a loop variable after 'for'", "a loop variable")
+        names, pattern = self.targets("a loop variable after 'for'", "a loop variable")
         self.expect_kw("in", " after the loop variable")
         it = self.expr_or_tuple()
-        return S.For(t.line, t.col, names, it, self.block("'for'"))
+        body = self.block("'for'")
+        return S.For(t.line, t.col, names, it, body, self.loop_else(), pattern)
 
     def while_stmt(self):
         t = self.advance()
         test = self.expr()
-        return S.While(t.line, t.col, test, self.block("'while'"))
+        body = self.block("'while'")
+        return S.While(t.line, t.col, test, body, self.loop_else())
+
+    def loop_else(self):
+        """`else:` after a loop runs when the loop ends without 'break' (as in Python)."""
+        if not self.at_kw("else"):
+            return ()
+        self.advance()
+        return self.block("'else'")
 
     def try_stmt(self):
         t = self.advance()
@@ -368,6 +458,13 @@ class Parser:
                 self.advance()
                 self.advance()
                 ops.append("not in")
+            elif self.at("NAME", "is"):        # `x is none`, `x is not none`
+                self.advance()
+                if self.at_kw("not"):
+                    self.advance()
+                    ops.append("is not")
+                else:
+                    ops.append("is")
             else:
                 break
             rights.append(self.binary(0))
@@ -425,7 +522,10 @@ class Parser:
         args, kwargs, names = [], [], set()
         while not self.at_op(")"):
             at = self.tok
-            if self.at_op("*"):
+            if self.at_op("**"):           # f(**m): a map's entries as keyword arguments
+                self.advance()
+                kwargs.append((None, self.expr()))
+            elif self.at_op("*"):
                 self.advance()
                 args.append(S.Splat(at.line, at.col, self.expr()))
             elif at.kind in ("NAME", "KEYWORD") and self.peek().kind == "OP" and self.peek().value == "=":
@@ -539,16 +639,48 @@ class Parser:
         self.advance()
         return items
 
+    def is_map(self):
+        """After '{': a map when the first key is not a field name (`{"a": 1}`, `{(k): v}`, `{:}`)."""
+        t = self.tok
+        after = self.peek()
+        if t.kind in ("NAME", "KEYWORD") and after.kind == "OP" and after.value in (":", ",", "}"):
+            return False
+        return not self.at_op("}", "...")
+
+    def map_literal(self, t):
+        keys, values = [], []
+        if self.at_op(":"):               # {:} is the empty map
+            self.advance()
+            self.expect_op("}", " after '{:' (the empty map)")
+            return S.MapLit(t.line, t.col, keys, values)
+        while not self.at_op("}"):
+            kt = self.tok
+            if kt.kind in ("NAME", "KEYWORD") and self.peek().kind == "OP" and self.peek().value == ":":
+                self.fail(f"in a map the keys are values: write \"{kt.value}\" for the text, or ({kt.value}) "
+                          "for the variable (a {name: …} with field names is a record)")
+            keys.append(self.expr())
+            self.expect_op(":", " after the key in a map {key: value}")
+            values.append(self.expr())
+            if not self.at_op("}"):
+                self.expect_op(",", " between map entries")
+        self.advance()
+        return S.MapLit(t.line, t.col, keys, values)
+
     def record(self):
         t = self.advance()
+        if self.is_map():
+            return self.map_literal(t)
         keys, values = [], []
         while not self.at_op("}"):
             kt = self.tok
-            if kt.kind == "STRING":
-                key = kt.value
-                if not key.isidentifier():
-                    self.fail(f"record field {key!r} is not a name: fields are read as r.field")
-            elif kt.kind in ("NAME", "KEYWORD"):
+            if self.at_op("..."):              # {...r, n: 2}: r's fields, then the changes
+                self.advance()
+                keys.append(None)
+                values.append(self.expr())
+                if not self.at_op("}"):
+                    self.expect_op(",", " between record fields")
+                continue
+            if kt.kind in ("NAME", "KEYWORD"):
                 key = kt.value
             else:
                 self.fail(f"expected a field name in the record, found {describe(kt)}")

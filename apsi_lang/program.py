@@ -16,7 +16,7 @@ from .errors import ApsiError, ApsiSyntaxError
 from .parser import Parser
 from .report import SOURCES, describe
 from .scopes import declarations
-from .values import Record, show
+from .values import Record, a_type, show
 
 _COMPILE_RECURSION = 12000
 _AUG = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
@@ -33,6 +33,9 @@ class Program:
         self.namespace = namespace
 
     def run(self):
+        # Apsi ints print at any size: Python's 4300-digit limit on int <-> text guards services
+        # against slow parsing of untrusted input; Apsi does not promise CPU time (permissions.md)
+        sys.set_int_max_str_digits(0)
         exec(self.code, self.namespace)
         return self.namespace
 
@@ -50,14 +53,46 @@ def new_namespace(program_dir, args=(), echo_to=None):
     def use(name):
         ns.update(modules.load(name, program_dir))
 
+    def use_as(name):
+        """`use helpers as h`: the module's names as fields of a record."""
+        exports = modules.load(name, program_dir)
+        return Record(**{apsi_name(k): v for k, v in exports.items() if not apsi_name(k).startswith("_")})
+
     def echo(value):
         if value is not None:
             (echo_to or _print_value)(value)
 
+    ns.update(_use_as=use_as, _Rspread=_record_spread, _FIELD=_FIELD, _kwargs=_kwargs)
     ns.update(_use=use, _echo=echo, _ga=sandbox.get_attr, _sa=sandbox.set_attr, _augattr=_augattr,
               _R=Record, _show=show, _repr=_repr, _type=type, _pystr=str, _PLAIN=frozenset({int, float, str}),
               _catch=_catch, _Catchable=Exception, _assert_fail=_assert_fail)
     return ns
+
+
+_FIELD = object()          # marks a written field in _record_spread's arguments
+
+
+def _record_spread(*parts):
+    """{...r, n: 2}: the fields of records and the written (_FIELD, name, value) ones; later ones win."""
+    fields = {}
+    for part in parts:
+        if type(part) is Record:
+            fields.update(vars(part))
+        elif type(part) is tuple and len(part) == 3 and part[0] is _FIELD:
+            fields[part[1]] = part[2]
+        else:
+            raise ApsiError(f"'...' in a record spreads another record, not {a_type(part)}")
+    return Record(**fields)
+
+
+def _kwargs(m):
+    """f(**m): a map whose keys are keyword names (text, not starting with '_')."""
+    if type(m) is not dict:
+        raise ApsiError(f"'**' in a call spreads a map of keyword arguments, not {a_type(m)}")
+    for k in m:
+        if type(k) is not str or not k.isidentifier() or k.startswith("_"):
+            raise ApsiError(f"'**' in a call: the key {show(k, True)} is not a keyword argument name")
+    return m
 
 
 def _repr(value):

@@ -92,7 +92,8 @@ def describe(exc):
             return f"index out of range for this {'str' if m.group(1) == 'string' else m.group(1)}"
         return f"index out of range ({_apsi_words(text)})"
     if isinstance(exc, KeyError):
-        return f"no key {exc}"
+        key = exc.args[0] if exc.args else "?"
+        return f"no key {show(key, True)} in the map (m.get(key, default) gives a default instead)"
     if isinstance(exc, TypeError):
         m = _NOT_CALLABLE.fullmatch(str(exc))
         if m:

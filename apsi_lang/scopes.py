@@ -50,8 +50,12 @@ def _collect(stmt, names):
     elif isinstance(stmt, S.For):
         names.update(stmt.targets)
         names.update(declarations(stmt.body))
+        names.update(declarations(stmt.orelse))
     elif isinstance(stmt, S.While):
         names.update(declarations(stmt.body))
+        names.update(declarations(stmt.orelse))
+    elif isinstance(stmt, S.Use) and stmt.alias:
+        names.add(stmt.alias)
     elif isinstance(stmt, S.If):
         names.update(declarations(stmt.body))
         names.update(declarations(stmt.orelse))

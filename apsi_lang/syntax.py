@@ -41,7 +41,8 @@ Name = node('Name', 'id')
 ListLit = node('ListLit', 'items')
 ListComp = node('ListComp', 'elt', 'clauses')  # clauses: (names, source, conditions)
 TupleLit = node('TupleLit', 'items')
-RecordLit = node('RecordLit', 'keys', 'values')
+RecordLit = node('RecordLit', 'keys', 'values')  # a key None: the value is a record spread, {...r}
+MapLit = node('MapLit', 'keys', 'values')        # {"a": 1}, {(k): v}, {:}
 Unary = node('Unary', 'op', 'operand')
 Binary = node('Binary', 'op', 'left', 'right')
 Logic = node('Logic', 'op', 'values')  # and / or
@@ -52,24 +53,28 @@ Splat = node('Splat', 'value')
 Attr = node('Attr', 'obj', 'name')
 Index = node('Index', 'obj', 'index')
 Slice = node('Slice', 'lo', 'hi', 'step')
-Param = node('Param', 'name', 'default', 'star', defaults=(False,))
+Param = node('Param', 'name', 'default', 'star', defaults=(False,))  # star: False, True (*xs, or a bare
+                                                                    # * with name None) or "**" (**kw)
 Lambda = node('Lambda', 'params', 'body')
 
 
 
 # ---- statements --------------------------------------------------------------------------------
-Let = node("Let", "targets", "value")                 # targets: names; several for `let a, b = e`
+# targets: every name bound; pattern: their shape when it is more than `a, b` (`a, *rest`,
+# `i, (x, y)`): a name, ("*", name) or a list of patterns
+Let = node("Let", "targets", "value", "pattern", defaults=(None,))
 Assign = node("Assign", "targets", "value")           # targets: Name/Attr/Index; several for `a, b = e`
 AugAssign = node("AugAssign", "target", "op", "value")
 ExprStmt = node("ExprStmt", "expr")
 FnDef = node("FnDef", "name", "params", "body")
 Return = node("Return", "value")
 If = node("If", "test", "body", "orelse")
-For = node("For", "targets", "iter", "body")          # targets: names
-While = node("While", "test", "body")
+For = node("For", "targets", "iter", "body", "orelse", "pattern", defaults=((), None))
+While = node("While", "test", "body", "orelse", defaults=((),))
 Break = node("Break")
 Continue = node("Continue")
 Pass = node("Pass")
 Try = node("Try", "body", "name", "handler", "final", defaults=(None,))
 Assert = node("Assert", "test", "message")
-Use = node("Use", "name")
+Use = node("Use", "name", "alias", defaults=(None,))     # use helpers as h
+Del = node("Del", "targets")                              # del xs[i], m[k]

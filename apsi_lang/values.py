@@ -15,6 +15,10 @@ class Record(SimpleNamespace):
 
     __str__ = __repr__
 
+    def __iter__(self):
+        """`for name in r` walks the field names (in the order they were written)."""
+        return iter(list(vars(self)))
+
     # SimpleNamespace would compare the field dicts and say "'<' not supported between 'dict' and
     # 'dict'"; records are equal field by field (==) but have no order
     def __lt__(self, other):
@@ -61,9 +65,20 @@ def show(value, quoted=False):
         return "(" + inner + ("," if len(value) == 1 else "") + ")"
     if t is Record:
         return "{" + ", ".join(f"{k}: {show(v, True)}" for k, v in vars(value).items()) + "}"
+    if t is dict:           # a map: keys are values (quoted strings), so it never reads as a record
+        if not value:
+            return "{:}"
+        return "{" + ", ".join(f"{show(k, True)}: {show(v, True)}" for k, v in value.items()) + "}"
+    if t in _VIEWS:         # m.keys(), m.values(), m.items() show as the lists they hold
+        return show(list(value), quoted)
+    if t is set or t is frozenset:
+        return "set([" + ", ".join(sorted(show(v, True) for v in value)) + "])"
     if callable(value) and getattr(value, "__module__", None) == "apsi_program":
         return f"<fn {getattr(value, '__name__', '?')}>"
     return str(value)
+
+
+_VIEWS = {type({}.keys()): "keys", type({}.values()): "values", type({}.items()): "items"}
 
 
 def _quote(s):
@@ -76,9 +91,11 @@ def type_name(value):
         return "none"
     t = type(value)
     names = {bool: "bool", int: "int", float: "float", str: "str", list: "list", tuple: "tuple",
-             Record: "record"}
+             Record: "record", dict: "map", set: "set", frozenset: "set"}
     if t in names:
         return names[t]
+    if t in _VIEWS:
+        return _VIEWS[t]
     if callable(value):
         return "function"
     return getattr(t, "__apsi_type__", t.__name__)

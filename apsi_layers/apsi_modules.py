@@ -63,7 +63,7 @@ NN_EXPORTS = (
     "cosine_lr", "warmup_lr", "step_lr", "exp_lr",
     "mse", "mae", "huber", "cross_entropy", "bce", "vae",
     "tree_map", "flatten", "unflatten", "param_count", "global_norm", "clip_by_global_norm",
-    "save_params", "load_params",
+    "save_params", "load_params", "load_csv",
 )
 
 
@@ -79,6 +79,9 @@ def nn_module():
 
     exports = {name: getattr(nn, name) for name in NN_EXPORTS}
     exports.update(_tensor_aware(nn))
+    from apsi_layers.layers import dual  # flatten and vae also mean a layer and a model
+
+    exports.update(flatten=dual.flatten, vae=dual.vae)
     return exports
 
 

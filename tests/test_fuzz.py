@@ -62,7 +62,12 @@ def compile_only(source):
 
 TOKENS = sorted(KEYWORDS) + OPERATORS + ["\n", "    ", "\t", ";", "#", '"', "'", 'f"', '"""', "\\", "{", "}",
                                         "x", "_x", "1", "1e", "0x", "1_", "9" * 30, "é", "²", "٣", "\r",
-                                        "\x00", "{x}", "{:", "!r", "fn(x) => x", "use helpers", "use nn"]
+                                        "\x00", "{x}", "{:", "!r", "fn(x) => x", "use helpers", "use nn",
+                                        # the newer syntax: maps, spreads, patterns, is, del, loop else
+                                        "{:}", '{"k": 1}', "{(k): v}", "{...r, n: 1}", "...", "**", "**kw",
+                                        "*rest", "(a, b)", " is ", " is not ", "del ", "else:", " as ",
+                                        "use helpers as h", "!s", "=}", "{x=}", "{x!r:>4}", "&&", "||",
+                                        "def ", "lambda ", "True", "except", '"""', "\\"]
 CHARS = string.printable + "é²٣中\x00\u200b"
 
 
@@ -142,9 +147,24 @@ def test_random_text(source):
     "if x:\n    pass\n" + "".join(f"elif {i}:\n    pass\n" for i in range(3000)),
     'f"' + "{" * 200 + '1' + "}" * 200 + '"',
     "let s = 1" + "; s = s" * 20000,
+    "let m = " + "{(1): " * 300 + "1" + "}" * 300,
+    "let " + "(" * 150 + "a" + ")" * 150 + " = 1",
+    "let r = {a: 1}\nlet s = {" + "...r, " * 3000 + "}",
+    'f"""' + "{x\n" * 50 + '"""',
+    "for " + ", ".join(f"(a{i}, *b{i})" for i in range(200)) + " in []: pass",
 ])
 def test_deep_nesting_is_an_apsi_error_or_compiles(source):
     compile_only(source)
+
+
+@pytest.mark.parametrize("source", [
+    "let a, *rest = [1, 2]", "let (a, b), c = [[1, 2], 3]", "for i, (x, y) in []: pass",
+    "for x in []:\n    pass\nelse:\n    pass", "let x = 1\nprint(x is none, x is not none)",
+    "let m = {:}\nm[1] = 2\ndel m[1]", 'let m = {"a": 1, (2): [3]}', "fn f(a, *, b=1, **kw): return kw",
+    "let r = {a: 1}\nlet s = {...r, b: 2}", "use helpers as h\nh.shout", 'let x = 1\nprint(f"{x!r} {x=}")',
+])
+def test_new_syntax_compiles(source):
+    assert compile_only(source) is None
 
 
 def test_huge_literals():

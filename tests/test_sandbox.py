@@ -90,7 +90,7 @@ def test_underscore_names_never_compile(project, code):
 
 @pytest.mark.parametrize("name", ["getattr", "setattr", "vars", "globals", "locals", "eval", "exec",
                                   "open", "compile", "dir", "object", "breakpoint", "help", "memoryview",
-                                  "classmethod", "super", "delattr", "bytes", "dict", "set", "id"])
+                                  "classmethod", "super", "delattr", "bytes", "dict", "frozenset", "id"])
 def test_getattr_like_builtins_are_undefined(project, name):
     refused_at_compile(f"{name}", "python", match=f"undefined name '{name}'")
 

@@ -23,6 +23,7 @@ from .creation import (
     zeros,
     zeros_like,
 )
+from .csv_io import load_csv
 from .extend import defop
 from .losses import bce, cross_entropy, huber, mae, mse, vae
 from .ops import (

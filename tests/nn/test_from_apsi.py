@@ -1,5 +1,5 @@
 """`use nn` from Apsi programs: operators, shadowed builtins, grad of Apsi functions, the sandbox,
-errors, parameter files and the quickstart example."""
+errors, parameter files and the spiral example written with nn alone."""
 
 from pathlib import Path
 
@@ -95,9 +95,9 @@ let same = max(abs(q.layers[0].w - p.layers[0].w)).item()
     assert ns["same"] == 0.0 and (tmp_path / "m.npz").exists()
 
 
-def test_quickstart_trains(capsys):
+def test_spiral_by_hand_trains(capsys):
     old = permissions.current()
-    path = ROOT / "examples" / "quickstart.apsi"
+    path = ROOT / "examples" / "spiral_nn.apsi"
     try:
         run_source(path.read_text(), filename=str(path), grants=permissions.Grants(project_root=path.parent))
     finally:

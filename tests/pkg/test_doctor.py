@@ -13,7 +13,9 @@ pytestmark = pytest.mark.slow
 
 
 def doctor_json(*args):
-    r = CliRunner().invoke(cli, [*args, "doctor", "--json"])
+    from apsi_cli.options import normalize_argv  # as `apsi` does: a bare --allow-env means all
+
+    r = CliRunner().invoke(cli, normalize_argv([*args, "doctor", "--json"]))
     assert r.exception is None or isinstance(r.exception, SystemExit), r.output
     return r.exit_code, json.loads(r.stdout)
 

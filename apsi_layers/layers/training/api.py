@@ -1,0 +1,76 @@
+"""fit and predict: check everything once (plan.py), choose the backend, run it.
+
+The seam to the torch backend: backend="torch" asks apsi_lang for permission 'python', then hands
+the plan to apsi_layers.torch_backend.fit.fit_torch(plan) / .predict_torch(plan). backend="auto"
+takes torch only when PyTorch is installed, 'python' is granted and that backend is present;
+otherwise it stays on NumPy without a word.
+"""
+
+import importlib.util
+
+from apsi_lang import permissions
+from apsi_lang.errors import ApsiError
+
+from .plan import check_backend, check_numpy_options, fit_plan, predict_plan
+
+TORCH_MODULE = "apsi_layers.torch_backend.fit"
+
+
+def _torch_installed():
+    return importlib.util.find_spec("torch") is not None
+
+
+def _torch_backend_present():
+    try:
+        return importlib.util.find_spec(TORCH_MODULE) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def choose(fn, backend):
+    """"numpy" or "torch" for backend=; raises for a torch request that cannot be met."""
+    check_backend(fn, backend)
+    if backend == "numpy":
+        return "numpy"
+    if backend == "auto":
+        if permissions.allowed("python") and _torch_installed() and _torch_backend_present():
+            return "torch"
+        return "numpy"
+    permissions.require("python", what=f'{fn}(backend="torch")')
+    if not _torch_installed():
+        raise ApsiError(f'{fn}: backend="torch" needs PyTorch, which is not installed: install it with '
+                        '`apsi pkg install torch-auto` (or use backend="numpy")')
+    if not _torch_backend_present():
+        raise ApsiError(f'{fn}: backend="torch" needs PyTorch support in apsi_layers (apsi_layers/'
+                        'torch_backend), which this installation lacks; use backend="numpy"')
+    return "torch"
+
+
+def _auto_note(requested):
+    if requested != "auto":
+        return ""
+    return ' (backend="auto" chose NumPy: PyTorch is missing or permission \'python\' is not granted)'
+
+
+def fit(model, params, inputs, targets=None, **options):
+    """Train `model` from `params`; returns {params, history, val_history, device, backend, steps,
+    seconds}. Options: see docs/layers.md."""
+    return _run("fit", fit_plan(model, params, inputs, targets, options))
+
+
+def predict(model, params, x, **options):
+    """The model's output for x in evaluation mode (no dropout, running statistics): an nn tensor."""
+    return _run("predict", predict_plan(model, params, x, options))
+
+
+def _run(fn, plan):
+    requested = plan.backend
+    plan.backend = choose(fn, requested)
+    if plan.backend == "torch":
+        from apsi_layers.torch_backend import fit as torch_fit
+
+        return getattr(torch_fit, f"{fn}_torch")(plan)
+    check_numpy_options(fn, plan, _auto_note(requested))
+    from . import numpy_loop
+
+    return getattr(numpy_loop, f"{fn}_numpy")(plan)

@@ -1,0 +1,188 @@
+"""fit and predict on the NumPy backend: the model's layers on the NumPy op set, nn's autodiff and
+nn's optimizers. One step: slice the batch, run forward and backward on a fresh tape (freed when the
+step ends, so memory stays flat), clip, update the trainable leaves, put new running statistics in."""
+
+import math
+import time
+
+import numpy as np
+
+from apsi_lang.errors import ApsiError
+from apsi_lang.values import Record
+from apsi_layers import nn
+from apsi_layers.nn import tree
+from apsi_layers.nn.tensor import Tensor
+
+from ..base import RESERVED
+from ..context import Ctx, Graph
+from ..losses import loss_value
+from .batches import epoch_batches, loss_positions, plain_batches, rows, seeds
+from .progress import progress
+
+
+class _NonFinite(Exception):
+    def __init__(self, value):
+        self.value = value
+
+
+def opset():
+    from apsi_layers.ops.numpy_ops import OPSET
+
+    return OPSET
+
+
+def split_state(params):
+    """(names, leaves, indices of trainable leaves): leaves under a field named `state` are running
+    statistics, updated by the layers, never by the optimizer."""
+    named = tree.named_leaves(params) if tree.leaves(params) else []
+    names = [n for n, _ in named]
+    leaves = [Tensor(np.array(v.data)) for _, v in named]
+    train = [i for i, n in enumerate(names) if RESERVED not in n.split(".")]
+    return names, leaves, train
+
+
+def replace_states(value, updates):
+    """The tree with each state record that a layer replaced (ctx.set_state) swapped for the new one."""
+    hit = updates.get(id(value))
+    if hit is not None and hit[0] is value:
+        return hit[1]
+    if isinstance(value, Record):
+        return Record(**{k: replace_states(v, updates) for k, v in vars(value).items()})
+    if isinstance(value, list | tuple):
+        return type(value)(replace_states(v, updates) for v in value)
+    return value
+
+
+def _tensor(a):
+    return Tensor(a)
+
+
+def fit_numpy(plan):
+    ops = opset()
+    t0 = time.perf_counter()
+    names, leaves, train = split_state(plan.params)
+    shuffle_seed, noise_seed = seeds(plan.seed)
+    shuffle = np.random.default_rng(shuffle_seed)
+    noise = ops.rng(noise_seed)
+    data = plan.data
+    graph = Graph(ops, *plan.graph) if plan.graph is not None else None
+    model, loss, opt = plan.model, plan.loss, plan.opt
+    template = plan.params
+
+    def objective(trainable, xb, yb, maskb, keep, lead):
+        full = list(leaves)
+        for j, i in enumerate(train):
+            full[i] = trainable[j]
+        params = tree.unflatten_like(template, full) if full else template
+        ctx = Ctx(ops, training=True, rng=noise, graph=graph, mask=maskb)
+        out = model.apply(params, xb if plan.several_inputs else xb[0], ctx)
+        value = loss_value(ops, loss, out, yb if plan.several_outputs else yb[0], keep, lead)
+        v = float(np.asarray(value.data if type(value) is Tensor else value))
+        if not math.isfinite(v):
+            raise _NonFinite(v)
+        return value, (ctx, params)
+
+    step_fn = nn.value_and_grad(objective, has_aux=True)
+    steps_per_epoch = len(epoch_batches(data.n, plan.batch_size, np.random.default_rng(0), graph))
+    show = progress(plan.verbose, plan.epochs, steps_per_epoch)
+    history, val_history, step = [], [], 0
+    show.start()
+    try:
+        for epoch in range(1, plan.epochs + 1):
+            total, count = 0.0, 0
+            for k, idx in enumerate(epoch_batches(data.n, plan.batch_size, shuffle, graph), 1):
+                full = graph is not None
+                xb = [_tensor(a) for a in rows(data.inputs, idx, full)]
+                keep, lead, ys = loss_positions(data.mask, rows(data.targets, idx, full), idx, full)
+                yb = [_tensor(a) for a in ys]
+                maskb = None if data.mask is None else Tensor(data.mask if full else data.mask[idx])
+                keep_t = None if keep is None else ops.indices(keep)
+                trainable = [leaves[i] for i in train]
+                try:
+                    (value, (ctx, used)), grads = step_fn(trainable, xb, yb, maskb, keep_t, lead)
+                    if plan.clip is not None:
+                        grads = tree.clip_by_global_norm(grads, plan.clip)
+                    lr = None if plan.schedule is None else _lr(plan.schedule, step)
+                    new = opt.step(trainable, grads, lr=lr) if trainable else []
+                except _NonFinite as e:
+                    raise ApsiError(_nan_message(e.value, epoch, k, step + 1)) from None
+                except ApsiError as e:
+                    if "NaN" in e.message or "non-finite" in e.message:
+                        raise ApsiError(_nan_message(float("nan"), epoch, k, step + 1, e.message)) from None
+                    raise
+                for j, i in enumerate(train):
+                    leaves[i] = new[j]
+                if ctx.updates:
+                    _take_states(names, leaves, train, replace_states(used, ctx.updates))
+                step += 1
+                v = float(value.data)
+                total += v * len(idx)
+                count += len(idx)
+                show.step(v)
+            history.append(total / count)
+            val = _val_loss(plan, ops, leaves, graph) if plan.val is not None else None
+            if val is not None:
+                val_history.append(val)
+            show.epoch(epoch, history[-1], val)
+    finally:
+        show.close()
+    trained = tree.unflatten_like(template, [Tensor(v.data) for v in leaves]) if leaves else template
+    return Record(params=trained, history=history, val_history=val_history, device="numpy",
+                  backend="numpy", steps=step, seconds=time.perf_counter() - t0)
+
+
+def _lr(schedule, step):
+    lr = schedule(step)
+    if not isinstance(lr, int | float) or isinstance(lr, bool) or lr < 0:
+        raise ApsiError(f"fit: the schedule returned {lr!r} at step {step}; it must return a learning "
+                        "rate (a number >= 0)")
+    return float(lr)
+
+
+def _take_states(names, leaves, train, new_tree):
+    trainable = set(train)
+    for i, (_, v) in enumerate(tree.named_leaves(new_tree)):
+        if i not in trainable:
+            leaves[i] = Tensor(np.array(v.data))
+
+
+def _nan_message(value, epoch, k, step, detail=None):
+    what = "NaN" if math.isnan(value) else "infinite"
+    cause = f" ({detail})" if detail else ""
+    return (f"fit: the loss became {what} at epoch {epoch}, step {k} (step {step} overall){cause}; training "
+            f"stopped and no parameters were returned. Lower the learning rate (e.g. opt=adam(lr=1e-4)) "
+            f"or clip gradients with clip=1.0")
+
+
+def _val_loss(plan, ops, leaves, graph):
+    params = tree.unflatten_like(plan.params, leaves) if leaves else plan.params
+    data = plan.val
+    total = 0.0
+    for idx in plain_batches(data.n, plan.batch_size, graph):
+        full = len(idx) == data.n
+        xb = [_tensor(a) for a in rows(data.inputs, idx, full)]
+        yb = [_tensor(a) for a in rows(data.targets, idx, full)]
+        out = plan.model.apply(params, xb if plan.several_inputs else xb[0],
+                               Ctx(ops, training=False, graph=graph))
+        value = loss_value(ops, plan.loss, out, yb if plan.several_outputs else yb[0])
+        total += float(np.asarray(value.data if type(value) is Tensor else value)) * len(idx)
+    return total / data.n
+
+
+def predict_numpy(plan):
+    ops = opset()
+    data = plan.data
+    graph = Graph(ops, *plan.graph) if plan.graph is not None else None
+    outs = []
+    for idx in plain_batches(data.n, plan.batch_size or 1024, graph):
+        full = len(idx) == data.n
+        xb = [_tensor(a) for a in rows(data.inputs, idx, full)]
+        maskb = None if data.mask is None else Tensor(data.mask if full else data.mask[idx])
+        ctx = Ctx(ops, training=False, graph=graph, mask=maskb)
+        y = plan.model.apply(plan.params, xb if plan.several_inputs else xb[0], ctx)
+        outs.append(plan.model.present(y, ops))
+    if len(outs) == 1:
+        return outs[0]
+    if isinstance(outs[0], list | tuple):
+        return [Tensor(np.concatenate([o[i].data for o in outs])) for i in range(len(outs[0]))]
+    return Tensor(np.concatenate([o.data for o in outs]))

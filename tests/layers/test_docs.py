@@ -1,0 +1,48 @@
+"""docs/layers.md stays true: its examples run and print what they should, every name `use layers`
+exports is documented, and so is every option of fit."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from apsi_lang import permissions, run_source
+
+DOC = (Path(__file__).resolve().parents[2] / "docs" / "layers.md").read_text(encoding="utf-8")
+BLOCKS = re.findall(r"```apsi\n(.*?)```", DOC, re.S)
+EXPECTED = [
+    "20 true (64, 2)",
+    'sequential(dense(8, activation="relu"), batch_norm(), dense(1))\n'
+    '["dense.w", "dense.b", "batch_norm.gamma", "batch_norm.beta", "batch_norm.state.mean", '
+    '"batch_norm.state.var", "dense_1.w", "dense_1.b"]',
+    "(2, 3)\n(4, 2)\ntensor([[ 0.5 , -0.75]])",
+    '["ea.w", "ea.b", "score.w", "score.b"]\n(1, 8)',
+    None,                    # summary: checked below
+]
+
+
+@pytest.mark.parametrize("i", range(len(BLOCKS)))
+def test_example_prints_what_it_should(i, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    old = permissions.current()
+    try:
+        run_source(BLOCKS[i], filename=str(tmp_path / "doc.apsi"),
+                   grants=permissions.Grants(project_root=tmp_path))
+    finally:
+        permissions.set_current(old)
+    out = capsys.readouterr().out.strip()
+    if EXPECTED[i] is not None:
+        assert out == EXPECTED[i]
+    else:
+        assert out.splitlines()[0].split() == ["layer", "kind", "output", "shape", "params"]
+        assert out.endswith("total parameters: 58")
+
+
+def test_every_export_and_fit_option_is_documented():
+    from apsi_layers.layers.exports import LAYER_NAMES
+    from apsi_layers.layers.training.plan import FIT_OPTIONS
+
+    names = [*LAYER_NAMES, "flatten", "vae", "param_count"]     # torch's names: docs/backends.md
+    missing = [name for name in names if f"`{name}(" not in DOC and f"`{name}`" not in DOC]
+    assert missing == []
+    assert [o for o in FIT_OPTIONS if f"`{o}`" not in DOC] == []

@@ -1,0 +1,163 @@
+"""Every mistake fit, predict and the layers catch: one clear ApsiError, before any training step."""
+# ruff: noqa: E501  (the expected messages read best whole, one per line)
+
+import numpy as np
+import pytest
+
+from apsi_lang import permissions
+from apsi_lang.errors import ApsiError, PermissionDenied
+from apsi_lang.values import Record
+from apsi_layers import layers as L
+from apsi_layers import nn
+
+X = nn.Tensor(np.random.default_rng(0).standard_normal((10, 2)))
+Y = nn.Tensor(np.arange(10) % 2 * 1.0)
+
+
+def net():
+    return L.mlp(2, 2, hidden=[4])
+
+
+def fit(**kw):
+    m = kw.pop("model", None) or net()
+    p = kw.pop("params", None) or m.init(seed=0)
+    x = kw.pop("x", X)
+    y = kw.pop("y", Y)
+    kw.setdefault("loss", "cross_entropy")
+    return L.fit(m, p, x, y, **kw)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"epoch": 3}, r"fit: unknown option 'epoch'; valid: loss, opt, epochs, .* \(did you mean 'epochs'\?\)"),
+    ({"loss": "cross_entropie"}, r"unknown loss 'cross_entropie'; valid: mse, .*did you mean 'cross_entropy'"),
+    ({"opt": "adamm"}, r"unknown optimizer 'adamm'; valid: sgd, adam, .*did you mean 'adam'"),
+    ({"batch_size": 0}, r"fit: batch_size must be a positive int \(samples per step\), got 0"),
+    ({"batch_size": -4}, r"batch_size must be a positive int"),
+    ({"epochs": 0}, r"fit: epochs must be a positive int, got 0"),
+    ({"clip": -1.0}, r"fit: clip must be a positive number"),
+    ({"seed": 1.5}, r"fit: seed must be an int >= 0"),
+    ({"backend": "jax"}, r"unknown backend 'jax'; valid: numpy, auto, torch"),
+    ({"device": "cuda"}, r'fit: device="cuda" needs backend="torch"'),
+    ({"precision": "bf16"}, r'precision="bf16" needs backend="torch"'),
+    ({"compile": True}, r'compile=true needs backend="torch"'),
+    ({"verbose": "yes"}, r"verbose must be true or false"),
+    ({"schedule": 0.1}, r"schedule must be a function"),
+    ({"val": [X]}, r"val must be \[inputs, targets\]"),
+    ({"y": nn.Tensor(np.arange(9) * 0.0)}, r"inputs and targets have different lengths \(10 inputs, 9 targets\)"),
+    ({"y": nn.Tensor(np.arange(10) * 1.0)}, r"label 9 is out of range: the model has 2 classes \(labels 0..1\)"),
+    ({"y": nn.Tensor(-np.ones(10))}, r"label -1 is out of range"),
+    ({"y": nn.Tensor(np.full(10, 0.5))}, r"needs int class labels"),
+    ({"x": nn.Tensor(np.zeros((0, 2))), "y": nn.Tensor(np.zeros(0))}, r"fit: the inputs are empty \(0 samples\)"),
+    ({"x": nn.Tensor(np.zeros((10, 3)))}, r"parameter dense.w has shape \[2, 4\] but layer dense\(4, "
+                                           r"activation=\"relu\"\) at dense needs \[3, 4\] for inputs of per-sample "
+                                           r"shape \[3\]"),
+    ({"loss": "mse"}, r'loss="mse": the model outputs per-sample shape \[2\] but the targets have per-sample '
+                      r"shape \[\]"),
+    ({"loss": None}, r"fit: give a loss"),
+    ({"loss": "vae"}, r'loss="vae" needs a vae'),
+    ({"opt": 3}, r"opt must be an optimizer"),
+])
+def test_fit_refuses(kwargs, message):
+    with pytest.raises(ApsiError, match=message):
+        fit(**kwargs)
+
+
+def test_wrong_tree_structure_names_the_parameters():
+    with pytest.raises(ApsiError, match=r"do not have the model's structure \(missing dense.w, .*; unexpected w, b\)"):
+        fit(params=L.mlp(2, 2, hidden=[4, 4]).init(seed=0).dense)   # a subtree
+    other = Record(dense=net().init(seed=0).dense, extra=nn.zeros(2))
+    with pytest.raises(ApsiError, match="unexpected extra"):
+        fit(params=other)
+
+
+def test_conv_given_flat_data_says_how_to_reshape():
+    cnn = L.cnn_classifier([1, 4, 4], 2, filters=[2], hidden=4)
+    with pytest.raises(ApsiError, match=r"conv2d: expects per-sample inputs \[channels, height, width\].*got \[16\]"
+                                        r"; reshape flat images first"):
+        L.fit(cnn, cnn.init(seed=0), nn.Tensor(np.zeros((3, 16))), nn.Tensor(np.zeros(3)), loss="cross_entropy")
+
+
+def test_token_ids_out_of_range():
+    lm = L.transformer_lm(5, d=4, heads=2, layers=1, context=4)
+    with pytest.raises(ApsiError, match=r"token id 7 is out of range for embedding\(5, 4\) \(ids 0..4\)"):
+        L.fit(lm, lm.init(seed=0), [[1, 7]], [[1, 2]], loss="cross_entropy")
+    with pytest.raises(ApsiError, match=r"positions: sequences of 6 steps are longer than context=4"):
+        L.predict(lm, lm.init(seed=0), [[1, 2, 3, 4, 0, 1]])
+
+
+def test_graph_layer_without_graph_and_bad_graphs():
+    g = L.gcn_classifier(2, 2, hidden=[3])
+    p = g.init(seed=0)
+    with pytest.raises(ApsiError, match=r"gcn_layer: is a graph layer: pass the graph with graph="):
+        L.predict(g, p, X)
+    with pytest.raises(ApsiError, match=r"graph= must be an int edge list of shape \[2, E\]"):
+        L.predict(g, p, X, graph=nn.Tensor(np.zeros((3, 4))))
+    with pytest.raises(ApsiError, match=r"the graph has an edge to node 12, outside 0..9"):
+        L.predict(g, p, X, graph=[[0, 1], [12, 2]])
+
+
+def test_torch_backend_needs_python_permission_and_auto_stays_on_numpy():
+    old = permissions.current()
+    permissions.set_current(permissions.Grants())
+    try:
+        with pytest.raises(PermissionDenied, match=r"fit\(backend=\"torch\"\) needs permission 'python': run with "
+                                                   r"--allow-python"):
+            fit(backend="torch")
+        with pytest.raises(PermissionDenied, match=r"predict\(backend=\"torch\"\) needs permission 'python'"):
+            L.predict(net(), net().init(seed=0), X, backend="torch")
+        assert fit(backend="auto").backend == "numpy"
+        with pytest.raises(ApsiError, match=r'device="cuda" needs backend="torch" \(backend="auto" chose NumPy'):
+            fit(backend="auto", device="cuda")
+    finally:
+        permissions.set_current(old)
+
+
+def test_predict_refuses_unknown_options_and_bad_batch_size():
+    with pytest.raises(ApsiError, match=r"predict: unknown option 'batchsize'.*did you mean 'batch_size'"):
+        L.predict(net(), net().init(seed=0), X, batchsize=2)
+    with pytest.raises(ApsiError, match=r"predict: batch_size must be a positive int"):
+        L.predict(net(), net().init(seed=0), X, batch_size=0)
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: L.dense(0), r"dense: units must be a positive int, got 0"),
+    (lambda: L.dense(3, activation="relux"), r"unknown activation 'relux'.*did you mean 'relu'"),
+    (lambda: L.conv2d(4, 3, padding="full"), r'padding must be "valid", "same"'),
+    (lambda: L.conv2d(3, 3, groups=2), r"filters \(3\) must be a multiple of groups \(2\)"),
+    (lambda: L.dropout(1.0), r"dropout: rate must be a number in \[0, 1\)"),
+    (lambda: L.parallel(L.dense(2)), r"parallel: needs at least two layers"),
+    (lambda: L.parallel(L.dense(2), L.dense(2), merge="max"), r"unknown merge 'max'"),
+    (lambda: L.sequential(), r"sequential: needs at least one layer"),
+    (lambda: L.sequential(3), r"sequential: each argument must be a layer"),
+    (lambda: L.dense(2, name="state"), r"the name \"state\" is reserved"),
+    (lambda: L.dag("x", Record(h=[L.dense(2), "y"]), "h"), r"node 'h' reads 'y', which is neither an input"),
+    (lambda: L.dag("x", Record(h=[L.dense(2), "x"]), "z"), r"outputs must name nodes or inputs"),
+    (lambda: L.positions(8, kind="rotary"), r'kind must be "learned" or "sinusoidal"'),
+    (lambda: L.transformer_lm(10, d=10, heads=3), r"d=10 must be a multiple of heads=3"),
+])
+def test_layer_options_are_checked_when_made(make, message):
+    with pytest.raises(ApsiError, match=message):
+        make()
+
+
+def test_build_errors_name_the_layer_and_shapes():
+    with pytest.raises(ApsiError, match=r"residual: the inner layer maps \[3\] to \[2\]"):
+        L.residual(L.dense(2)).init(seed=0, input_shape=[3])
+    with pytest.raises(ApsiError, match=r'merge="concat" on axis -1 needs the other axes equal'):
+        L.parallel(L.lstm_layer(2, return_sequences=True), L.conv1d(2, 2)).init(seed=0, input_shape=[4, 3])
+    with pytest.raises(ApsiError, match=r"the model does not know the shape of its inputs"):
+        L.sequential(L.dense(2)).init(seed=0)
+    with pytest.raises(ApsiError, match=r"conv2d: the input size 2 is too small for kernel 3"):
+        L.conv2d(1, 3).init(seed=0, input_shape=[1, 2, 2])
+    with pytest.raises(ApsiError, match=r"shared layer 'dense' is used with inputs that need other weight shapes"):
+        d = L.dense(3)
+        L.sequential(d, L.dense(4), d).init(seed=0, input_shape=[3])
+
+
+def test_apply_time_shape_error_names_the_layer():
+    d = L.dense(2)
+    p = d.init(seed=0, input_shape=[3])
+    from apsi_layers.layers.context import Ctx
+    from apsi_layers.ops.numpy_ops import OPSET
+    with pytest.raises(ApsiError, match=r"dense: expects inputs with 3 features on the last axis, got shape \[4, 5\]"):
+        d.apply(p, nn.zeros(4, 5), Ctx(OPSET))
