@@ -16,7 +16,7 @@ import numpy as np
 
 from apsi_lang.errors import ApsiError
 
-from ..tensor import Tensor
+from ..tensor import Tensor, plain_array
 from .record import fused, tensor
 
 _CACHE = OrderedDict()          # (kind, id(index array), size) -> (the array, what was derived)
@@ -41,7 +41,7 @@ def _cached(kind, idx, size, make):
 
 def _index(idx, fn, size=None):
     """The int64/int array behind idx, checked to lie in [-size, size)."""
-    d = np.asarray(idx.data if type(idx) is Tensor else idx)
+    d = plain_array(idx, fn, "index")
     own = d.dtype.kind in "iu"
     if not own:
         if d.dtype.kind == "f" and np.all(d == np.round(d)):
