@@ -126,7 +126,7 @@ class Repl:
             name = f"<repl:{self.count}>"
             leaving = []
 
-            def run(t=text, n=name):
+            def run(t=text, n=name, leaving=leaving):
                 try:
                     program.compile_source(t, n, self.ns, echo=True).run()
                 except SystemExit:
