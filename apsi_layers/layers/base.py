@@ -24,7 +24,7 @@ class Layer:
 
     def __init__(self, name=None, inputs=None, **options):
         self.name = check_name(name, self.kind)
-        self.options = options
+        self.settings = {k: v for k, v in options.items() if v is not None}    # those not at default
         self.declared_input = None if inputs is None else shape_arg(self.kind, "inputs", inputs)
 
     # --- what a layer type defines --------------------------------------------------------------
@@ -57,6 +57,11 @@ class Layer:
         return kids[0][1].known_input() if kids else None
 
     @property
+    def options(self):
+        """The options given that differ from the defaults, as a record (for Apsi code)."""
+        return Record(**self.settings)
+
+    @property
     def layers(self):
         return [layer for _, layer in self.children()]
 
@@ -83,8 +88,7 @@ class Layer:
 
     def __repr__(self):
         args = [show(v, True) for v in self.positional()]
-        args += [f"{k}={show(v, True)}" for k, v in self.options.items() if v is not None
-                 and k not in self.hidden_options()]
+        args += [f"{k}={show(v, True)}" for k, v in self.settings.items()]
         if self.name != self.kind:
             args.append(f"name={show(self.name, True)}")
         return f"{self.kind}({', '.join(args)})"
@@ -93,9 +97,6 @@ class Layer:
 
     def positional(self):
         return []
-
-    def hidden_options(self):
-        return ()
 
     def label(self):
         return self.kind if self.name == self.kind else f"{self.kind} '{self.name}'"

@@ -155,3 +155,14 @@ def test_memory_stays_flat_over_a_long_fit():
     assert r.steps == 800
     assert _rss_mb() - before < 20          # peak resident memory did not grow with the steps
     assert STATE.tape is None
+
+
+def test_the_progress_bar_runs_on_a_terminal(monkeypatch):
+    import sys
+
+    from apsi_layers.layers.training import progress
+
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert isinstance(progress.progress(True, 2, 3), progress.Bar)
+    _, r = reg(epochs=2, verbose=True, val=[nn.Tensor(X), nn.Tensor(Y)])
+    assert len(r.history) == 2

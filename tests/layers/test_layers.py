@@ -240,3 +240,33 @@ def test_siamese_weights_are_one_set():
     a = nn.Tensor(np.ones((2, 3)))
     y = L.predict(net, p, [a, a])
     assert np.allclose(y.data, p.out.b.data)       # same weights on both sides: the difference is 0
+
+
+def test_recurrent_initial_state_and_return_state():
+    lstm = L.lstm_layer(3, return_sequences=True, return_state=True)
+    p = lstm.init(seed=0, input_shape=[4, 2])
+    x = nn.Tensor(np.random.default_rng(0).standard_normal((2, 4, 2)))
+    ctx = Ctx(OPSET)
+    ys, h, c = lstm.apply(p, x, ctx)
+    assert ys.shape == (2, 4, 3) and np.array_equal(ys.data[:, -1], h.data) and c.shape == (2, 3)
+    # running the first two steps, then the last two from the state they left, gives the same end
+    _, h2, c2 = lstm.apply(p, x[:, :2], ctx)
+    ys_b, h_b, _ = lstm.apply(p, [x[:, 2:], h2, c2], ctx)
+    assert np.allclose(h_b.data, h.data, atol=1e-14) and np.allclose(ys_b.data, ys.data[:, 2:], atol=1e-14)
+    gru = L.gru_layer(3, return_state=True)
+    pg = gru.init(seed=0, input_shape=[4, 2])
+    y, hg = gru.apply(pg, x, ctx)
+    assert np.array_equal(y.data, hg.data)
+    _, h_first = gru.apply(pg, x[:, :3], ctx)
+    assert np.allclose(gru.apply(pg, [x[:, 3:], h_first], ctx)[1].data, hg.data, atol=1e-14)
+
+
+def test_masked_steps_carry_the_state_over():
+    lstm = L.lstm_layer(3)
+    p = lstm.init(seed=0, input_shape=[4, 2])
+    x = np.random.default_rng(1).standard_normal((2, 4, 2))
+    mask = np.array([[True, True, False, False], [True, True, True, True]])
+    masked = L.predict(lstm, p, nn.Tensor(x), mask=mask)
+    short = L.predict(lstm, p, nn.Tensor(x[:, :2]))
+    assert np.allclose(masked.data[0], short.data[0], atol=1e-14)
+    assert not np.allclose(masked.data[1], short.data[1])

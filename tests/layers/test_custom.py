@@ -1,0 +1,68 @@
+"""Custom layers from Python (the documented CustomLayer interface) and how Apsi sees layers."""
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+
+from apsi_lang import sandbox
+from apsi_layers import layers as L
+from apsi_layers import nn
+from apsi_layers.layers import CustomLayer, exports
+
+
+class Scale(CustomLayer):
+    kind = "scale"
+
+    def __init__(self, start=1.0, name=None):
+        super().__init__(name)
+        self.start = start
+
+    def params(self, rng, input_shape):
+        return {"s": rng.full((input_shape[-1],), self.start)}, input_shape
+
+    def forward(self, params, x, ctx):
+        return x * params.s
+
+
+def test_a_custom_layer_composes_and_trains():
+    net = L.sequential(L.dense(3, inputs=2), Scale(2.0), L.dense(1))
+    p = net.init(seed=0)
+    assert np.array_equal(p.scale.s.data, [2.0, 2.0, 2.0])
+    x = np.random.default_rng(0).standard_normal((16, 2))
+    r = L.fit(net, p, x, x[:, :1] * 3, loss="mse", opt=nn.adam(lr=0.05), epochs=20, batch_size=4)
+    assert r.history[-1] < r.history[0] / 4
+    assert not np.array_equal(r.params.scale.s.data, p.scale.s.data)
+
+
+def test_plugins_join_use_layers_and_their_classes_become_readable(monkeypatch):
+    monkeypatch.setattr(exports, "_plugin_layers", lambda: {"scale": Scale})
+    names = exports.layers_exports()
+    assert names["scale"] is Scale and names["dense"] is L.dense
+    assert Scale in sandbox._registered
+
+
+def test_apsi_reads_models_through_their_allow_list(tmp_path):
+    program = tmp_path / "m.apsi"
+    program.write_text(textwrap.dedent('''
+        use layers
+        use nn
+        let net = sequential(dense(4, inputs=3, name="hidden"), dense(2, activation="relu"))
+        print(net)
+        print(net.kind, net.name, net.input_shape, len(net.layers), net.layers[1].options)
+        let p = net.init(seed=1)
+        print(p.hidden.w.shape, param_count(p))
+        let v = vae(4, 2, hidden=[3])
+        print(v.decoder.input_shape, flatten().kind, len(flatten(p)))
+        print(net.build)
+    '''))
+    r = subprocess.run([sys.executable, "-m", "apsi", str(program)], capture_output=True, text=True,
+                       timeout=120)
+    assert r.stdout.splitlines() == [
+        'sequential(dense(4, name="hidden"), dense(2, activation="relu"))',
+        'sequential sequential [3] 2 {activation: "relu"}',
+        "(3, 4) 26",
+        "[2] flatten 4",
+    ]
+    assert r.returncode == 1 and "'.build' of a layer is not available to Apsi code" in r.stderr
