@@ -47,7 +47,7 @@ def build_grants(perms, program_dir):
         elif value:
             items = [v for v in value.split(",") if v]
             if name in permissions.PATH_PERMISSIONS:
-                (read_paths if name == "read" else write_paths).extend(str(Path(p).resolve()) for p in items)
+                (read_paths if name == "read" else write_paths).extend(_path_item(p) for p in items)
             else:
                 names[name].extend(_scope_item(name, v) for v in items)
             sources.append((name, f"--allow-{name}={value}"))
@@ -57,7 +57,7 @@ def build_grants(perms, program_dir):
         elif deny:
             items = [v for v in deny.split(",") if v]
             denied_scopes.setdefault(name, []).extend(
-                str(Path(p).resolve()) if name in permissions.PATH_PERMISSIONS else _scope_item(name, p)
+                _path_item(p) if name in permissions.PATH_PERMISSIONS else _scope_item(name, p)
                 for p in items)
     root = cfg.root or Path(program_dir).resolve()
     return permissions.Grants(frozenset(granted), tuple(read_paths), tuple(write_paths),
@@ -67,6 +67,11 @@ def build_grants(perms, program_dir):
                               denied_scopes=tuple((p, tuple(v)) for p, v in denied_scopes.items() if v))
 
 
+def _path_item(value):
+    """A path from a flag: `~` is the home folder here as in every path Apsi checks."""
+    return str(Path(value).expanduser().resolve())
+
+
 def _scope_item(permission, value):
     """A host is compared lower-case (as DNS names are); env and program names exactly."""
     return value.strip().lower() if permission == "net" else value.strip()
@@ -74,10 +79,10 @@ def _scope_item(permission, value):
 
 def guarded(action):
     """Run `action()`; report any failure the Apsi way and return an exit code."""
-    from apsi_lang import report
+    from apsi_lang import bigstack, report
 
     try:
-        action()
+        bigstack.call(action)       # on a thread whose stack holds the recursion limit
         return 0
     except ApsiSyntaxError as e:
         _err(report.render_syntax_error(e))
@@ -111,7 +116,6 @@ def guarded(action):
 
 def _prepare(perms, program_dir):
     permissions.set_current(build_grants(perms, program_dir))
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 6000))
 
 
 def read_stdin():

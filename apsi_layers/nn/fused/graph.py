@@ -9,12 +9,12 @@ import numpy as np
 
 from apsi_lang.errors import ApsiError
 
-from ..tensor import Tensor
+from ..tensor import Tensor, plain_array
 from .record import fused, tensor
 
 
 def _index(idx, fn, size=None):
-    d = np.asarray(idx.data if type(idx) is Tensor else idx)
+    d = plain_array(idx, fn, "index")
     if d.dtype.kind not in "iu":
         if d.dtype.kind == "f" and np.all(d == np.round(d)):
             d = d.astype(np.int64)
