@@ -58,6 +58,7 @@ def collect(perms=None):
     _recommendation(r, plan, torch, hw)
     _index(r)
     _config(r, perms or {})
+    _confinement(r)
     return r
 
 
@@ -360,6 +361,19 @@ def _config(r, perms):
         detail += f"; by flags: {', '.join(flags)}"
     detail += f"; not granted: {', '.join(others) or 'none'}"
     r.check("permissions", "Permissions", INFO, detail)
+
+
+def _confinement(r):
+    """The second wall (apsi_cli/confine.py): is the kernel's confinement there, and is it on?"""
+    from .confine import SWITCH, describe
+
+    state, detail = describe()
+    if state == "on":
+        r.check("confine", "Confinement", OK, detail)
+    elif state == "off":
+        r.check("confine", "Confinement", WARN, detail, f"unset {SWITCH} (it is for debugging)")
+    else:
+        r.check("confine", "Confinement", INFO, detail, "Linux ≥ 5.13 with Landlock enabled adds it")
 
 
 def render(report, console=None):

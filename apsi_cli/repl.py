@@ -50,6 +50,11 @@ class Repl:
             readline.read_history_file(HISTORY)
         except OSError:
             pass
+        try:
+            # opened now: once the process is confined (apsi_cli/confine.py) it could not be opened
+            self.history_out = os.open(HISTORY, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError:
+            self.history_out = None
         readline.set_completer(self.complete)
         readline.parse_and_bind("tab: complete")
         return readline
@@ -67,11 +72,17 @@ class Repl:
         return matches[state] if state < len(matches) else None
 
     def _save_history(self):
-        if self.readline is not None:
-            try:
-                self.readline.write_history_file(HISTORY)
-            except OSError:
-                pass
+        """One line per entry, the format readline's read_history_file reads."""
+        if self.readline is None or self.history_out is None:
+            return
+        rl = self.readline
+        lines = [rl.get_history_item(i) for i in range(1, rl.get_current_history_length() + 1)]
+        data = "".join(line + "\n" for line in lines if line is not None).encode("utf-8", "replace")
+        try:
+            os.ftruncate(self.history_out, 0)
+            os.pwrite(self.history_out, data, 0)
+        except OSError:
+            pass
 
     def read(self):
         """One complete input, or None at end of input."""
@@ -124,6 +135,18 @@ class Repl:
                 break
             self.count += 1
             name = f"<repl:{self.count}>"
-            guarded(lambda t=text, n=name: program.compile_source(t, n, self.ns, echo=True).run())
+            leaving = []
+
+            def run(t=text, n=name, leaving=leaving):
+                try:
+                    program.compile_source(t, n, self.ns, echo=True).run()
+                except SystemExit:
+                    leaving.append(True)          # exit(…) leaves the REPL with its code
+                    raise
+
+            code = guarded(run)
+            if leaving:
+                self._save_history()
+                return code
         self._save_history()
         return 0

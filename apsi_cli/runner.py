@@ -47,7 +47,7 @@ def build_grants(perms, program_dir):
         elif value:
             items = [v for v in value.split(",") if v]
             if name in permissions.PATH_PERMISSIONS:
-                (read_paths if name == "read" else write_paths).extend(str(Path(p).resolve()) for p in items)
+                (read_paths if name == "read" else write_paths).extend(_path_item(p) for p in items)
             else:
                 names[name].extend(_scope_item(name, v) for v in items)
             sources.append((name, f"--allow-{name}={value}"))
@@ -57,7 +57,7 @@ def build_grants(perms, program_dir):
         elif deny:
             items = [v for v in deny.split(",") if v]
             denied_scopes.setdefault(name, []).extend(
-                str(Path(p).resolve()) if name in permissions.PATH_PERMISSIONS else _scope_item(name, p)
+                _path_item(p) if name in permissions.PATH_PERMISSIONS else _scope_item(name, p)
                 for p in items)
     root = cfg.root or Path(program_dir).resolve()
     return permissions.Grants(frozenset(granted), tuple(read_paths), tuple(write_paths),
@@ -67,17 +67,25 @@ def build_grants(perms, program_dir):
                               denied_scopes=tuple((p, tuple(v)) for p, v in denied_scopes.items() if v))
 
 
+def _path_item(value):
+    """A path from a flag: `~` is the home folder here as in every path Apsi checks."""
+    return str(Path(value).expanduser().resolve())
+
+
 def _scope_item(permission, value):
     """A host is compared lower-case (as DNS names are); env and program names exactly."""
     return value.strip().lower() if permission == "net" else value.strip()
 
 
-def guarded(action):
-    """Run `action()`; report any failure the Apsi way and return an exit code."""
-    from apsi_lang import report
+def guarded(action, prepare=None):
+    """Run `prepare()` here, on the main thread (the grants and the confinement), then `action()`;
+    report any failure the Apsi way and return an exit code."""
+    from apsi_lang import bigstack, report
 
     try:
-        action()
+        if prepare is not None:
+            prepare()
+        bigstack.call(action)       # on a thread whose stack holds the recursion limit
         return 0
     except ApsiSyntaxError as e:
         _err(report.render_syntax_error(e))
@@ -110,8 +118,13 @@ def guarded(action):
 
 
 def _prepare(perms, program_dir):
-    permissions.set_current(build_grants(perms, program_dir))
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 6000))
+    from . import confine
+
+    grants = build_grants(perms, program_dir)
+    permissions.set_current(grants)
+    # the kernel's wall goes up before any of the program is compiled or run, and on the main thread
+    # before the program's thread starts: Landlock holds the thread that asks and those it starts later
+    confine.apply(grants)
 
 
 def read_stdin():
@@ -127,11 +140,10 @@ def run_stdin(args, perms):
     text = read_stdin()
 
     def action():
-        _prepare(perms, Path.cwd())
         ns = program.new_namespace(str(Path.cwd()), args)
         program.compile_source(text, "<stdin>", ns).run()
 
-    return guarded(action)
+    return guarded(action, prepare=lambda: _prepare(perms, Path.cwd()))
 
 
 def run_file(path, args, perms):
@@ -145,11 +157,10 @@ def run_file(path, args, perms):
         return failed
 
     def action():
-        _prepare(perms, p.parent)
         ns = program.new_namespace(str(p.parent.resolve()), args)
         program.compile_source(text, str(path), ns).run()
 
-    return guarded(action)
+    return guarded(action, prepare=lambda: _prepare(perms, p.parent))
 
 
 def _read_program(path, verb="run"):
@@ -179,11 +190,10 @@ def check_file(path, perms):
         return failed
 
     def action():
-        _prepare(perms, Path(path).parent)
         ns = program.new_namespace(str(Path(path).parent.resolve()))
         program.compile_source(text, str(path), ns)
 
-    code = guarded(action)
+    code = guarded(action, prepare=lambda: _prepare(perms, Path(path).parent))
     return 2 if code else 0
 
 
@@ -191,17 +201,17 @@ def run_code(code, perms, args=()):
     from apsi_lang import program
 
     def action():
-        _prepare(perms, Path.cwd())
         ns = program.new_namespace(str(Path.cwd()), args)
         program.compile_source(code, "<-e>", ns, echo=True).run()
 
-    return guarded(action)
+    return guarded(action, prepare=lambda: _prepare(perms, Path.cwd()))
 
 
 def repl(perms):
     from .repl import Repl
 
-    code = guarded(lambda: _prepare(perms, Path.cwd()))
+    shell = Repl()           # opens the history file before the confinement
+    code = guarded(lambda: None, prepare=lambda: _prepare(perms, Path.cwd()))
     if code:
         return code
-    return Repl().loop()
+    return shell.loop()

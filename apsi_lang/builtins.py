@@ -12,7 +12,7 @@ import sys
 from . import permissions
 from .data_files import DATA_BUILTINS
 from .errors import ApsiError
-from .files import atomic_open
+from .files import atomic_open, open_checked
 from .numbers import NUMBER_BUILTINS
 from .values import Record, a_type, record_fields, show, type_name
 
@@ -84,22 +84,26 @@ def has(record, name):
 
 
 def read_text(path):
-    permissions.require("read", what=f"read_text({show(path, True)})", path=path)
+    what = f"read_text({show(path, True)})"
+    resolved = permissions.check_path("read", path, what)
     try:
-        with open(path, encoding="utf-8") as f:
+        with open_checked(resolved, encoding="utf-8") as f:
             return f.read()
     except OSError as e:
-        raise ApsiError(f"read_text({show(path, True)}): {e.strerror or e}") from None
+        raise ApsiError(f"{what}: {e.strerror or e}") from None
+    except UnicodeDecodeError:
+        raise ApsiError(f"{what}: the file is not UTF-8 text") from None
 
 
 def write_text(path, text):
     """Writes atomically: a temporary file beside the target, then a rename."""
-    permissions.require("write", what=f"write_text({show(path, True)})", path=path)
+    what = f"write_text({show(path, True)})"
+    resolved = permissions.check_path("write", path, what)
     if type(text) is not str:
         raise ApsiError(f"write_text(path, text): text must be a string, got {a_type(text)} "
                         "(use str(x) to convert)")
     try:
-        with atomic_open(path, "w", encoding="utf-8") as f:
+        with atomic_open(resolved, "w", encoding="utf-8") as f:
             f.write(text)
     except OSError as e:
         from .data_files import _os_error
@@ -108,8 +112,7 @@ def write_text(path, text):
 
 
 def exists(path):
-    permissions.require("read", what=f"exists({show(path, True)})", path=path)
-    return os.path.exists(path)
+    return os.path.exists(permissions.check_path("read", path, f"exists({show(path, True)})"))
 
 
 def getenv(name, default=None):
@@ -198,6 +201,9 @@ def clock():
 
 
 def apsi_exit(code=0):
+    """exit(3) stops with code 3; exit("message") writes the message to stderr and stops with 1."""
+    if code is not None and type(code) not in (int, bool, str):
+        raise ApsiError(f"exit(code): code must be an int or a message string, got {a_type(code)}")
     raise SystemExit(code)
 
 
@@ -208,7 +214,7 @@ def apsi_input(prompt=""):
         return None
 
 
-BUILTINS = {
+_BUILTINS_PY = {
     "print": apsi_print, "len": _py.len, "range": _py.range, "str": apsi_str, "repr": apsi_repr,
     "int": _py.int, "float": _py.float, "bool": _py.bool, "list": _py.list, "tuple": _py.tuple,
     "abs": _py.abs, "min": _py.min, "max": _py.max, "sum": _py.sum, "round": _py.round,
@@ -222,3 +228,16 @@ BUILTINS = {
     "set": apsi_set,
     **NUMBER_BUILTINS, **DATA_BUILTINS,
 }
+
+
+def _apsi_named(table):
+    """Apsi's builtins written in Python carry their Apsi names (`print(getenv)` shows <fn getenv>)."""
+    import types
+
+    for name, value in table.items():
+        if isinstance(value, types.FunctionType):
+            value.__name__ = value.__qualname__ = name
+    return table
+
+
+BUILTINS = _apsi_named(_BUILTINS_PY)

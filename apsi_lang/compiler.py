@@ -6,6 +6,7 @@ code calls live in the program's globals under names starting with '_', which Ap
 """
 
 import ast
+import builtins
 import keyword
 
 from . import sandbox
@@ -13,12 +14,13 @@ from . import syntax as S
 from .builtins import BUILTINS
 from .errors import ApsiSyntaxError
 from .plain import is_plain, plain_names
-from .scopes import Scope, declarations
+from .scopes import Scope, assigned_in_nested, binds, declarations, field_reads
 
 BINOPS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div, "//": ast.FloorDiv, "%": ast.Mod,
           "**": ast.Pow, "@": ast.MatMult, "&": ast.BitAnd, "|": ast.BitOr, "^": ast.BitXor,
           "<<": ast.LShift, ">>": ast.RShift}
 UNOPS = {"-": ast.USub, "+": ast.UAdd, "~": ast.Invert, "not": ast.Not}
+PY_BUILTINS = frozenset(dir(builtins))      # what frames see underneath with permission 'python'
 MAX_DEPTH = 200      # nested expressions/statements; deeper ASTs overflow CPython's compiler
 CMPOPS = {"==": ast.Eq, "!=": ast.NotEq, "<": ast.Lt, "<=": ast.LtE, ">": ast.Gt, ">=": ast.GtE,
           "in": ast.In, "not in": ast.NotIn, "is": ast.Is, "is not": ast.IsNot}
@@ -52,8 +54,10 @@ class Compiler:
         self.load_module = load_module     # name -> iterable of exported names
         self.echo = echo
         self.full_access = full_access
-        self.guarded = frozenset() if full_access else sandbox.guarded_names()
         self.scope = None
+        self.fast = frozenset()     # names whose field reads compile plain (the root's test holds)
+        self.in_comp = 0            # inside a comprehension: no `:=` temporaries there
+        self.attr_sets = set()      # global names of the type sets the code tests (sandbox.set_name)
         self.module_names = set()          # names `use` brought in (they may shadow builtins)
         self.tmp = 0
         self.depth = 0
@@ -76,8 +80,6 @@ class Compiler:
                 if stmt.alias is None:       # `use m as h` brings in only h (declared by scopes)
                     self.known |= exports
                     self.module_names |= exports
-        if not self.full_access:        # modules may register types (with their allow-lists)
-            self.guarded = sandbox.guarded_names()
         self.own = declarations(body) | self.user
         self.scope = Scope(None, self.own | self.known, is_module=True)
         # REPL and -e inputs share globals with later inputs: their top-level names are never plain
@@ -91,11 +93,41 @@ class Compiler:
                 out.extend(self.stmt(stmt))
         return ast.fix_missing_locations(ast.Module(body=out, type_ignores=[]))
 
-    def block(self, body):
-        out = []
-        for stmt in body:
-            out.extend(self.stmt(stmt))
+    def block(self, body, bound=()):
+        """A block's statements; `bound`: names bound on entry (loop targets, a catch name)."""
+        saved = set(self.scope.bound)
+        self.scope.bound |= set(bound)
+        out = self.flag_updates(bound, body[0]) if body else []
+        try:
+            for stmt in body:
+                out.extend(self.stmt(stmt))
+                self.scope.bound |= binds(stmt)
+                if isinstance(stmt, S.AugAssign) and isinstance(stmt.target, S.Name):
+                    out.extend(self.flag_updates([stmt.target.id], stmt))
+                else:
+                    out.extend(self.flag_updates(binds(stmt), stmt))
+        finally:
+            self.scope.bound = saved     # what a block binds may not have run after it
         return out or [ast.Pass()]
+
+    def flag_updates(self, names, node, count=True):
+        """After a variable of this function is bound, `_ok_x = type(x) in TYPES` (the types allowing
+        every field the function reads on x), so later field reads test one local (see `root`)."""
+        out = []
+        for name in names:
+            if name in self.scope.flags:
+                flag, types = self.scope.flags[name]
+                # _ok_x = type(x) is Record or type(x) in TYPES (records, the common case, skip the set)
+                kind = self.at(ast.Name(flag, ast.Store()), node)
+                first = self.helper("_type", [self.at(ast.Name(py_name(name), ast.Load()), node)], node)
+                is_record = self.at(ast.Compare(self.at(ast.NamedExpr(kind, first), node), [ast.Is()],
+                                                [self.at(ast.Name("_R", ast.Load()), node)]), node)
+                in_types = self.at(ast.Compare(self.at(ast.Name(flag, ast.Load()), node), [ast.In()],
+                                               [self.at(ast.Name(types, ast.Load()), node)]), node)
+                test = self.at(ast.BoolOp(ast.Or(), [is_record, in_types]), node)
+                out.append(self.at(ast.Assign([self.at(ast.Name(flag, ast.Store()), node)], test), node))
+                self.scope.flag_sites[name] = self.scope.flag_sites.get(name, 0) + count
+        return out
 
     def helper(self, name, args, node, keywords=()):
         return self.at(ast.Call(self.at(ast.Name(name, ast.Load()), node), list(args), list(keywords)), node)
@@ -141,7 +173,7 @@ class Compiler:
         if s.pattern is not None:
             return ast.Assign([self.pattern(s.pattern, s)], self.expr(s.value))
         target = self.store_names(s.targets, s)
-        return ast.Assign([target], self.expr(s.value))
+        return ast.Assign([target], self.root(s.value))
 
     def store_names(self, names, node):
         if len(names) == 1:
@@ -150,7 +182,7 @@ class Compiler:
         return self.at(ast.Tuple(elts, ast.Store()), node)
 
     def s_Assign(self, s):
-        value = self.expr(s.value)
+        value = self.root(s.value)
         # stores on anything but a record need 'python': without it, a field store is checked at run time
         if len(s.targets) == 1 and isinstance(s.targets[0], S.Attr) and not self.full_access:
             t = s.targets[0]
@@ -193,11 +225,16 @@ class Compiler:
         t = s.target
         if isinstance(t, S.Attr) and not self.full_access:
             return ast.Expr(self.helper("_augattr", [self.expr(t.obj), ast.Constant(t.name),
-                                                     ast.Constant(s.op), self.expr(s.value)], s))
-        return ast.AugAssign(self.target(t), op, self.expr(s.value))
+                                                     ast.Constant(s.op), self.root(s.value)], s))
+        if s.op == "%":     # see e_Binary
+            if not isinstance(t, S.Name):
+                self.fail("'%=' works on a variable; write the target out: x[i] = x[i] % y", s)
+            load = self.expr(t)
+            return ast.Assign([self.target(t)], self.helper("_mod", [load, self.root(s.value)], s))
+        return ast.AugAssign(self.target(t), op, self.root(s.value))
 
     def s_ExprStmt(self, s):
-        return ast.Expr(self.expr(s.expr))
+        return ast.Expr(self.root(s.expr))
 
     def s_FnDef(self, s):
         args = self.arguments(s.params)
@@ -206,11 +243,28 @@ class Compiler:
 
     def function_body(self, params, body, node):
         outer = self.scope
-        params_named = {p.name for p in params if p.name}
-        self.scope = Scope(outer, declarations(body) | params_named)
-        self.scope.plain = plain_names(body, declarations(body) - params_named, self.apsi_builtin)
+        names = {p.name for p in params if p.name}
+        untracked = set()
+        while True:
+            self.scope = Scope(outer, declarations(body) | names, bound=names,
+                               rebound_inside=assigned_in_nested(body) | untracked)
+            self.scope.plain = plain_names(body, declarations(body) - names, self.apsi_builtin)
+            if not self.full_access:
+                for name, fields in field_reads(body)[0].items():
+                    if name in self.scope.declared and name not in self.scope.rebound_inside:
+                        self.scope.flags[name] = (f"_ok_{py_name(name)}", self.attr_set(fields, node).id)
+            try:
+                out = self.flag_updates(names, node, count=False) + self.block(body)
+                # safety net for the fast path: a flagged variable bound somewhere without its flag
+                # update (a binding form the compiler does not track) loses its flag; compile again
+                missed = _untracked_bindings(out, self.scope)
+                if not missed:
+                    break
+                untracked |= missed
+            except BaseException:
+                self.scope = outer
+                raise
         try:
-            out = self.block(body)
             head = []
             if self.scope.nonlocals:
                 head.append(self.at(ast.Nonlocal(sorted(self.scope.nonlocals)), node))
@@ -245,25 +299,25 @@ class Compiler:
     def s_Return(self, s):
         if self.scope.is_module:
             self.fail("'return' outside a function", s)
-        return ast.Return(self.expr(s.value) if s.value is not None else None)
+        return ast.Return(self.root(s.value) if s.value is not None else None)
 
     def s_If(self, s):
-        return ast.If(self.expr(s.test), self.block(s.body), self.block(s.orelse) if s.orelse else [])
+        return ast.If(self.root(s.test), self.block(s.body), self.block(s.orelse) if s.orelse else [])
 
-    def loop_body(self, body):
+    def loop_body(self, body, bound=()):
         self.scope.loop_depth += 1
         try:
-            return self.block(body)
+            return self.block(body, bound)
         finally:
             self.scope.loop_depth -= 1
 
     def s_For(self, s):
         target = self.pattern(s.pattern, s) if s.pattern is not None else self.store_names(s.targets, s)
-        return ast.For(target, self.expr(s.iter), self.loop_body(s.body), self.block(s.orelse) if s.orelse
-                       else [], None)
+        return ast.For(target, self.root(s.iter), self.loop_body(s.body, s.targets),
+                       self.block(s.orelse) if s.orelse else [], None)
 
     def s_While(self, s):
-        return ast.While(self.expr(s.test), self.loop_body(s.body), self.block(s.orelse) if s.orelse else [])
+        return ast.While(self.root(s.test), self.loop_body(s.body), self.block(s.orelse) if s.orelse else [])
 
     def s_Break(self, s):
         if not self.scope.loop_depth:
@@ -283,7 +337,7 @@ class Compiler:
         if s.handler is not None:
             self.tmp += 1
             exc = f"_exc{self.tmp}"
-            body = self.block(s.handler)
+            body = self.block(s.handler, [s.name] if s.name else [])
             if s.name:
                 wrap = self.helper("_catch", [self.at(ast.Name(exc, ast.Load()), s)], s)
                 body = [self.at(ast.Assign([self.at(ast.Name(py_name(s.name), ast.Store()), s)], wrap), s)]\
@@ -294,12 +348,42 @@ class Compiler:
         return ast.Try(self.block(s.body), handlers, [], final)
 
     def s_Assert(self, s):
-        msg = [self.expr(s.message)] if s.message is not None else []
+        msg = [self.root(s.message)] if s.message is not None else []
         fail = self.at(ast.Raise(self.helper("_assert_fail", msg, s), None), s)
-        test = self.at(ast.UnaryOp(ast.Not(), self.expr(s.test)), s)
+        test = self.at(ast.UnaryOp(ast.Not(), self.root(s.test)), s)
         return ast.If(test, [fail], [])
 
     # ---- expressions ----
+    def root(self, e):
+        """A whole expression (a statement's, a lambda's body, a comprehension's element). In a function,
+        when it reads fields of local variables that are certainly bound and rebound by nothing else,
+        it is compiled twice: `plain if type(p) in TYPES and … else guarded`, so record fields are
+        read at CPython speed after one type test. Nested scopes are roots of their own, so an
+        expression holding one is compiled once (the code never grows more than twice)."""
+        if self.full_access or self.scope.is_module:
+            return self.expr(e)
+        bases, nested = field_reads(e)
+        stable = {n: fields for n, fields in bases.items() if self.scope.stable_local(n)}
+        if nested or not stable:
+            return self.expr(e)
+        tests = [self.at(ast.Name(self.scope.flags[n][0], ast.Load()), e) if n in self.scope.flags else
+                 self.at(ast.Compare(self.helper("_type", [self.at(ast.Name(py_name(n), ast.Load()), e)], e),
+                                     [ast.In()], [self.attr_set(fields, e)]), e)
+                 for n, fields in sorted(stable.items())]
+        test = tests[0] if len(tests) == 1 else self.at(ast.BoolOp(ast.And(), tests), e)
+        saved, self.fast = self.fast, frozenset(stable)
+        try:
+            fast = self.expr(e)
+        finally:
+            self.fast = saved
+        return self.at(ast.IfExp(test, fast, self.expr(e)), e)
+
+    def attr_set(self, names, node):
+        """A load of the global holding sandbox.types_allowing(names)."""
+        name = sandbox.set_name(names)
+        self.attr_sets.add(name)
+        return self.at(ast.Name(name, ast.Load()), node)
+
     def expr(self, e):
         self.depth += 1
         try:
@@ -314,8 +398,13 @@ class Compiler:
         return ast.Constant(e.value)
 
     def e_Name(self, e):
-        if self.scope.owner_of(e.id) is None:
+        owner = self.scope.owner_of(e.id)
+        if owner is None:
             self.fail(f"undefined name '{e.id}'{self.suggest(e.id)}", e)
+        if owner.is_module and e.id in self.own and (e.id in self.known or e.id in PY_BUILTINS):
+            # the program's own top-level name shadowing a builtin: before its `let` runs, a plain
+            # read would find the builtin; this one says the name is not assigned yet
+            return self.helper("_gv", [ast.Constant(py_name(e.id))], e)
         return ast.Name(py_name(e.id), ast.Load())
 
     def suggest(self, name):
@@ -331,20 +420,23 @@ class Compiler:
 
     def e_ListComp(self, e):
         # Python's rules: the first source is evaluated outside, the loop variables live inside.
-        first_source = self.expr(e.clauses[0][1])
         outer = self.scope
-        self.scope = Scope(outer, set())
+        self.in_comp += 1
         try:
+            first_source = self.expr(e.clauses[0][1])
+            self.scope = Scope(outer, set())
             generators = []
             for i, (names, source, conditions) in enumerate(e.clauses):
                 source_py = first_source if i == 0 else self.expr(source)
                 self.scope.declared |= set(names)
+                self.scope.bound |= set(names)
                 target = self.store_names(names, e)
-                ifs = [self.expr(c) for c in conditions]
+                ifs = [self.root(c) for c in conditions]
                 generators.append(ast.comprehension(target, source_py, ifs, 0))
-            elt = self.expr(e.elt)
+            elt = self.root(e.elt)
         finally:
             self.scope = outer
+            self.in_comp -= 1
         return ast.ListComp(elt, generators)
 
     def e_TupleLit(self, e):
@@ -390,6 +482,10 @@ class Compiler:
         return ast.UnaryOp(UNOPS[e.op](), self.expr(e.operand))
 
     def e_Binary(self, e):
+        if e.op == "%" and not _numeric_const(e.right) and not _numeric_const(e.left):
+            # `text % x` is Python's string formatting, whose %s/%r would show Python's text (and
+            # memory addresses) for functions and other objects: a helper formats them Apsi's way
+            return self.helper("_mod", [self.expr(e.left), self.expr(e.right)], e)
         return ast.BinOp(self.expr(e.left), BINOPS[e.op](), self.expr(e.right))
 
     def e_Logic(self, e):
@@ -451,9 +547,24 @@ class Compiler:
         return ast.Call(self.expr(e.func), args, kws)
 
     def e_Attr(self, e):
-        if e.name in self.guarded:
-            return self.helper("_ga", [self.expr(e.obj), ast.Constant(e.name)], e)
-        return ast.Attribute(self.expr(e.obj), e.name, ast.Load())
+        if self.full_access or (isinstance(e.obj, S.Name) and e.obj.id in self.fast):
+            return ast.Attribute(self.expr(e.obj), e.name, ast.Load())
+        # (obj if type(obj) in TYPES else _chk(obj, name, TYPES)).name: see apsi_lang.sandbox
+        types = self.attr_set({e.name}, e)
+        if isinstance(e.obj, S.Name):
+            first = self.expr(e.obj)
+            again = lambda: self.expr(e.obj)  # noqa: E731
+        elif not self.in_comp:
+            tmp = self.at(ast.Name("_t", ast.Store()), e)
+            first = self.at(ast.NamedExpr(tmp, self.expr(e.obj)), e)
+            again = lambda: self.at(ast.Name("_t", ast.Load()), e)  # noqa: E731
+        else:   # `:=` is not allowed in a comprehension's iterables: check with a call
+            obj = self.helper("_chk", [self.expr(e.obj), ast.Constant(e.name), types], e)
+            return ast.Attribute(obj, e.name, ast.Load())
+        test = self.at(ast.Compare(self.helper("_type", [first], e), [ast.In()], [types]), e)
+        slow = self.helper("_chk", [again(), ast.Constant(e.name), types], e)
+        obj = self.at(ast.IfExp(test, again(), slow), e)
+        return ast.Attribute(obj, e.name, ast.Load())
 
     def e_Index(self, e):
         spec = _operand(e.obj), _operand(e.index)
@@ -475,11 +586,14 @@ class Compiler:
     def e_Lambda(self, e):
         args = self.arguments(e.params)
         outer = self.scope
-        self.scope = Scope(outer, {p.name for p in e.params if p.name})
+        names = {p.name for p in e.params if p.name}
+        self.scope = Scope(outer, names, bound=names)
+        saved_comp, self.in_comp = self.in_comp, 0     # a lambda's `:=` binds in the lambda
         try:
-            body = self.expr(e.body)
+            body = self.root(e.body)
         finally:
             self.scope = outer
+            self.in_comp = saved_comp
         return ast.Lambda(args, body)
 
     def e_Splat(self, e):
@@ -498,8 +612,39 @@ def _operand(e):
     return None
 
 
+_SCOPES = (ast.FunctionDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _numeric_const(e):
+    return isinstance(e, S.Const) and type(e.value) in (int, float)
+
+
+def _untracked_bindings(statements, scope):
+    """Flagged variables of `scope` whose bindings in the generated code outnumber their flag updates,
+    or that a nested function declares nonlocal (it may rebind them)."""
+    stores = {}
+    stack = list(statements)
+    while stack:
+        x = stack.pop()
+        if isinstance(x, ast.FunctionDef):
+            stores[x.name] = stores.get(x.name, 0) + 1
+            for inner in ast.walk(x):
+                if isinstance(inner, ast.Nonlocal):
+                    for n in inner.names:
+                        stores[n] = stores.get(n, 0) + 1000
+            continue
+        if isinstance(x, _SCOPES):
+            continue
+        if isinstance(x, ast.Name) and not isinstance(x.ctx, ast.Load):
+            stores[x.id] = stores.get(x.id, 0) + 1
+        stack.extend(ast.iter_child_nodes(x))
+    return {name for name in scope.flags
+            if stores.get(py_name(name), 0) != scope.flag_sites.get(name, 0)}
+
+
 def compile_tree(body, filename, lines, fixed_names, user_names, load_module, echo=False,
                  full_access=False):
+    """(code object, names of the attribute type sets the code reads from its globals)."""
     compiler = Compiler(filename, lines, fixed_names, user_names, load_module, echo, full_access)
     module = compiler.module(body)
     try:
@@ -507,7 +652,7 @@ def compile_tree(body, filename, lines, fixed_names, user_names, load_module, ec
 
         with warnings.catch_warnings():     # CPython's SyntaxWarnings ("is" with a literal) are not Apsi's
             warnings.simplefilter("ignore", SyntaxWarning)
-            return compile(module, filename, "exec", dont_inherit=True)
+            return compile(module, filename, "exec", dont_inherit=True), compiler.attr_sets
     except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
         # CPython's own limits (e.g. more than 20 nested loops/try blocks): an Apsi syntax error
         line = getattr(e, "lineno", None) or 1

@@ -56,9 +56,41 @@ def find(start):
 
 
 def load(start):
-    """Read the nearest apsi.toml above `start` (a folder); an empty Config when there is none."""
+    """Read the nearest apsi.toml above `start` (a folder); an empty Config when there is none, or
+    when the one found is not trusted (it then grants nothing, and a warning says why)."""
     path = find(start)
-    return read(path) if path else Config()
+    if path is None:
+        return Config()
+    doubt = distrust(path)
+    if doubt:
+        return Config(warnings=[f"ignoring {path}: {doubt}, so it grants nothing (as git ignores a "
+                                "repository it does not trust). Move the project to a folder only you "
+                                "can write, or fix the owner and mode (chmod o-w)."])
+    return read(path)
+
+
+def distrust(path):
+    """Why an apsi.toml must not be trusted, or None: it grants permissions, so one that another
+    user wrote or could write (a shared temporary folder) would grant them to that user."""
+    import os
+    import stat
+
+    try:
+        st, folder = os.stat(path), os.stat(Path(path).parent)
+    except OSError:
+        return None
+    me = os.getuid() if hasattr(os, "getuid") else None
+    if me is None:
+        return None
+    if st.st_uid != me:
+        return f"it is owned by another user (uid {st.st_uid})"
+    if st.st_mode & stat.S_IWOTH:
+        return "other users can write it"
+    if folder.st_mode & stat.S_IWOTH:
+        return "its folder is writable by other users"
+    if folder.st_uid != me and folder.st_uid != 0:
+        return f"its folder is owned by another user (uid {folder.st_uid})"
+    return None
 
 
 def read(path):
@@ -120,4 +152,6 @@ def _strings(path, key, value):
 
 
 def _paths(path, key, value):
-    return [str((path.parent / p).resolve()) for p in _strings(path, key, value)]
+    import os
+
+    return [str((path.parent / os.path.expanduser(p)).resolve()) for p in _strings(path, key, value)]

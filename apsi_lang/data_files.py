@@ -1,14 +1,16 @@
 """Data in and out: JSON, CSV, folders, appending and deleting — each under the read/write rules.
 
 Every function checks its permission first (inside the project folder reading and writing need
-nothing; elsewhere `read`/`write`), then works on the path as given. JSON objects become maps (their
-keys are any text); CSV rows become records (with a header of names) or lists.
+nothing; elsewhere `read`/`write`), then works on the resolved path the check returns (so what is
+checked is what is used; messages still name the path as the program wrote it). JSON objects become
+maps (their keys are any text); CSV rows become records (with a header of names) or lists.
 """
 
 import os
 
 from . import permissions
 from .errors import ApsiError
+from .files import open_checked
 from .values import Record, a_type, show
 
 
@@ -33,9 +35,9 @@ def _os_error(fn, path, e):
 
 def _read(fn, path):
     path = _path(fn, path)
-    permissions.require("read", what=f"{fn}({show(path, True)})", path=path)
+    resolved = permissions.require("read", what=f"{fn}({show(path, True)})", path=path)
     try:
-        with open(path, encoding="utf-8-sig") as f:
+        with open_checked(resolved, encoding="utf-8-sig") as f:
             return f.read()
     except OSError as e:
         raise _os_error(fn, path, e) from None
@@ -47,13 +49,13 @@ def _write(fn, path, text, mode="w"):
     from .files import atomic_open
 
     path = _path(fn, path)
-    permissions.require("write", what=f"{fn}({show(path, True)})", path=path)
+    resolved = permissions.require("write", what=f"{fn}({show(path, True)})", path=path)
     try:
         if mode == "a":
-            with open(path, "a", encoding="utf-8") as f:
+            with open(resolved, "a", encoding="utf-8") as f:
                 f.write(text)
         else:
-            with atomic_open(path, "w", encoding="utf-8") as f:
+            with atomic_open(resolved, "w", encoding="utf-8") as f:
                 f.write(text)
     except OSError as e:
         raise _os_error(fn, path, e) from None
@@ -175,9 +177,9 @@ def _cell(text):
 def list_dir(path="."):
     """The names in a folder, sorted."""
     path = _path("list_dir", path)
-    permissions.require("read", what=f"list_dir({show(path, True)})", path=path)
+    resolved = permissions.require("read", what=f"list_dir({show(path, True)})", path=path)
     try:
-        return sorted(os.listdir(path))
+        return sorted(os.listdir(resolved))
     except OSError as e:
         raise _os_error("list_dir", path, e) from None
 
@@ -185,9 +187,9 @@ def list_dir(path="."):
 def make_dir(path):
     """Create a folder (and the folders above it); nothing happens when it exists."""
     path = _path("make_dir", path)
-    permissions.require("write", what=f"make_dir({show(path, True)})", path=path)
+    resolved = permissions.require("write", what=f"make_dir({show(path, True)})", path=path)
     try:
-        os.makedirs(path, exist_ok=True)
+        os.makedirs(resolved, exist_ok=True)
     except FileExistsError:
         raise ApsiError(f"make_dir({show(path, True)}): a file of that name exists") from None
     except OSError as e:
@@ -205,14 +207,15 @@ def append_text(path, text):
 def delete(path):
     """Delete a file or an empty folder."""
     path = _path("delete", path)
-    permissions.require("write", what=f"delete({show(path, True)})", path=path)
+    # a link is deleted itself, not what it points to: its folder is resolved, its name is not
+    target = permissions.check_path("write", path, f"delete({show(path, True)})", follow=False)
     try:
-        if os.path.isdir(path) and not os.path.islink(path):
-            os.rmdir(path)
+        if os.path.isdir(target) and not os.path.islink(target):
+            os.rmdir(target)
         else:
-            os.remove(path)
+            os.remove(target)
     except OSError as e:
-        if os.path.isdir(path):
+        if os.path.isdir(target):
             raise ApsiError(f"delete({show(path, True)}): the folder is not empty; delete what is in "
                             "it first") from None
         raise _os_error("delete", path, e) from None

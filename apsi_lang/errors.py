@@ -13,8 +13,11 @@ class ApsiError(Exception):
     __apsi_type__ = "error"          # what `type(e)` says
 
     def __init__(self, message, kind="error"):
+        from .values import no_address
+
+        message = no_address(str(message))
         super().__init__(message)
-        self.message = str(message)
+        self.message = message
         self.kind = kind
 
     def __str__(self):

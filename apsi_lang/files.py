@@ -1,7 +1,25 @@
-"""Atomic writes: a crash or a full disk never leaves a half-written file where the old one was."""
+"""Files Apsi writes and reads: atomic writes with the usual modes, and opens of checked paths.
+
+A write never leaves a half-written file where the old one was (a temporary file beside the target,
+then a rename). The result has the mode any program's new file gets (0666 minus the umask), or the
+mode the file already had. Paths come resolved from permissions.check_path, so a symlink inside the
+project is written through (the link stays, its target changes) and what was checked is what opens.
+"""
 
 import os
+import stat
 from contextlib import contextmanager
+
+_umask = None
+
+
+def umask():
+    """The process's umask (read once; os.umask can only be read by setting it)."""
+    global _umask
+    if _umask is None:
+        _umask = os.umask(0o022)
+        os.umask(_umask)
+    return _umask
 
 
 @contextmanager
@@ -10,25 +28,23 @@ def atomic_open(path, mode="w", encoding=None):
     import tempfile  # not at import time: it pulls in random and shutil
 
     folder = os.path.dirname(os.path.abspath(path))
+    try:
+        keep = stat.S_IMODE(os.stat(path).st_mode)      # an existing file keeps its mode
+    except FileNotFoundError:
+        keep = 0o666 & ~umask()
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".", suffix=".tmp")
     try:
+        os.fchmod(fd, keep)
         with os.fdopen(fd, mode, encoding=encoding) as f:
             yield f
-        os.chmod(tmp, _mode_for(path))
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
 
 
-def _mode_for(path):
-    """The mode the written file should have: the old file's, or what open() would give a new one.
-
-    mkstemp makes files readable by their owner only; a config file or saved parameters should not
-    silently become private."""
-    try:
-        return os.stat(path).st_mode & 0o7777
-    except OSError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
+def open_checked(resolved, mode="r", encoding=None):
+    """Open a path resolved by permissions.check_path. O_NOFOLLOW: if the last part became a symlink
+    since the check, the open fails instead of following it."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    return open(resolved, mode, encoding=encoding, opener=lambda p, _: os.open(p, flags))

@@ -5,10 +5,9 @@ returning {name: value}), then NAME.apsi beside the program. An Apsi module's ex
 top-level names.
 """
 
-import sys
+import os
 from pathlib import Path
 
-from . import sandbox
 from .errors import ApsiError
 
 GROUP = "apsi.modules"
@@ -67,8 +66,14 @@ def load(name, program_dir):
 
 
 def _file(name, program_dir):
-    path = (Path(program_dir) / f"{name}.apsi").resolve()
+    """NAME.apsi beside the program, read under the same rule as read_text (a link that leads out of
+    the project needs 'read'); its text is never shown before that check."""
+    written = str(Path(program_dir) / f"{name}.apsi")
+    path = Path(os.path.realpath(written))
     if path.is_file():
+        from . import permissions
+
+        permissions.check_path("read", written, f"use {name} ({name}.apsi)")
         return path
     installed = ", ".join(available()) or "none"
     raise ApsiError(f"use {name}: no module named '{name}': no installed package provides it "
@@ -108,8 +113,4 @@ def _load_entry_point(ep):
     except ImportError as e:
         raise ApsiError(f"use {ep.name}: its package failed to import ({e}); "
                         "reinstall Apsi with: python -m pip install -e .") from e
-    package = ep.value.split(":")[0].split(".")[0]
-    for modname, module in list(sys.modules.items()):
-        if modname == package or modname.startswith(package + "."):
-            sandbox.register_from_module(module)
     return {k: v for k, v in exports.items() if not k.startswith("_")}

@@ -3,6 +3,13 @@
 Permissions: python, read, write, net, env, run. They come from command-line flags and apsi.toml.
 Reading and writing inside the project folder (the folder of the nearest apsi.toml, else the
 program's folder) needs nothing; outside it, `read`/`write` must be granted (whole, or for paths).
+Inside it, files that grant permissions or run code are protected (`protected_reason`): writing
+apsi.toml, *.apsi, *.py (and compiled or native Python modules) or anything named with, or under a
+folder named with, a leading '.' (.git/, .venv/, .bashrc) needs `write` granted for that path.
+
+Paths are `str` only. `check_path` resolves a path once (`~`, `..`, symlinks) and returns the
+resolved path, which the caller opens, so what is checked is what is opened; messages show the path
+as the program wrote it, never the resolved one (which could reveal $HOME or a link's target).
 
 Other packages call `require(name, what=...)` to check and raise, or `allowed(name)` to ask quietly
 (so `backend="auto"` can stay on NumPy where `backend="torch"` raises).
@@ -42,15 +49,33 @@ class Grants:
             raise ValueError(f"unknown permission {permission!r}; known: {', '.join(PERMISSIONS)}")
         if self.denies(permission, path, name):
             return False
+        if permission in PATH_PERMISSIONS and path is not None:
+            return self.refusal(permission, path, resolve(path)) is None
         if permission in self.granted:
             return True
-        if permission in PATH_PERMISSIONS and path is not None:
-            target = resolve(path)
-            roots = (self.project_root,) + (self.read_paths if permission == "read" else self.write_paths)
-            return any(_inside(target, Path(r)) for r in roots)
         if permission in NAME_PERMISSIONS and name is not None:
             return any(_name_matches(permission, name, granted) for granted in _scope(self.names, permission))
         return False
+
+    def explicitly(self, permission, target):
+        """True when `permission` is granted for `target` by a flag or apsi.toml (not the project)."""
+        grants = self.read_paths if permission == "read" else self.write_paths
+        return permission in self.granted or any(_inside(target, Path(r)) for r in grants)
+
+    def refusal(self, permission, written, target):
+        """None when `permission` covers `target` (resolved from `written`); else why not:
+        "denied", "outside", or why the file is protected."""
+        if self.denies(permission, written):
+            return "denied"
+        if self.explicitly(permission, target):
+            return None
+        if permission == "write":
+            reason = protected_reason(written, target, self.project_root)
+            if reason:
+                return reason
+        if _inside(target, self.project_root):
+            return None
+        return "outside"
 
     def denies(self, permission, path=None, name=None):
         """True when a --deny-… flag or a deny key refuses this (denials win over grants)."""
@@ -91,6 +116,59 @@ def resolve(path):
     return Path(os.path.realpath(os.path.expanduser(str(path))))
 
 
+# Inside the project, what grants permissions or runs code: apsi.toml, programs, Python sources and
+# the compiled or native modules `python -m apsi` would import from the folder.
+PROTECTED_NAMES = ("apsi.toml",)
+PROTECTED_SUFFIXES = (".apsi", ".py", ".pyc", ".pyw", ".pth", ".so", ".pyd")
+
+
+def protected_reason(written, target, root):
+    """Why writing `written` (resolving to `target`) inside the project needs --allow-write, or None.
+    Both the name the program wrote and the file it reaches count (a link named x.apsi, or a link
+    to apsi.toml)."""
+    literal = Path(os.path.abspath(os.path.expanduser(written)))
+    for path in (literal, target):
+        try:
+            parts = path.relative_to(resolve(root)).parts
+        except ValueError:
+            continue        # outside the project: the read/write grants decide
+        if not parts:
+            continue
+        name = parts[-1]
+        if name in PROTECTED_NAMES:
+            return "apsi.toml grants permissions"
+        if name.endswith(PROTECTED_SUFFIXES):
+            return "programs and Python files run code"
+        hidden = [p for p in parts if p.startswith(".") or p == "__pycache__"]
+        if hidden:
+            return f"'{hidden[0]}' holds tools' settings or code (files named with a leading '.' and " \
+                   "what is under such folders are protected)"
+    return None
+
+
+def check_path(permission, path, what, follow=True):
+    """The resolved path (a str) that `permission` ('read' or 'write') allows at `path`; raises
+    PermissionDenied (or ApsiError for a path that is not a string). Open what this returns.
+    follow=False: the last part is not followed if it is a link (to delete the link itself)."""
+    from .errors import ApsiError
+
+    if type(path) is not str:
+        from .values import a_type
+
+        raise ApsiError(f"{what}: a path must be a string, not {a_type(path)}")
+    if not path or "\0" in path:
+        raise ApsiError(f"{what}: {path!r} is not a file name")
+    if follow:
+        target = resolve(path)
+    else:
+        literal = os.path.abspath(os.path.expanduser(path))
+        target = resolve(os.path.dirname(literal)) / os.path.basename(literal)
+    reason = _current.refusal(permission, path, target)
+    if reason is None:
+        return str(target)
+    raise PermissionDenied(denial_message(permission, what, path, reason=reason), permission)
+
+
 def _inside(target, root):
     root = resolve(root)
     return target == root or root in target.parents
@@ -116,21 +194,30 @@ def allowed(permission, path=None, name=None):
 
 def require(permission, what, path=None, name=None):
     """Raise PermissionDenied unless `permission` is granted. `what` names the operation for the message;
-    `name` is the variable (env), program (run) or host:port (net) asked for."""
-    if _current.allows(permission, path, name):
-        return
-    raise PermissionDenied(denial_message(permission, what, path, name), permission)
+    `name` is the variable (env), program (run) or host:port (net) asked for. With a path (read/write):
+    returns the resolved path to open (see check_path)."""
+    if path is not None and permission in PATH_PERMISSIONS:
+        return check_path(permission, path, what)
+    if _current.allows(permission, None, name):
+        return None
+    raise PermissionDenied(denial_message(permission, what, None, name), permission)
 
 
-def denial_message(permission, what, path=None, name=None):
-    if _current.denies(permission, path, name):
+def denial_message(permission, what, path=None, name=None, reason="outside"):
+    """The message for a refusal; a path appears as the program wrote it."""
+    if reason == "denied" or _current.denies(permission, path, name):
         return (f"{what} is denied by --deny-{permission} (or a deny key in apsi.toml): a denial wins "
                 "over every grant")
     flag = f"--allow-{permission}"
     where = ""
     if path is not None and permission in PATH_PERMISSIONS:
-        where = f" ({resolve(path)} is outside the project folder {_current.project_root})"
-        flag = f"--allow-{permission} (or --allow-{permission}={resolve(path).parent})"
+        folder = os.path.dirname(path.rstrip("/")) or "."
+        if reason != "outside":
+            return (f"{what} needs permission 'write' for {path}: it is a protected file in the project "
+                    f"folder ({reason}); if this program should change it, run with "
+                    f"--allow-write={path}")
+        where = f" ({path} is outside the project folder)"
+        flag = f"--allow-{permission} (or --allow-{permission}={folder})"
     elif name is not None and permission in NAME_PERMISSIONS:
         scoped = _current.scoped(permission)
         if scoped:

@@ -14,13 +14,23 @@ from .builtins import BUILTINS
 from .compiler import apsi_name, compile_tree
 from .errors import ApsiError, ApsiSyntaxError
 from .parser import Parser
-from .report import SOURCES, describe
+from .report import SOURCES, describe, unbound_message
 from .scopes import declarations
 from .values import Record, a_type, show
 
 _COMPILE_RECURSION = 12000
+def safe_mod(a, b):
+    """a % b; for a text on the left, the values are formatted the Apsi way first (Python's %s/%r
+    of a function or any other object would show its Python text, with a memory address)."""
+    if type(a) is not str and type(a) is not bytes:
+        return a % b
+    values = b if type(b) is tuple else (b,)
+    values = tuple(v if type(v) in (int, float, str) else show(v) for v in values)
+    return a % (values if type(b) is tuple else values[0])
+
+
 _AUG = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
-        "//": operator.floordiv, "%": operator.mod, "**": operator.pow, "@": operator.matmul,
+        "//": operator.floordiv, "%": safe_mod, "**": operator.pow, "@": operator.matmul,
         "&": operator.and_, "|": operator.or_, "^": operator.xor, "<<": operator.lshift,
         ">>": operator.rshift}
 
@@ -40,11 +50,15 @@ class Program:
         return self.namespace
 
 
-# The builtins dict of the running code's frames. Apsi source can only name what the compiler knows
-# (Apsi's table, checked at compile time), but C code called from an Apsi frame looks things up in
-# that frame's builtins: numpy's ndarray.sum imports lazily (__import__), ndarray.tofile needs `open`.
-# So the frames get Python's builtins under Apsi's table; Apsi code still can't reach them by name.
-_RUNTIME_BUILTINS = {**vars(_python_builtins), **BUILTINS}
+# The builtins dict of the running code's frames: Apsi's table and nothing of Python's under a name
+# Apsi can spell, so a name the program declares but has not bound yet (`if false: let open = 0`)
+# is an error, never Python's builtin of that name. C code called from an Apsi frame looks some
+# things up in that frame's builtins: NumPy imports lazily (PyImport_Import needs `__import__`).
+_RUNTIME_BUILTINS = {**BUILTINS, "__import__": _python_builtins.__import__}
+# With permission 'python' (which grants everything) the frames also get Python's builtins, for C code
+# such as ndarray.tofile(path) that opens files through the frame's `open`. A name the program
+# declares still never falls through to them: the compiler reads such names with `_gv`.
+_FULL_BUILTINS = {**vars(_python_builtins), **BUILTINS}
 
 
 def new_namespace(program_dir, args=(), echo_to=None):
@@ -62,9 +76,16 @@ def new_namespace(program_dir, args=(), echo_to=None):
         if value is not None:
             (echo_to or _print_value)(value)
 
+    def global_value(name):
+        try:
+            return ns[name]
+        except KeyError:
+            raise ApsiError(unbound_message(apsi_name(name))) from None
+
     ns.update(_use_as=use_as, _Rspread=_record_spread, _FIELD=_FIELD, _kwargs=_kwargs)
-    ns.update(_use=use, _echo=echo, _ga=sandbox.get_attr, _sa=sandbox.set_attr, _augattr=_augattr,
-              _R=Record, _show=show, _repr=_repr, _type=type, _pystr=str, _PLAIN=frozenset({int, float, str}),
+    ns.update(_use=use, _echo=echo, _gv=global_value, _chk=sandbox.check, _ga=sandbox.get_attr,
+              _sa=sandbox.set_attr, _augattr=_augattr, _R=Record, _show=show, _repr=_repr, _type=type,
+              _pystr=str, _PLAIN=frozenset({int, float, str}), _mod=safe_mod,
               _catch=_catch, _Catchable=Exception, _assert_fail=_assert_fail)
     return ns
 
@@ -158,8 +179,11 @@ def _compile(text, filename, lines, ns, echo, program_dir):
         used.update(exports)
         return exports
 
-    code = compile_tree(body, filename, lines, fixed, user, load_module, echo=echo,
-                        full_access=permissions.allowed("python"))
+    code, attr_sets = compile_tree(body, filename, lines, fixed, user, load_module, echo=echo,
+                                   full_access=permissions.allowed("python"))
+    ns.update(sandbox.sets_for(attr_sets))
+    if permissions.allowed("python"):
+        ns["__builtins__"] = _FULL_BUILTINS
     prog = Program(code, ns)
     prog.exports = (declarations(body) | used) - {"args"}
     return prog

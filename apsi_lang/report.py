@@ -9,7 +9,7 @@ import sys
 
 from .compiler import apsi_name
 from .errors import ApsiError, ApsiSyntaxError
-from .values import Record, a_type, show
+from .values import Record, a_type, no_address, show
 
 SOURCES = {}          # filename -> source lines, filled by the compiler's caller, for tracebacks
 
@@ -30,6 +30,11 @@ def _frames(tb):
             frames.append((code.co_filename, line, col, code.co_name, tb.tb_frame))
         tb = tb.tb_next
     return frames
+
+
+def unbound_message(name):
+    return (f"'{name}' is used before it is assigned: give it a value (with 'let {name} = …' or "
+            f"'fn {name}') on every path before this line")
 
 
 def _position(code, lasti, line):
@@ -65,17 +70,19 @@ def _called(tb):
 
 
 def describe(exc):
+    """The Apsi-level text for an exception raised while a program runs (never a memory address)."""
+    return no_address(_describe(exc))
+
+
+def _describe(exc):
     """The Apsi-level text for an exception raised while a program runs."""
     if isinstance(exc, ApsiError):
         return exc.message
     if isinstance(exc, ZeroDivisionError):
         return "division by zero"
-    if isinstance(exc, UnboundLocalError):
-        name = apsi_name(getattr(exc, "name", None) or str(exc).split("'")[1])
-        return f"variable '{name}' is used before 'let {name}' gives it a value"
-    if isinstance(exc, NameError):
-        name = apsi_name(exc.name or "?")
-        return f"'{name}' is used before it is defined (move its 'let' or 'fn' above this line)"
+    if isinstance(exc, NameError):      # UnboundLocalError too: a declared name not bound yet
+        name = getattr(exc, "name", None) or (str(exc).split("'") + ["?", "?"])[1]
+        return unbound_message(apsi_name(name))
     if isinstance(exc, RecursionError):
         return (f"too many nested calls (more than {sys.getrecursionlimit()}): "
                 "check that the recursion reaches its base case")

@@ -1,17 +1,36 @@
-"""Attribute access from Apsi code: a per-type allow-list, checked at compile time where it can be.
+"""Attribute access from Apsi code: default-deny, decided by the value's actual type at run time.
 
-Names starting with '_' never reach here (the parser refuses them). For the rest, the compiler asks
-`needs_guard(name)`: a name that some known type exposes but does not allow (str.format, a generator's
-gi_frame, an array's tofile, ...) compiles to a call of `get_attr`, which checks the allow-list of the
-value's actual type at run time. Every other name compiles to a plain attribute read, so a loop over
-record fields runs at CPython speed. With permission 'python' everything compiles to plain reads.
+The rule. `a.b` in Apsi reads `b` only when `type(a)` allows it:
+  - a record (`{x: 1}`) allows every field;
+  - the plain data types in ALLOWED (str, list, numbers, ...) allow what that table lists;
+  - NumPy arrays and scalars allow their public names minus NUMPY_DANGEROUS;
+  - any other class allows exactly the names in its `__apsi_attrs__` (its own or inherited);
+  - everything else (functions, types, modules, frames, generators, ...) allows nothing.
+Names starting with '_' never get this far (the parser refuses them). With permission 'python' every
+public attribute is readable. The decision never depends on what was imported when a file was
+compiled: it is made for the value in hand, and cached per type.
 
-Packages declare what Apsi may read on their types with a class attribute:
-    __apsi_attrs__ = frozenset({"shape", "ndim", "T"})
+For package authors (`layers`, the torch backend, ...): to let Apsi read attributes of your objects,
+give the class a frozenset of names, e.g.
+
+    class Model:
+        __apsi_attrs__ = frozenset({"init", "apply", "name"})
+        __apsi_type__ = "model"        # what Apsi's type(x) says (optional)
+
+Only list names whose values are safe to hand to Apsi code (no raw ndarrays, files, frames, modules
+or Python containers Apsi cannot make); the values returned are subject to the same rule. A plain
+record (apsi_lang.values.Record) needs nothing: all its fields are readable.
+
+How it is compiled (apsi_lang.compiler): every read `a.b` becomes
+    (a if type(a) in TYPES_b else check(a, "b", TYPES_b)).b
+where TYPES_b (from `types_allowing`) is a set of types already known to allow `b` (records always);
+`check` decides for a type not yet in the set and adds it when its allow-list says yes. In a function,
+where a base is a local variable the compiler can prove bound and not rebound by any other code, an
+expression with record field reads is compiled twice, guarded once: `fast if type(p) in TYPES else slow`,
+so a loop over record fields runs plain attribute reads at CPython speed.
 """
 
 import sys
-import types
 
 from .errors import ApsiError
 from .permissions import allowed
@@ -30,127 +49,133 @@ def _all_but(tp, *dangerous):
     return frozenset(_public(tp) - set(dangerous))
 
 
-# Plain data types: every public method is harmless except string formatting (it walks attributes).
+# Plain data types. String formatting walks attributes; maketrans returns a dict (a raw Python
+# container Apsi cannot otherwise make, and one NumPy reads protocols from).
 ALLOWED = {
-    str: _all_but(str, "format", "format_map"),
-    list: _all_but(list), tuple: _all_but(tuple), dict: _all_but(dict), set: _all_but(set),
-    frozenset: _all_but(frozenset), bytes: _all_but(bytes), bytearray: _all_but(bytearray),
-    int: _all_but(int), bool: _all_but(bool), float: _all_but(float), complex: _all_but(complex),
-    range: _all_but(range), slice: _all_but(slice), memoryview: _all_but(memoryview, "obj"),
-    ApsiError: ApsiError.__apsi_attrs__,
+    str: _all_but(str, "format", "format_map", "maketrans"),
+    list: _all_but(list), tuple: _all_but(tuple), dict: _all_but(dict, "fromkeys"),
+    set: _all_but(set), frozenset: _all_but(frozenset),
+    bytes: _all_but(bytes, "maketrans", "fromhex"), bytearray: _all_but(bytearray, "maketrans", "fromhex"),
+    int: _all_but(int, "from_bytes"), bool: _all_but(bool, "from_bytes"),
+    float: _all_but(float, "fromhex"), complex: _all_but(complex),
+    range: _all_but(range), slice: _all_but(slice), type(None): frozenset(),
 }
-# NumPy arrays and scalars: all but what writes files, pickles or exposes raw memory.
+# NumPy arrays and scalars: all but what writes files, pickles, reinterprets or exposes raw memory.
 NUMPY_DANGEROUS = ("tofile", "dump", "dumps", "ctypes", "data", "base", "setflags", "getfield",
                    "setfield", "view", "resize", "put", "itemset", "newbyteorder", "byteswap", "tobytes",
-                   "to_device", "device", "flags")
+                   "tostring", "to_device", "device", "flags", "flat")
 
-# Attribute names dangerous on some type whatever the known types say (frames, code, file writers).
-# Frames, tracebacks and code objects are reachable only through these names, so their other
-# attributes need no guard of their own.
-ALWAYS_GUARDED = frozenset({
-    "format", "format_map", "mro", "gi_frame", "gi_code", "gi_yieldfrom", "cr_frame", "cr_code",
-    "ag_frame", "ag_code", "f_globals", "f_locals", "f_builtins", "f_back", "f_code", "tb_frame",
-    "tb_next", "co_code", "tofile", "dump", "dumps", "ctypes", "save", "load", "system", "popen",
-    "with_traceback", "args", "send", "throw", "close", "func_globals", "im_func", "base", "data",
-})
-
-_BUILTIN_TYPES = (
-    str, list, tuple, int, float, bool, complex, dict, set, frozenset, bytes, bytearray, range, slice,
-    type, property, staticmethod, classmethod, map, filter, zip, enumerate, reversed,
-    types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.GeneratorType,
-    types.CoroutineType, types.AsyncGeneratorType,
-    types.ModuleType, BaseException, OSError, SyntaxError, StopIteration, UnicodeDecodeError,
-)
-_numpy_done = False
-
-_registered = set()
-_guarded_cache = None
-
-
-def register(cls):
-    """Make a type's public attributes known, so those it does not allow are guarded."""
-    global _guarded_cache
-    if cls not in _registered:
-        _registered.add(cls)
-        _guarded_cache = None
-
-
-def register_from_module(module):
-    """Register every class in a Python module that declares or inherits __apsi_attrs__, so the
-    public attributes a subclass adds are guarded too."""
-    for value in list(vars(module).values()):
-        if isinstance(value, type) and hasattr(value, "__apsi_attrs__"):
-            register(value)
+_cache = {}          # type -> frozenset of allowed names (None for records: every field)
+_sets = {}           # frozenset of names -> set of types allowing all of them
+_set_names = {}      # frozenset of names -> the global name compiled code uses for its set
 
 
 def allowed_attrs(tp):
+    """The names Apsi may read on instances of `tp` (a frozenset), or None for records (all)."""
+    try:
+        return _cache[tp]
+    except KeyError:
+        pass
+    result = _compute(tp)
+    _cache[tp] = result
+    return result
+
+
+def _compute(tp):
+    if tp is Record:
+        return None
     if tp in ALLOWED:
         return ALLOWED[tp]
-    return getattr(tp, "__apsi_attrs__", frozenset())
-
-
-def _add_numpy():
-    """NumPy's types join the allow-lists once NumPy is loaded (apsi_lang never imports it)."""
-    global _numpy_done
-    np = sys.modules.get("numpy")
-    if np is None or _numpy_done:
-        return
-    _numpy_done = True
-    for tp in (np.ndarray, np.generic):
-        ALLOWED[tp] = _all_but(tp, *NUMPY_DANGEROUS)
-
-
-def guarded_names():
-    """Every name that some known type has but does not allow Apsi to read."""
-    global _guarded_cache
-    _add_numpy()
-    known = list(_BUILTIN_TYPES) + list(_registered) + [t for t in ALLOWED if t not in _BUILTIN_TYPES]
-    key = len(known)
-    if _guarded_cache is None or _guarded_cache[0] != key:
-        names = set(ALWAYS_GUARDED)
-        for tp in known:
-            names |= _public(tp) - allowed_attrs(tp)
-        _guarded_cache = (key, frozenset(names))
-    return _guarded_cache[1]
-
-
-def needs_guard(name):
-    return name in guarded_names()
-
-
-def _inherited_allowed(tp):
-    """numpy scalar subclasses (float64, int64, ...) use their base's list."""
-    for base in tp.__mro__[1:]:
-        if base in ALLOWED and base is not object:
-            return ALLOWED[base]
+    declared = getattr(tp, "__apsi_attrs__", None)
+    if isinstance(declared, frozenset | set | tuple | list):
+        return frozenset(n for n in declared if type(n) is str and not n.startswith("_"))
+    np = sys.modules.get("numpy")           # a NumPy type exists only once NumPy is loaded
+    if np is not None:
+        if issubclass(tp, np.ndarray):
+            return _all_but(np.ndarray, *NUMPY_DANGEROUS)
+        if issubclass(tp, np.generic):
+            return _all_but(tp, *NUMPY_DANGEROUS)
     return frozenset()
 
 
-def _python_allowed():
-    return allowed("python")
+def register(cls):
+    """Decide `cls`'s allow-list now (it would be decided at its first attribute read anyway: the
+    rule depends only on the class, never on when it was registered)."""
+    allowed_attrs(cls)
+
+
+def may_read(tp, name):
+    names = allowed_attrs(tp)
+    return names is None or name in names
+
+
+def types_allowing(names):
+    """The shared, growing set of types known to allow every name in `names` (records always)."""
+    names = frozenset(names)
+    found = _sets.get(names)
+    if found is None:
+        found = {Record} | {tp for tp in list(_cache) + list(ALLOWED)
+                            if all(may_read(tp, n) for n in names)}
+        _sets[names] = found
+    return found
+
+
+def set_name(names):
+    """The global name under which compiled code finds `types_allowing(names)` (one per name set)."""
+    names = frozenset(names)
+    found = _set_names.get(names)
+    if found is None:
+        found = _set_names[names] = f"_A{len(_set_names)}"
+    return found
+
+
+def sets_for(global_names):
+    """{global name: its set} for installing into a program's namespace."""
+    by_name = {v: k for k, v in _set_names.items()}
+    return {g: types_allowing(by_name[g]) for g in global_names}
+
+
+def check(obj, name, known=None):
+    """`obj` itself when Apsi code may read `obj.name`; else an ApsiError. A type allowed by its list
+    joins `known` (the call site's set) so the next read takes the fast path."""
+    tp = type(obj)
+    if may_read(tp, name):
+        if known is not None:
+            known.add(tp)
+        return obj
+    if allowed("python") or (tp in ALLOWED and not _exists_on_type(tp, name)):
+        return obj      # (a plain data type without the name: the read raises "has no field")
+    raise ApsiError(refusal(obj, name), kind="permission")
 
 
 def get_attr(obj, name):
     """obj.name for Apsi code: allowed by the type's allow-list, or anything with permission 'python'."""
-    tp = type(obj)
-    if tp is Record or name in allowed_attrs(tp) or name in _inherited_allowed(tp) or _python_allowed():
-        return getattr(obj, name)
-    raise ApsiError(refusal(obj, name), kind="permission")
+    return getattr(check(obj, name), name)
 
 
 def set_attr(obj, name, value):
     """obj.name = value: records only, or any object with permission 'python'."""
-    if type(obj) is Record or _python_allowed():
+    if name.startswith("_"):
+        raise ApsiError(f"cannot set '.{name}': names starting with '_' belong to Python's internals",
+                        kind="permission")
+    if type(obj) is Record or allowed("python"):
         setattr(obj, name, value)
         return
     raise ApsiError(f"cannot set '.{name}' on {a_type(obj)}: only record fields can be assigned "
                     "(Python objects need permission 'python': run with --allow-python)", kind="permission")
 
 
+def _exists_on_type(tp, name):
+    try:
+        return any(name in vars(k) for k in tp.__mro__)
+    except Exception:
+        return True
+
+
 def refusal(obj, name):
-    allowed = sorted(allowed_attrs(type(obj)))
-    shown = ", ".join(allowed[:12]) + (", …" if len(allowed) > 12 else "")
-    options = f" (available: {shown})" if allowed else ""
+    names = sorted(allowed_attrs(type(obj)) or ())
+    shown = ", ".join(names[:12]) + (", …" if len(names) > 12 else "")
+    options = f" (available: {shown})" if names else ""
     return (f"'.{name}' of {a_type(obj)} is not available to Apsi code{options}; full access to "
             "Python objects needs permission 'python': run with --allow-python "
             "(or [run] allow = [\"python\"] in apsi.toml)")

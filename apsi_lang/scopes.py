@@ -9,13 +9,25 @@ from . import syntax as S
 
 
 class Scope:
-    def __init__(self, parent, declared, is_module=False):
+    def __init__(self, parent, declared, is_module=False, bound=(), rebound_inside=()):
         self.parent = parent
         self.declared = set(declared)
         self.is_module = is_module
         self.nonlocals = set()
         self.globals = set()
         self.loop_depth = 0
+        # for the record fast path: names certainly bound at the statement being compiled, and
+        # names a nested function may rebind (never treated as stable)
+        self.bound = set(bound)
+        self.rebound_inside = frozenset(rebound_inside)
+        self.flags = {}     # variable -> (flag local, type set global): see Compiler.function_body
+        self.flag_sites = {}    # variable -> how many bindings got a flag update
+
+    def stable_local(self, name):
+        """True when `name` is this function's own variable, bound here, and nothing but this
+        frame's code can rebind it (no nested function assigns it)."""
+        return (not self.is_module and name in self.declared and name in self.bound
+                and name not in self.rebound_inside)
 
     def owner_of(self, name):
         """The nearest scope declaring `name`, or None."""
@@ -65,3 +77,63 @@ def _collect(stmt, names):
             names.add(stmt.name)
         names.update(declarations(stmt.handler or []))
         names.update(declarations(stmt.final or []))
+
+
+# ---- what the compiler's record fast path needs to know (see apsi_lang.sandbox) ----------------
+
+def binds(stmt):
+    """Names a simple statement certainly binds once it has run (compound statements: none, since
+    their blocks may not run)."""
+    if isinstance(stmt, S.Let):
+        return set(stmt.targets)
+    if isinstance(stmt, S.FnDef):
+        return {stmt.name}
+    if isinstance(stmt, S.Assign):
+        return {t.id for t in stmt.targets if isinstance(t, S.Name)}
+    return set()
+
+
+def assigned_in_nested(body):
+    """Names that a function nested (at any depth) in `body` assigns with `x = …` / `x += …`:
+    such a function may rebind a variable of this scope while an expression here runs.
+    (A new statement that rebinds an outer name must be added here and in `binds`.)"""
+    out = set()
+    for fn in _nodes(body, S.FnDef, enter=False):
+        for stmt in _nodes(fn.body, S.Assign | S.AugAssign, enter=True):
+            targets = stmt.targets if isinstance(stmt, S.Assign) else [stmt.target]
+            out.update(t.id for t in targets if isinstance(t, S.Name))
+    return out
+
+
+def _nodes(tree, kind, enter):
+    """Every node of `kind` in a tree of nodes and lists; `enter`: look inside the ones found too."""
+    stack = [tree]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, kind):
+            yield x
+            if not enter:
+                continue
+        if isinstance(x, S.Node):
+            stack.extend(getattr(x, f) for f in x.fields)
+        elif isinstance(x, list | tuple):
+            stack.extend(x)
+
+
+def field_reads(tree):
+    """({name: {field, …}} for the reads `name.field` in a function body or an expression, whether it
+    holds a nested scope (a fn, a lambda, a comprehension)); nested scopes are not entered."""
+    out, nested = {}, False
+    stack = [tree]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, S.FnDef | S.Lambda | S.ListComp):
+            nested = True
+            continue
+        if isinstance(x, S.Attr) and isinstance(x.obj, S.Name):
+            out.setdefault(x.obj.id, set()).add(x.name)
+        if isinstance(x, S.Node):
+            stack.extend(getattr(x, f) for f in x.fields)
+        elif isinstance(x, list | tuple):
+            stack.extend(x)
+    return out, nested

@@ -7,8 +7,36 @@ Apsi values are plain Python objects: int, float, str, bool, None, list, tuple, 
 from types import SimpleNamespace
 
 
+class _Absent:
+    """A class-level data descriptor that always misses, so an instance field of the same name is
+    never seen. Records carry one for each protocol NumPy, DLPack or torch read from an *instance*
+    (__array_interface__ hands NumPy a raw memory address): a record never speaks them, whatever
+    Python code put in its fields."""
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, obj, owner=None):
+        raise AttributeError(self.name)
+
+    def __set__(self, obj, value):
+        raise AttributeError(f"a record cannot have a field named {self.name!r}")
+
+
+_PROTOCOLS = ("__array__", "__array_interface__", "__array_struct__", "__array_priority__",
+              "__array_function__", "__array_ufunc__", "__array_wrap__", "__array_finalize__",
+              "__array_namespace__", "__dlpack__", "__dlpack_device__", "__cuda_array_interface__",
+              "__torch_function__", "__torch_dispatch__", "__jax_array__", "__buffer__")
+
+
 class Record(SimpleNamespace):
-    """A record: fields read and written as attributes (`r.name`). C-level storage keeps access fast."""
+    """A record: fields read and written as attributes (`r.name`). C-level storage keeps access fast.
+    Field names never start with '_': literals are checked by the parser, names from data by
+    `record_from`, stores by the sandbox."""
+
+    for _name in _PROTOCOLS:
+        locals()[_name] = _Absent()
+    del _name
 
     def __repr__(self):
         return show(self, quoted=True)
@@ -39,6 +67,29 @@ def _no_order(op):
 
     return ApsiError(f"records cannot be compared with '{op}' (they have no order): sort them by a "
                      "field, like sorted(xs, key=fn(r) => r.name)")
+
+
+def field_name_problem(name):
+    """Why `name` cannot be a record field, or None when it can."""
+    if type(name) is not str:
+        return f"a field name must be a string, not {a_type(name)}"
+    if not name.isidentifier():
+        return f"{_quote(name)} is not a name (letters, digits and '_', not starting with a digit)"
+    if name.startswith("_"):
+        return f"{_quote(name)} starts with '_' (such names belong to Python's internals)"
+    return None
+
+
+def record_from(fields, where):
+    """A Record from a mapping whose names come from data (unflatten, load_params, …): every name is
+    checked, so no field is named like a Python or NumPy protocol."""
+    from .errors import ApsiError
+
+    for name in fields:
+        problem = field_name_problem(name)
+        if problem:
+            raise ApsiError(f"{where}: cannot make a record field: {problem}")
+    return Record(**fields)
 
 
 def record_fields(r):
@@ -73,9 +124,26 @@ def show(value, quoted=False):
         return show(list(value), quoted)
     if t is set or t is frozenset:
         return "set([" + ", ".join(sorted(show(v, True) for v in value)) + "])"
-    if callable(value) and getattr(value, "__module__", None) == "apsi_program":
-        return f"<fn {getattr(value, '__name__', '?')}>"
-    return str(value)
+    if callable(value) and not hasattr(type(value), "__apsi_type__"):
+        # functions, builtins, classes, bound methods: a name, never Python's `<… at 0x…>`
+        name = getattr(value, "__name__", None)
+        return f"<fn {name}>" if type(name) is str else "<fn>"
+    return no_address(str(value))
+
+
+_ADDRESS = None
+
+
+def no_address(text):
+    """`text` without memory addresses (` at 0x7f…`, `0x7f…`): Apsi never shows one."""
+    global _ADDRESS
+    if "0x" not in text:
+        return text
+    if _ADDRESS is None:
+        import re
+
+        _ADDRESS = re.compile(r"( at)? 0x[0-9a-fA-F]{6,}")
+    return _ADDRESS.sub("", text)
 
 
 _VIEWS = {type({}.keys()): "keys", type({}.values()): "values", type({}.items()): "items"}

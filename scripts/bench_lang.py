@@ -22,7 +22,7 @@ from pathlib import Path
 from apsi_lang import program
 
 CASES = {
-    "fib(25), recursive": (
+    "fib(29), recursive": (
         """
 fn fib(n):
     if n < 2:

@@ -5,7 +5,7 @@ import numpy as np
 from apsi_lang.errors import ApsiError
 from apsi_lang.values import type_name
 
-from .tensor import Tensor, describe, to_plain
+from .tensor import Tensor, describe, plain_array, to_plain
 
 _DTYPES = {"float": np.float64, "float64": np.float64, "int": np.int64, "int64": np.int64, "bool": bool}
 
@@ -137,7 +137,7 @@ def one_hot(labels, classes):
 
 def labels_array(labels, classes, fn):
     """Integer labels checked to lie in [0, classes)."""
-    d = np.asarray(labels.data if type(labels) is Tensor else to_plain(labels))
+    d = plain_array(labels, fn, "labels")
     if d.dtype.kind == "f":
         if not np.all(d == np.round(d)):
             raise ApsiError(f"{fn}: labels must be whole numbers (class indices), got {d.ravel()[:5]}")

@@ -13,7 +13,7 @@ from . import foreign
 from . import xp as _raw
 from .foreign import Foreign
 from .tape import STATE
-from .tensor import Tensor, as_tensor
+from .tensor import Tensor, as_tensor, plain_array
 from .vjps import RULES
 
 _NUMBER = (float, int)
@@ -155,7 +155,7 @@ def where(cond, a, b):
     """a where cond is true, else b (broadcasting); differentiable in a and b."""
     if foreign.TYPES and any(isinstance(v, foreign.TYPES) for v in (cond, a, b)):
         return foreign.call("where", cond, a, b)
-    c = np.asarray(cond.data if type(cond) is Tensor else cond, dtype=bool)
+    c = plain_array(cond, "where", "cond", dtype=bool)
     a, _ = operand(a, "where", "a")
     b, _ = operand(b, "where", "b")
     try:

@@ -9,6 +9,7 @@ Both ask apsi_lang's permissions first: inside the project folder nothing needs 
 import os
 import re
 import zipfile
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -17,7 +18,7 @@ from apsi_lang.errors import ApsiError
 from apsi_lang.files import atomic_open
 
 from . import tree
-from .tensor import Tensor, describe
+from .tensor import Tensor, describe, plain_array
 
 
 def _order(fn, path, params):
@@ -34,17 +35,31 @@ def save_params(path, params):
     path, params = _order("save_params", path, params)
     if not path.endswith(".npz"):
         path += ".npz"
-    permissions.require("write", what=f'save_params("{path}")', path=path)
+    shown = path
+    path = permissions.require("write", what=f'save_params("{path}")', path=path)   # resolved
     arrays = {}
     for name, leaf in tree.flatten(params):
-        data = leaf.data if type(leaf) is Tensor else np.asarray(leaf)
+        data = plain_array(leaf, "save_params", f"parameter {name!r}")
         if data.dtype.kind not in "biuf":
             raise ApsiError(f"save_params: parameter {name!r} is {describe(leaf)}, not numbers")
         arrays[name] = data
     if not arrays:
         raise ApsiError("save_params: the parameter tree has no tensors to save")
-    _atomic_savez(path, arrays)
-    return path
+    with _as_written(path, shown):
+        _atomic_savez(path, arrays)
+    return shown
+
+
+@contextmanager
+def _as_written(resolved, shown):
+    """Messages name the file as the program wrote it, not where its path resolved (which could
+    reveal $HOME or a link's target)."""
+    try:
+        yield
+    except ApsiError as e:
+        folder = os.path.dirname(resolved)
+        raise ApsiError(e.message.replace(resolved, shown).replace(folder, os.path.dirname(shown) or "."),
+                        e.kind) from None
 
 
 def _atomic_savez(path, arrays):
@@ -73,10 +88,12 @@ def load_params(path, like=None, max_mb=MAX_MB):
         raise ApsiError(f"load_params: the path must be a string, not {describe(path)}")
     if isinstance(max_mb, bool) or not isinstance(max_mb, int | float) or max_mb <= 0:
         raise ApsiError(f"load_params: max_mb must be a positive number, got {describe(max_mb)}")
-    permissions.require("read", what=f'load_params("{path}")', path=path)
+    shown = path
+    path = permissions.require("read", what=f'load_params("{path}")', path=path)   # resolved
     if not os.path.isfile(path):
-        raise ApsiError(f"load_params: there is no file {path}")
-    pairs = _read_npz(path, int(max_mb * 2 ** 20))
+        raise ApsiError(f"load_params: there is no file {shown}")
+    with _as_written(path, shown):
+        pairs = _read_npz(path, int(max_mb * 2 ** 20))
     for name, data in pairs:
         if not _NAME.fullmatch(name):
             raise ApsiError(f"load_params: {path}: entry {name!r} is not a parameter name (dotted "

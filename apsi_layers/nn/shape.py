@@ -11,7 +11,7 @@ from . import foreign
 from . import xp as _raw
 from .foreign import Foreign
 from .ops import apply
-from .tensor import Tensor, as_tensor, describe
+from .tensor import Tensor, as_tensor, describe, plain_array
 from .vjps import concat_rule
 
 
@@ -104,9 +104,14 @@ def normalize_index(index):
         d = index.data
         return d if d.dtype.kind in "bui" else _int_array(d)
     if isinstance(index, list):
-        return _int_array(np.asarray([i.item() if type(i) is Tensor else i for i in index]))
+        items = [i.item() if type(i) is Tensor else i for i in index]
+        return _int_array(plain_array(items, "index", "index"))
     if isinstance(index, float):
         raise ApsiError(f"index: {index} is a float; indices must be ints")
+    if not (index is None or index is Ellipsis or type(index) in (int, bool, slice)
+            or isinstance(index, np.ndarray | np.integer)):
+        raise ApsiError(f"index: a tensor is indexed by ints, slices, lists of ints or int tensors, "
+                        f"not {describe(index)}")
     return index
 
 
@@ -134,7 +139,7 @@ def index_add(g, index, shape):
 
 
 def _index_array(idx, fn):
-    d = idx.data if type(idx) is Tensor else np.asarray(idx)
+    d = plain_array(idx, fn, "indices")
     if d.dtype.kind not in "iu":
         if d.dtype.kind == "f" and np.all(d == np.round(d)):
             return d.astype(np.int64)

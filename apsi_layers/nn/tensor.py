@@ -126,14 +126,28 @@ def as_tensor(x, fn="array", arg="x"):
 
 
 def to_plain(x):
-    """Lists/tuples that may contain tensors, turned into nested lists of numbers/arrays for NumPy."""
-    if type(x) is Tensor:
+    """Lists/tuples that may contain tensors, turned into nested lists of numbers/arrays for NumPy.
+    Nothing else passes (TypeError): NumPy reads protocols such as __array_interface__ (a raw memory
+    address) from any object it is given, so only values whose types we know reach it."""
+    t = type(x)
+    if t is Tensor:
         return x.data
-    if isinstance(x, list | tuple):
+    if t is list or t is tuple:
         return [to_plain(v) for v in x]
-    if isinstance(x, bool | int | float | np.ndarray | np.generic):
+    if t is float or t is int or t is bool or isinstance(x, np.ndarray | np.generic):
         return x
     raise TypeError(type(x).__name__)
+
+
+def plain_array(x, fn, arg, dtype=None):
+    """np.asarray of a value from Apsi code, checked by to_plain: a tensor, an array, a number, a
+    boolean or (nested) lists of them; anything else is an ApsiError naming `fn` and `arg`."""
+    try:
+        d = to_plain(x)
+        return np.asarray(d) if dtype is None else np.asarray(d, dtype=dtype)
+    except (TypeError, ValueError):
+        raise ApsiError(f"{fn}: argument {arg} must be a tensor, a number, a boolean or a (nested) list "
+                        f"of them of equal lengths, not {describe(x)}") from None
 
 
 def describe(x):

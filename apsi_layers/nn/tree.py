@@ -8,9 +8,9 @@ flattened tree, an optimizer's state and a saved file all line up. Dotted names 
 import numpy as np
 
 from apsi_lang.errors import ApsiError
-from apsi_lang.values import Record
+from apsi_lang.values import Record, record_from
 
-from .tensor import Tensor, describe
+from .tensor import Tensor, describe, plain_array
 
 _BRANCHES = (Record, list, tuple, dict)
 
@@ -30,7 +30,7 @@ def _children(x):
 
 def _rebuild(x, values):
     if isinstance(x, Record):
-        return Record(**dict(zip(vars(x), values, strict=True)))
+        return record_from(dict(zip(vars(x), values, strict=True)), "tree_map")
     if isinstance(x, dict):
         return dict(zip(x, values, strict=True))
     return type(x)(values) if isinstance(x, tuple) else list(values)
@@ -136,7 +136,7 @@ def _build(node, path):
             raise ApsiError(f"unflatten: list items under {path or 'the root'!r} must be numbered "
                             f"0..{len(keys) - 1}, got {sorted(keys, key=int)}")
         return [_build(node[str(i)], f"{path}.{i}".lstrip(".")) for i in range(len(keys))]
-    return Record(**{k: _build(v, f"{path}.{k}".lstrip(".")) for k, v in node.items()})
+    return record_from({k: _build(v, f"{path}.{k}".lstrip(".")) for k, v in node.items()}, "unflatten")
 
 
 def param_count(tree):
@@ -145,7 +145,7 @@ def param_count(tree):
 
 
 def _data(v):
-    return v.data if type(v) is Tensor else np.asarray(v)
+    return plain_array(v, "tree", "leaf")
 
 
 def global_norm(tree):

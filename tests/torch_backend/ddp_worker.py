@@ -24,7 +24,6 @@ def worker(rank, world, port, out):
     dist.init_process_group("gloo", rank=rank, world_size=world)
     torch.set_num_threads(1)
     from apsi_layers.layers import mlp
-
     from apsi_layers.torch_backend.module import torch_module
 
     net = mlp(8, 3, hidden=[16])

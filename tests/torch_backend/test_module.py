@@ -12,10 +12,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from apsi_layers.layers import gcn_classifier, mlp, predict, resnet_mlp  # noqa: E402
-
 from apsi_lang.errors import ApsiError  # noqa: E402
 from apsi_layers import nn  # noqa: E402
+from apsi_layers.layers import gcn_classifier, mlp, predict, resnet_mlp  # noqa: E402
 from apsi_layers.torch_backend.module import ApsiModule, params_from_torch, torch_module  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,6 +9,7 @@ import numpy as np
 
 from apsi_lang.errors import ApsiError
 
+from ..tensor import plain_array
 from .record import fused, tensor
 
 
@@ -16,7 +17,7 @@ def allowed(mask, causal, tq, tk):
     """The boolean 'may attend' array broadcastable to [..., Tq, Tk], or None for all."""
     keep = None
     if mask is not None:
-        keep = np.asarray(mask.data if hasattr(mask, "data") else mask, dtype=bool)
+        keep = plain_array(mask, "attention", "mask", dtype=bool)
     if causal:
         tri = np.tri(tq, tk, dtype=bool)
         keep = tri if keep is None else keep & tri

@@ -13,6 +13,7 @@ import numpy as np
 
 from apsi_lang.errors import ApsiError
 
+from ..tensor import plain_array
 from .fastmath import sigmoid, tanh
 from .record import fused, tensor
 
@@ -222,7 +223,7 @@ def _check(fn, gates, x, states, w_ih, w_hh, b_ih, b_hh, mask):
         raise ApsiError(f"{fn}: the sequence is empty (input {x.shape})")
     if mask is None:
         return None
-    keep = np.asarray(mask.data if hasattr(mask, "data") else mask, dtype=bool)
+    keep = plain_array(mask, fn, "mask", dtype=bool)
     if keep.shape != (batch, steps):
         raise ApsiError(f"{fn}: mask has shape {keep.shape}, expected [batch, steps] = {(batch, steps)}")
     return keep

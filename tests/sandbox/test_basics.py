@@ -5,64 +5,13 @@ apsi.toml handling are checked through the real CLI.
 """
 
 import os
-import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from apsi_lang import permissions, program
-from apsi_lang.errors import ApsiError, ApsiSyntaxError
+from apsi_lang import permissions
 
-ROOT = Path(__file__).parent.parent
-
-
-@pytest.fixture
-def project(tmp_path, monkeypatch):
-    """tmp/proj is the project folder (the current folder); tmp/outside holds a file outside it."""
-    proj = tmp_path / "proj"
-    proj.mkdir()
-    (tmp_path / "outside").mkdir()
-    (tmp_path / "outside" / "secret.txt").write_text("secret", encoding="utf-8")
-    (proj / "inside.txt").write_text("inside", encoding="utf-8")
-    monkeypatch.chdir(proj)
-    yield proj
-    permissions.set_current(permissions.Grants())
-
-
-def run(code, *allow, read=(), write=(), extra=None):
-    """Compile and run `code` with the given permissions; returns the program's namespace."""
-    proj = Path.cwd()
-    permissions.set_current(permissions.Grants(
-        frozenset(allow), tuple(str(Path(p).resolve()) for p in read),
-        tuple(str(Path(p).resolve()) for p in write), proj.resolve()))
-    ns = program.new_namespace(str(proj))
-    ns.update(extra or {})
-    program.compile_source(code, str(proj / "escape.apsi"), ns, program_dir=str(proj)).run()
-    return ns
-
-
-def refused_at_compile(code, *allow, extra=None, match=None):
-    with pytest.raises(ApsiSyntaxError) as info:
-        run(code, *allow, extra=extra)
-    if match:
-        assert match in info.value.message
-    return info.value
-
-
-def refused(code, permission=None, *allow, extra=None, match=None, **kw):
-    """A run-time refusal: an Apsi error (never a Python one) naming the permission to grant."""
-    with pytest.raises(Exception) as info:
-        run(code, *allow, extra=extra, **kw)
-    assert not isinstance(info.value, ApsiSyntaxError), info.value
-    message = program.describe(info.value)      # what the user would read
-    if permission:
-        assert isinstance(info.value, ApsiError) and info.value.kind == "permission", message
-        assert f"--allow-{permission}" in message, message
-    if match:
-        assert match in message, message
-    return message
-
+from .helpers import cli, refused, refused_at_compile, run
 
 # ---- Python internals: names and attributes starting with '_' ---------------------------------
 
@@ -296,15 +245,6 @@ def test_symlinks_cannot_leave_the_project(project):
 
 
 # ---- the CLI: exact messages, flags and apsi.toml ---------------------------------------------
-
-def cli(args, cwd, env=None):
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("APSI_")}
-    full_env["PYTHONPATH"] = str(ROOT)
-    full_env.update(env or {})
-    p = subprocess.run([sys.executable, "-m", "apsi", *args], cwd=cwd, capture_output=True, text=True,
-                       env=full_env, timeout=60, stdin=subprocess.DEVNULL)
-    return p.returncode, p.stdout, p.stderr
-
 
 def test_cli_denial_message_names_the_permission_and_how_to_grant_it(tmp_path):
     (tmp_path / "t.apsi").write_text('let torch = pyimport("torch")\n')

@@ -1,0 +1,103 @@
+"""A small seccomp-BPF filter through ctypes: which sockets the confined process may open.
+
+Landlock (apsi_cli/landlock.py) governs files and TCP ports, but not UDP, nor connecting to a Unix socket
+by its path (a Docker socket is a way out of any sandbox). This filter answers `socket()` for the address
+families it is given and refuses every other with EACCES; io_uring, which can open sockets without the
+`socket` system call, is refused outright. Reference: the kernel's
+Documentation/userspace-api/seccomp_filter.rst (https://docs.kernel.org/userspace-api/seccomp_filter.html).
+"""
+
+import ctypes
+import errno
+import os
+import platform
+import sys
+
+AF_UNIX, AF_INET, AF_INET6, AF_NETLINK = 1, 2, 10, 16
+
+# architecture -> (AUDIT_ARCH_*, socket's number, io_uring_setup/enter/register, has the x32 ABI)
+_ARCHES = {
+    "x86_64": (0xC000003E, 41, (425, 426, 427), True),
+    "aarch64": (0xC00000B7, 198, (425, 426, 427), False),
+}
+_ARCHES["amd64"], _ARCHES["arm64"] = _ARCHES["x86_64"], _ARCHES["aarch64"]
+
+PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
+_LD_W_ABS, _JEQ, _JGE, _RET = 0x20, 0x15, 0x35, 0x06      # BPF_LD|W|ABS, BPF_JMP|JEQ|K, …|JGE|K, BPF_RET|K
+_ALLOW = 0x7FFF0000
+_ERRNO = 0x00050000
+_X32_BIT = 0x40000000
+# offsets in struct seccomp_data: nr, arch, args[0] (low half on these little-endian machines)
+_NR, _ARCH, _ARG0 = 0, 4, 16
+
+
+class _Instruction(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8),
+                ("k", ctypes.c_uint32)]
+
+
+class _Program(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_Instruction))]
+
+
+def supported():
+    return sys.platform.startswith("linux") and platform.machine().lower() in _ARCHES
+
+
+def program(families, machine=None):
+    """The filter as (code, jt, jf, k) tuples: a list small enough to read."""
+    arch, socket_nr, uring, x32 = _ARCHES[(machine or platform.machine()).lower()]
+    code = [("ld", _ARCH), ("jeq", arch, None, "enosys"), ("ld", _NR)]
+    if x32:
+        code.append(("jge", _X32_BIT, "enosys", None))        # x32 numbers would slip past the checks
+    code.append(("jeq", socket_nr, "socket", None))
+    code += [("jeq", nr, "enosys", None) for nr in uring]
+    code.append(("ret", _ALLOW))
+    code += [("label", "socket"), ("ld", _ARG0)]
+    code += [("jeq", family, "allow", None) for family in sorted(families)]
+    code += [("ret", _ERRNO | errno.EACCES), ("label", "allow"), ("ret", _ALLOW),
+             ("label", "enosys"), ("ret", _ERRNO | errno.ENOSYS)]
+    return _assemble(code)
+
+
+def _assemble(code):
+    labels, out = {}, []
+    for op in code:
+        if op[0] == "label":
+            labels[op[1]] = len(out)
+        else:
+            out.append(op)
+
+    def offset(target, here):
+        return 0 if target is None else labels[target] - here - 1
+
+    result = []
+    for i, op in enumerate(out):
+        if op[0] == "ld":
+            result.append((_LD_W_ABS, 0, 0, op[1]))
+        elif op[0] == "ret":
+            result.append((_RET, 0, 0, op[1]))
+        else:
+            result.append((_JEQ if op[0] == "jeq" else _JGE, offset(op[2], i), offset(op[3], i), op[1]))
+    return result
+
+
+def install(families):
+    """Install the filter on the calling thread (inherited by what it starts). Returns False where the
+    machine has no seccomp filters (or this architecture is not known here)."""
+    if not supported():
+        return False
+    code = program(families)
+    instructions = (_Instruction * len(code))(*[_Instruction(*c) for c in code])
+    prog = _Program(len(code), instructions)
+    libc = ctypes.CDLL(None, use_errno=True)
+    ulong = ctypes.c_ulong          # prctl reads its arguments as unsigned longs
+    if libc.prctl(ulong(PR_SET_NO_NEW_PRIVS), ulong(1), ulong(0), ulong(0), ulong(0)) != 0:
+        return False
+    if libc.prctl(ulong(PR_SET_SECCOMP), ulong(SECCOMP_MODE_FILTER), ctypes.byref(prog), ulong(0),
+                  ulong(0)) != 0:
+        err = ctypes.get_errno()
+        if err in (errno.EINVAL, errno.ENOSYS):      # a kernel built without seccomp filters
+            return False
+        raise OSError(err, f"prctl(PR_SET_SECCOMP): {os.strerror(err)}")
+    return True

@@ -1,0 +1,86 @@
+"""Running Apsi code on a thread whose C stack holds the recursion limit, so no program crashes Python.
+
+Python counts nested calls against sys.getrecursionlimit(), but a call that passes through C code
+(sorted(key=f), map, min(key=f), printing or comparing deep structures) also uses the C stack, and
+the main thread's stack (8 MiB on Linux) overflows, killing the process, long before 6000 such
+calls. Programs therefore run on a thread with a large stack (address space reserved, not memory
+used), where running out of calls is the Apsi error "too many nested calls" instead.
+
+    result = bigstack.call(fn)      # fn() on the big-stack thread; its exception re-raised here
+
+Ctrl-C reaches the main thread only; it is passed on to the program's thread as KeyboardInterrupt.
+"""
+
+import sys
+
+RECURSION_LIMIT = 6000
+STACK_BYTES = 512 * 1024 * 1024     # ~85 KiB of C stack per nested call at the limit
+SAFE_LIMIT = 1500                   # where the default 8 MiB stack holds even calls through C
+GRACE_SECONDS = 2.0                 # how long a Ctrl-C waits for the program to stop
+
+_inside = None                      # threading.local(), made on first use
+
+
+def call(fn):
+    """fn() on a thread with a big stack (directly when already on one); returns its result."""
+    import threading
+
+    global _inside
+    if _inside is None:
+        _inside = threading.local()
+    if getattr(_inside, "active", False):
+        return fn()
+    outcome = {}
+    done = threading.Event()
+
+    def target():
+        _inside.active = True
+        try:
+            outcome["value"] = fn()
+        except BaseException as e:      # re-raised on the caller's thread, where it is reported
+            outcome["error"] = e
+        finally:
+            done.set()
+
+    thread = _start(threading, target)
+    if thread is None:                  # no big stack to be had: stay where the default one is safe
+        sys.setrecursionlimit(min(sys.getrecursionlimit(), SAFE_LIMIT))
+        return fn()
+    _wait(thread, done)
+    if "error" in outcome:
+        raise outcome.pop("error")
+    return outcome.get("value")
+
+
+def _start(threading, target):
+    try:
+        old = threading.stack_size(STACK_BYTES)
+    except (ValueError, RuntimeError):
+        return None
+    try:
+        thread = threading.Thread(target=target, name="apsi-program", daemon=True)
+        sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
+        thread.start()
+        return thread
+    except (RuntimeError, MemoryError):
+        return None
+    finally:
+        threading.stack_size(old)
+
+
+def _wait(thread, done):
+    # (an Event, not thread.join(): a join interrupted by Ctrl-C can mark the thread as stopped)
+    try:
+        done.wait()
+    except KeyboardInterrupt:
+        _interrupt(thread)
+        if not done.wait(GRACE_SECONDS):    # blocked in C code (reading input): stop waiting
+            raise
+
+
+def _interrupt(thread):
+    """Raise KeyboardInterrupt in `thread` at its next Python instruction."""
+    import ctypes
+
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident),
+                                               ctypes.py_object(KeyboardInterrupt))

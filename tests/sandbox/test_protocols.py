@@ -1,0 +1,98 @@
+"""Class 2: no NumPy protocol on an Apsi-made value. No record field starts with '_' whatever made
+it; nn functions take only tensors, numbers, booleans and lists of them; no method hands Apsi a raw
+Python container it cannot otherwise make; no memory address is ever shown."""
+
+import re
+
+import numpy as np
+import pytest
+
+from apsi_lang.values import Record
+
+from .helpers import refused, refused_at_compile, run
+
+PROTOCOLS = ["__array_interface__", "__array__", "__array_struct__", "__array_priority__",
+             "__array_function__", "__dlpack__", "_private"]
+
+
+@pytest.mark.parametrize("name", PROTOCOLS)
+def test_unflatten_and_tree_map_make_no_underscore_fields(project, name):
+    refused(f'use nn\nunflatten([("{name}", 0)])', match="cannot make a record field")
+    refused(f'use nn\nunflatten([("layer.{name}", 0)])', match="starts with '_'")
+    bad = Record(**{name: 1.0, "w": 2.0})          # made by Python code
+    refused("use nn\ntree_map(fn(v) => v, r)", extra={"r": bad}, match="starts with '_'")
+    refused_at_compile(f"let r = {{{name}: 1}}")
+
+
+def test_load_params_refuses_underscore_names(project):
+    np.savez(project / "evil.npz", **{"__array_interface__": np.zeros(2), "w": np.ones(2)})
+    refused('use nn\nload_params("evil.npz")', match="__array_interface__")
+
+
+@pytest.mark.parametrize("name", PROTOCOLS[:-1])
+def test_records_never_speak_numpy_protocols(name):
+    r = Record(**{name: {"data": (0, False), "shape": (1,), "typestr": "<f8", "version": 3}})
+    assert not hasattr(r, name)
+    assert not hasattr(Record, name)
+
+
+@pytest.mark.parametrize("code, where", [
+    ("take_along(x, r, 0)", "take_along"),
+    ("take_along(x, [print], 0)", "take_along"),
+    ("where(r, x, x)", "where"),
+    ("array(r)", "array"),
+    ("array([1.0, print])", "array"),
+    ("one_hot(r, 3)", "one_hot"),
+    ("x[r]", "index"),
+    ("x[[r]]", "index"),
+    ("param_count([print])", "tree"),
+    ("global_norm({w: getenv})", "tree"),
+    ('save_params("p.npz", {w: print})', "save_params"),
+    ("exp(r)", "exp"),
+    ("x + r", ""),
+])
+def test_nn_takes_only_tensors_numbers_and_lists(project, code, where):
+    dunder = Record(**{"__array_interface__": {"data": (8, False), "shape": (1,), "typestr": "<f8",
+                                               "version": 3}, "w": 1})
+    message = refused(f"use nn\nlet x = array([1.0, 2.0, 3.0])\n{code}", extra={"r": dunder})
+    assert where in message
+    assert not (project / "p.npz").exists()
+
+
+@pytest.mark.parametrize("code", [
+    '"".maketrans("", "")', 'let s = "ab"\ns.maketrans("a", "b")', '"x".encode().maketrans(b, b)',
+    "(1).from_bytes([1], \"big\")", '"ab".format_map', "(1.5).fromhex",
+])
+def test_methods_returning_raw_containers_are_refused(project, code):
+    refused(code, "python", extra={"b": b"x"})
+    if "format_map" not in code and "fromhex" not in code:
+        run(code, "python", extra={"b": b"x"})
+
+
+ADDRESS = re.compile(r"0x[0-9a-f]{6,}")
+
+
+@pytest.mark.parametrize("code", [
+    "print(getenv, print, str, len)", "fn f(): pass\nprint(f, [f], {g: f})", 'print("%s %r" % (getenv, f))',
+    'print(f"{getenv} {f}")', "print(zip([1], [2]), enumerate([1]))", 'print(str(read_text), repr(error))',
+    'let s = "%s"\ns %= getenv\nprint(s)', "print([1].append, \"a\".upper)",
+    "try:\n    [1].index(getenv)\ncatch e:\n    print(e.message)",
+])
+def test_no_memory_address_is_ever_shown(project, capsys, code):
+    if "fn f" not in code:
+        code = "fn f(): pass\n" + code
+    run(code)
+    out = capsys.readouterr().out
+    assert out and not ADDRESS.search(out), out
+    assert "<fn " in out or "zip" in out or "<function getenv>" in out
+
+
+def test_no_address_in_errors(project):
+    message = refused("[1].index(getenv)")
+    assert "<fn getenv>" in message or "getenv" in message
+    assert not ADDRESS.search(message), message
+
+
+def test_percent_formatting_of_numbers_and_text_still_works(project, capsys):
+    run('print("%d-%s-%.2f" % (3, "a", 1.5), 7 % 3, 7.5 % 2, "%s" % [1, true])\nlet n = 9\nn %= 4\nprint(n)')
+    assert capsys.readouterr().out == "3-a-1.50 1 1.5 [1, true]\n1\n"
