@@ -18,6 +18,9 @@ DTYPES = {"float32": torch.float32, "float64": torch.float64, "fp32": torch.floa
 
 
 class ApsiModule(torch.nn.Module):
+    # what Apsi's type() says; also makes print() show the module, not a callable's <fn>
+    __apsi_type__ = "torch module"
+
     def __init__(self, net, params, device="cpu", dtype=torch.float32, seed=0):
         super().__init__()
         self.net = net
