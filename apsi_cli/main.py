@@ -5,6 +5,7 @@
     apsi [PERMISSIONS]                   start the REPL (piped input runs as a program; -i forces the REPL)
     apsi [PERMISSIONS] - [ARGS…]         run the program read from standard input
     apsi check FILE…                     compile without running (for editors and CI)
+    apsi check-torch [--device cpu]      every layer on NumPy and PyTorch, compared in float64
     apsi run|pkg|doctor|setup …          subcommands, imported only when used
 """
 
@@ -18,6 +19,8 @@ from . import options
 LAZY_COMMANDS = {
     "run": ("apsi_cli.run_cmd:run", "Run an Apsi program: apsi run [PERMISSIONS] FILE [ARGS]..."),
     "check": ("apsi_cli.check_cmd:check", "Compile programs without running them (exit 2 on an error)."),
+    "check-torch": ("apsi_cli.check_torch_cmd:check_torch",
+                    "Compare every layer on NumPy and PyTorch in float64 (exit 1 on a difference)."),
     "pkg": ("apsi_cli.pkg:pkg", "Install, list and remove packages (PyTorch builds too)."),
     "doctor": ("apsi_cli.doctor:doctor", "Explain this machine's setup: Python, NumPy, PyTorch, GPUs."),
     "setup": ("apsi_cli.setup_wizard:setup", "The setup wizard: hardware, PyTorch build, apsi.toml."),

@@ -135,6 +135,18 @@ class Repl:
                 break
             self.count += 1
             name = f"<repl:{self.count}>"
-            guarded(lambda t=text, n=name: program.compile_source(t, n, self.ns, echo=True).run())
+            leaving = []
+
+            def run(t=text, n=name, leaving=leaving):
+                try:
+                    program.compile_source(t, n, self.ns, echo=True).run()
+                except SystemExit:
+                    leaving.append(True)          # exit(…) leaves the REPL with its code
+                    raise
+
+            code = guarded(run)
+            if leaving:
+                self._save_history()
+                return code
         self._save_history()
         return 0

@@ -201,6 +201,9 @@ def clock():
 
 
 def apsi_exit(code=0):
+    """exit(3) stops with code 3; exit("message") writes the message to stderr and stops with 1."""
+    if code is not None and type(code) not in (int, bool, str):
+        raise ApsiError(f"exit(code): code must be an int or a message string, got {a_type(code)}")
     raise SystemExit(code)
 
 

@@ -13,8 +13,10 @@ Models (each side in its own subprocess; the median step of --steps after warm-u
   dense        a large MLP (1024 wide, batch 512): its GFLOP/s against this machine's float64 GEMM
                throughput measured in the same process (target >= 60%)
 
-The NumPy side is built with the layers library (apsi_layers.layers) on the NumPy op set; the torch
-side is plain torch (nn.functional, torch.nn.LSTM, scaled_dot_product_attention, index_add).
+The NumPy side is built with the layers library (apsi_layers.layers; before it is installed, the same
+models written on the NumPy op set); the torch side is plain torch (nn.functional, torch.nn.LSTM,
+scaled_dot_product_attention, index_add), the same architectures (the layers' transformer_lm block:
+pre-norm, separate q/k/v/o projections, dropout after embedding, attention and MLP).
 """
 
 import argparse
@@ -98,10 +100,11 @@ def weights(name):
         d, v = s["d"], s["vocab"]
         out = [rng.standard_normal((v, d)) * 0.02, rng.standard_normal((s["context"], d)) * 0.02]
         for _ in range(s["layers"]):
-            out += [np.ones(d), np.zeros(d), glorot(rng, d, 3 * d, (d, 3 * d)), np.zeros(3 * d),
-                    glorot(rng, d, d, (d, d)), np.zeros(d), np.ones(d), np.zeros(d),
-                    glorot(rng, d, 4 * d, (d, 4 * d)), np.zeros(4 * d), glorot(rng, 4 * d, d, (4 * d, d)),
-                    np.zeros(d)]
+            out += [np.ones(d), np.zeros(d)]
+            for _ in "qkvo":
+                out += [glorot(rng, d, d, (d, d)), np.zeros(d)]
+            out += [np.ones(d), np.zeros(d), glorot(rng, d, 4 * d, (d, 4 * d)), np.zeros(4 * d),
+                    glorot(rng, 4 * d, d, (4 * d, d)), np.zeros(d)]
         return out + [np.ones(d), np.zeros(d), glorot(rng, d, v, (d, v)), np.zeros(v)]
     f, h, c = s["features"], s["hidden"], s["classes"]
     return [glorot(rng, f, h, (f, h)), np.zeros(h), glorot(rng, h, c, (h, c)), np.zeros(c)]
@@ -133,19 +136,20 @@ def apsi_forward(name, ops, w, x, ctx):
         return ops.dense(h, w[4], w[5])
     if name == "transformer":
         b, t = x.shape
-        d, heads = s["d"], s["heads"]
-        h = ops.take(w[0], x, 0) + w[1][:t]
+        d, heads, rate = s["d"], s["heads"], s["dropout"]
+
+        def split(z):
+            return ops.transpose(ops.reshape(z, (b, t, heads, d // heads)), (0, 2, 1, 3))
+        h = ops.dropout(ops.take(w[0], x, 0) + w[1][:t], rate, ctx)
         for layer in range(s["layers"]):
-            p = w[2 + 12 * layer: 14 + 12 * layer]
+            p = w[2 + 16 * layer: 18 + 16 * layer]
             a = ops.layer_norm(h, p[0], p[1], 1e-5)
-            qkv = ops.reshape(ops.dense(a, p[2], p[3]), (b, t, 3, heads, d // heads))
-            qkv = ops.transpose(qkv, (2, 0, 3, 1, 4))
-            att = ops.attention(qkv[0], qkv[1], qkv[2], causal=True)
-            att = ops.reshape(ops.transpose(att, (0, 2, 1, 3)), (b, t, d))
-            h = h + ops.dropout(ops.dense(att, p[4], p[5]), s["dropout"], ctx)
-            m = ops.layer_norm(h, p[6], p[7], 1e-5)
-            m = ops.dense(ops.gelu(ops.dense(m, p[8], p[9])), p[10], p[11])
-            h = h + ops.dropout(m, s["dropout"], ctx)
+            q, k, v = (split(ops.dense(a, p[i], p[i + 1])) for i in (2, 4, 6))
+            att = ops.reshape(ops.transpose(ops.attention(q, k, v, causal=True), (0, 2, 1, 3)), (b, t, d))
+            h = h + ops.dropout(ops.dense(att, p[8], p[9]), rate, ctx)
+            m = ops.layer_norm(h, p[10], p[11], 1e-5)
+            m = ops.dense(ops.gelu(ops.dense(m, p[12], p[13])), p[14], p[15])
+            h = h + ops.dropout(m, rate, ctx)
         h = ops.layer_norm(h, w[-4], w[-3], 1e-5)
         return ops.dense(h, w[-2], w[-1])
     src, dst, norm = ctx_graph(ops)
@@ -168,6 +172,48 @@ def ctx_graph(ops):
     return _GRAPH["g"]
 
 
+VIA = {}
+
+
+def layers_model(name, ops):
+    """(forward(params, x), params) of model `name` built with the layers library (the same
+    architecture as the torch side; initial values do not matter for timing), or None without it."""
+    try:
+        import apsi_layers.layers as L
+    except ImportError:
+        return None
+    s = SPECS[name]
+    graph = None
+    if name in ("mlp", "dense"):
+        sizes = s["sizes"]
+        model = L.sequential(*[L.dense(n, activation="relu") for n in sizes[1:-1]], L.dense(sizes[-1]))
+        shape = [sizes[0]]
+    elif name == "cnn":
+        model = L.sequential(L.conv2d(16, 3, padding="same", activation="relu"), L.max_pool2d(2),
+                             L.conv2d(32, 3, padding="same", activation="relu"), L.max_pool2d(2),
+                             L.flatten(), L.dense(s["classes"]))
+        shape = [1, 28, 28]
+    elif name == "lstm":
+        model = L.sequential(L.lstm_layer(s["hidden"]), L.dense(s["classes"]))
+        shape = [s["steps"], s["features"]]
+    elif name == "transformer":
+        model = L.transformer_lm(s["vocab"], d=s["d"], heads=s["heads"], layers=s["layers"],
+                                 context=s["context"], dropout=s["dropout"])
+        shape = [s["context"]]
+    else:
+        model = L.sequential(L.gcn_layer(s["hidden"], activation="relu"), L.gcn_layer(s["classes"]))
+        shape = [s["features"]]
+        rng = np.random.default_rng(1)
+        edges = np.stack([rng.integers(0, s["nodes"], s["edges"]), rng.integers(0, s["nodes"], s["edges"])])
+        graph = L.Graph(ops, edges, s["nodes"])
+    params = model.init(seed=0, input_shape=shape)
+    noise = ops.rng(0)
+
+    def forward(p, x):
+        return model.apply(p, x, L.Ctx(ops, training=True, rng=noise, graph=graph))
+    return forward, params
+
+
 def apsi_step(name):
     from apsi_layers import nn
     from apsi_layers.ops.numpy_ops import OPSET as ops
@@ -175,12 +221,17 @@ def apsi_step(name):
     x, y = data(name)
     x = ops.indices(x) if name == "transformer" else ops.constant(x)
     y = ops.indices(y)
-    params = [nn.Tensor(a) for a in weights(name)]
-    rng = ops.rng(0)
+    built = layers_model(name, ops)
+    if built is None:                             # before the layers library: the models on the op set
+        rng = ops.rng(0)
+        params = [nn.Tensor(a) for a in weights(name)]
+        built = (lambda w, x: apsi_forward(name, ops, w, x, rng)), params
+    forward, params = built
+    VIA["apsi"] = "op set" if isinstance(params, list) else "layers library"
     opt = nn.adam(lr=LR)
 
     def loss(w):
-        return ops.softmax_cross_entropy(apsi_forward(name, ops, w, x, rng), y)
+        return ops.softmax_cross_entropy(forward(w, x), y)
 
     vg = nn.value_and_grad(loss)
 
@@ -232,18 +283,18 @@ def torch_step(name):
             return h[0] @ w[4] + w[5]
         if name == "transformer":
             b, t = x.shape
-            d, heads = s["d"], s["heads"]
-            h = w[0][x] + w[1][:t]
+            d, heads, rate = s["d"], s["heads"], s["dropout"]
+            h = F.dropout(w[0][x] + w[1][:t], rate)
             for layer in range(s["layers"]):
-                p = w[2 + 12 * layer: 14 + 12 * layer]
+                p = w[2 + 16 * layer: 18 + 16 * layer]
                 a = F.layer_norm(h, (d,), p[0], p[1], 1e-5)
-                qkv = (a @ p[2] + p[3]).reshape(b, t, 3, heads, d // heads).permute(2, 0, 3, 1, 4)
-                att = F.scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], is_causal=True)
-                att = att.transpose(1, 2).reshape(b, t, d)
-                h = h + F.dropout(att @ p[4] + p[5], s["dropout"])
-                m = F.layer_norm(h, (d,), p[6], p[7], 1e-5)
-                m = F.gelu(m @ p[8] + p[9], approximate="tanh") @ p[10] + p[11]
-                h = h + F.dropout(m, s["dropout"])
+                q, k, v = ((a @ p[i] + p[i + 1]).reshape(b, t, heads, d // heads).transpose(1, 2)
+                           for i in (2, 4, 6))
+                att = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, t, d)
+                h = h + F.dropout(att @ p[8] + p[9], rate)
+                m = F.layer_norm(h, (d,), p[10], p[11], 1e-5)
+                m = F.gelu(m @ p[12] + p[13], approximate="tanh") @ p[14] + p[15]
+                h = h + F.dropout(m, rate)
             return F.layer_norm(h, (d,), w[-4], w[-3], 1e-5) @ w[-2] + w[-1]
         h = x
         for i in (0, 2):
@@ -343,7 +394,7 @@ def run_worker(name, steps):
         t0 = time.perf_counter()
         step()
         samples.append(time.perf_counter() - t0)
-    out = {"seconds": statistics.median(samples)}
+    out = {"seconds": statistics.median(samples), "via": VIA.get("apsi")}
     if name == "apsi-dense":
         out["gemm"] = gemm_seconds()
     return out
@@ -390,7 +441,9 @@ def main():
     def ratio(a, b):
         return (sec[a] / sec[b]) if a in sec and b in sec else None
 
-    print(f"threads: {args.threads or 'default'}; median of {args.steps} steps, best of {args.rounds} rounds")
+    via = {r.get("via") for r in best.values()} - {None}
+    print(f"threads: {args.threads or 'default'}; median of {args.steps} steps, best of {args.rounds} "
+          f"rounds; NumPy side built with the {', '.join(sorted(via)) or '-'}")
     print(f"{'model':12} {'numpy (layers)':>15} {'torch (hand)':>13} {'ratio':>7} {'target':>8}  status")
     for m in models:
         if m == "dense":

@@ -164,3 +164,10 @@ def test_tab_completes_program_names_builtins_and_keywords():
     assert r.complete("pri", 0) == "print"
     assert r.complete("whi", 0) == "while"
     assert r.complete("zzz", 0) is None
+
+
+def test_exit_call_leaves_the_repl_with_its_code(tmp_path):
+    code, out, err = apsi([], tmp_path, 'print(1)\nexit(4)\nprint(2)\n')
+    assert code == 4 and "1\n" in out and "2\n" not in out
+    code, out, err = apsi([], tmp_path, 'exit("bye")\nprint(2)\n')
+    assert code == 1 and err.endswith("bye\n") and "2\n" not in out

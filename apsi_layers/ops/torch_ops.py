@@ -9,6 +9,7 @@ product, then loops in C++), index_add/scatter_reduce for graphs, F.cross_entrop
 Only apsi_layers.torch_backend imports this module, so torch loads only when the backend is used.
 """
 
+import contextlib
 import math
 
 import numpy as np
@@ -169,12 +170,18 @@ class TorchOps:
 
     # --- linear algebra ---------------------------------------------------------------------------
 
-    matmul = staticmethod(torch.matmul)
+    @staticmethod
+    def matmul(a, b):
+        if b.ndim == 2 and _cpu_autocast(a):
+            return F.linear(a, b.t().contiguous())
+        return torch.matmul(a, b)
 
     @staticmethod
     def dense(x, w, b=None):
-        # F.linear takes w as [out, in]; w.t() is a view, so this is one GEMM (+ bias) without a copy
-        return F.linear(x, w.t(), b)
+        # F.linear takes w as [out, in]; w.t() is a view, so this is one GEMM (+ bias) without a copy.
+        # Under CPU autocast, oneDNN's bfloat16 GEMM is several times slower with that transposed
+        # view than with a contiguous [out, in] weight, so there the weight is laid out once per call.
+        return F.linear(x, w.t().contiguous() if _cpu_autocast(x) else w.t(), b)
 
     # --- fused hot spots --------------------------------------------------------------------------
 
@@ -243,8 +250,9 @@ class TorchOps:
         h0 = self._state(h0, b, h, x)
         c0 = self._state(c0, b, h, x)
         if mask is None:
-            ys, h_t, c_t = torch._VF.lstm(x, (h0[None], c0[None]), (w_ih, w_hh, b_ih, b_hh),
-                                          True, 1, 0.0, torch.is_grad_enabled(), False, True)
+            with _full_precision_on_cpu(x) as f:
+                ys, h_t, c_t = torch._VF.lstm(f(x), (f(h0)[None], f(c0)[None]), (w_ih, w_hh, b_ih, b_hh),
+                                              True, 1, 0.0, torch.is_grad_enabled(), False, True)
             return ys, h_t[0], c_t[0]
         return _masked_lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, self._bool(mask))
 
@@ -252,8 +260,9 @@ class TorchOps:
         b, h = x.shape[0], w_hh.shape[1]
         h0 = self._state(h0, b, h, x)
         if mask is None:
-            ys, h_t = torch._VF.gru(x, h0[None], (w_ih, w_hh, b_ih, b_hh),
-                                    True, 1, 0.0, torch.is_grad_enabled(), False, True)
+            with _full_precision_on_cpu(x) as f:
+                ys, h_t = torch._VF.gru(f(x), f(h0)[None], (w_ih, w_hh, b_ih, b_hh),
+                                        True, 1, 0.0, torch.is_grad_enabled(), False, True)
             return ys, h_t[0]
         return _masked_gru(x, h0, w_ih, w_hh, b_ih, b_hh, self._bool(mask))
 
@@ -336,6 +345,21 @@ class TorchOps:
         if s is None:
             return torch.zeros(b, h, device=x.device, dtype=x.dtype)
         return s
+
+
+@contextlib.contextmanager
+def _full_precision_on_cpu(x):
+    """The fused LSTM/GRU kernels have no bfloat16/float16 version on many CPUs (oneDNN refuses the
+    primitive), so under CPU autocast they run in float32; yields the cast to apply to their inputs."""
+    if not _cpu_autocast(x):
+        yield lambda t: t
+        return
+    with torch.autocast("cpu", enabled=False):
+        yield lambda t: t.float() if t.is_floating_point() else t
+
+
+def _cpu_autocast(x):
+    return x.device.type == "cpu" and torch.is_autocast_enabled("cpu")
 
 
 def _shape(shape):

@@ -193,7 +193,7 @@ def _ctx(ops, case, training=True):
     from apsi_layers.layers.context import Ctx, Graph
 
     graph = None if case.graph is None else Graph(ops, case.graph[0], case.graph[1])
-    mask = None if case.mask is None else ops._bool(case.mask) if hasattr(ops, "_bool") else case.mask
+    mask = None if case.mask is None else ops.indices(case.mask) > 0      # a boolean tensor of the op set
     return Ctx(ops, training=training, rng=ops.rng(1), graph=graph, mask=mask)
 
 

@@ -31,7 +31,7 @@ from .optim import TorchOptimizer
 class Setup:
     """Device, precision, op set and the data on the device: what fit and predict share."""
 
-    def __init__(self, plan, fn):
+    def __init__(self, plan):
         nn_dispatch.install()
         self.device = devices.select(torch, plan.device or "auto")
         self.precision = precision.resolve(torch, plan.precision or "fp32", self.device)
@@ -59,7 +59,7 @@ def _y(plan, ys):
 
 def fit_loop(plan):
     t0 = time.perf_counter()
-    s = Setup(plan, "fit")
+    s = Setup(plan)
     ops = s.ops
     names = [n for n, _ in tree.named_leaves(plan.params)] if tree.leaves(plan.params) else []
     leaves = [t for _, t in convert.leaves_to_torch(plan.params, s.device, s.precision.dtype)]
@@ -96,6 +96,8 @@ def fit_loop(plan):
     steps_per_epoch = len(epoch_batches(data.n, plan.batch_size, np.random.default_rng(0), graph))
     show = progress(plan.verbose, plan.epochs, steps_per_epoch)
     history, val_history, step = [], [], 0
+    # a graph trains on every node at once: the loss positions are the same each step, found once
+    fixed = _loss_positions(mask, ys) if graph is not None else None
     show.start()
     try:
         with precision.matmul_mode(torch, s.precision):
@@ -110,7 +112,7 @@ def fit_loop(plan):
                     xb = [x if full else x.index_select(0, rows) for x in xs]
                     yb = [y if full else y.index_select(0, rows) for y in ys]
                     maskb = None if mask is None else (mask if full else mask.index_select(0, rows))
-                    keep, lead, yb = _loss_positions(maskb, yb)
+                    keep, lead, yb = fixed if fixed is not None else _loss_positions(maskb, yb)
                     value = _step(plan, opt, scaler, forward, leaves, weights, state_idx, step,
                                   (xb, yb, maskb, keep, lead))
                     losses.append(value)
@@ -194,13 +196,13 @@ def _val_loss(plan, s, leaves):
             sl = slice(int(idx[0]), int(idx[-1]) + 1)
             ctx = Ctx(s.ops, training=False, graph=s.graph)
             out = plan.model.apply(params, _x(plan, [x[sl] for x in xs]), ctx)
-            v = loss_value(s.ops, plan.loss, out, _y(plan, [y[sl] for y in ys])).float() * len(idx)
+            v = loss_value(s.ops, plan.loss, out, _y(plan, [y[sl] for y in ys])).to(torch.float64) * len(idx)
             total = v if total is None else total + v
     return float(total.item()) / data.n
 
 
 def predict_loop(plan):
-    s = Setup(plan, "predict")
+    s = Setup(plan)
     data = plan.data
     params = convert.to_torch(plan.params, s.device, s.precision.dtype) if tree.leaves(plan.params) \
         else plan.params

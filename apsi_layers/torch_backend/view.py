@@ -61,12 +61,15 @@ def _adapt(layer):
 
 def _guarded(layer, run, has_torch):
     try:
-        return run()
+        out = run()
+        if not _all_torch(out):
+            raise TypeError(f"it returned {_kind(out)}, not a torch tensor")
+        return out
     except ApsiError as e:
         if isinstance(e, Foreign):
             raise ApsiError(f"{e.message} (in {layer.label()})") from None
         raise
-    except (TypeError, AttributeError, ValueError) as e:
+    except (TypeError, AttributeError, ValueError, RuntimeError) as e:
         if has_torch:
             raise
         from apsi_layers.layers.core import Lambda
@@ -74,5 +77,25 @@ def _guarded(layer, run, has_torch):
         fix = ("give it a torch version: lambda_layer(fn, torch_fn=...) from Python"
                if isinstance(layer, Lambda) else
                "give its class a torch_forward(params, x, ctx) method")
-        raise ApsiError(f"the torch backend has no implementation of {layer.label()}: it failed on torch "
-                        f"tensors ({type(e).__name__}: {e}); {fix}, or use backend=\"numpy\"") from None
+        raise ApsiError(f"the torch backend has no implementation of {layer.label()}: on torch tensors "
+                        f"{_reason(e)}; {fix}, or use backend=\"numpy\"") from None
+
+
+def _all_torch(out):
+    import torch
+
+    if isinstance(out, list | tuple):
+        return all(_all_torch(v) for v in out)
+    return isinstance(out, torch.Tensor)
+
+
+def _kind(out):
+    from apsi_lang.values import a_type
+    from apsi_layers.nn.tensor import Tensor
+
+    return "an nn tensor (NumPy)" if type(out) is Tensor else a_type(out)
+
+
+def _reason(error):
+    text = str(error)
+    return text if text.startswith("it returned") else f"it failed ({type(error).__name__}: {text})"

@@ -413,3 +413,19 @@ def test_activations_saturate_without_nan(op, ref):
         want = ref(x)
     got = op(O.constant(x)).data
     assert np.all(np.isfinite(got[1:-1])) and np.allclose(got[1:-1], want[1:-1], rtol=1e-15, atol=1e-300)
+
+
+def test_graph_index_cache_is_keyed_by_the_array_and_pins_it():
+    """The second scatter with the same index array reuses its flat positions; the array becomes
+    read-only so it cannot change under the cache; a different array with equal values still works."""
+    from apsi_layers.nn.fused import graph
+
+    idx = O.indices([1, 0, 1])
+    src = normal(3, 2)
+    first = O.scatter_add(O.constant(src), idx, 2).data
+    assert not idx.data.flags.writeable
+    again = O.scatter_add(O.constant(src), idx, 2).data
+    other = O.scatter_add(O.constant(src), O.indices([0, 0, 1]), 2).data
+    assert np.array_equal(first, again)
+    close(other, np.array([src[0] + src[1], src[2]]))
+    assert any(k[1] == id(idx.data) for k in graph._CACHE)

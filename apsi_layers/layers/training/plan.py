@@ -436,7 +436,3 @@ def check_numpy_options(fn, plan, why=""):
     if plan.compile not in (False, None):
         raise ApsiError(f"{fn}: compile=true needs backend=\"torch\"{why}")
 
-
-def tree_copy(params):
-    """The tree with fresh Tensor leaves (the caller's tree is never changed)."""
-    return tree.tree_map(lambda v: Tensor(np.array(v.data)), params)

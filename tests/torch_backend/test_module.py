@@ -1,0 +1,139 @@
+"""torch_module: a real torch.nn.Module (plain torch.optim loop, DDP with two CPU processes, export),
+and params_from_torch back to a parameter tree."""
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from apsi_lang.errors import ApsiError  # noqa: E402
+from apsi_layers import nn  # noqa: E402
+from apsi_layers.layers import gcn_classifier, mlp, predict, resnet_mlp  # noqa: E402
+from apsi_layers.torch_backend.module import ApsiModule, params_from_torch, torch_module  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+NET = resnet_mlp(16, 4, width=32, blocks=2)
+P = NET.init(seed=0)
+
+
+def test_it_is_a_module_with_the_tree_order():
+    m = torch_module(NET, P)
+    assert isinstance(m, torch.nn.Module) and isinstance(m, ApsiModule)
+    names = [n for n, _ in nn.flatten(P)]
+    assert m.names == names
+    params = list(m.parameters())
+    assert len(params) == len(names) and all(isinstance(p, torch.nn.Parameter) for p in params)
+    assert [tuple(p.shape) for p in params] == [v.shape for _, v in nn.flatten(P)]
+    assert params[0].dtype == torch.float32
+    assert len(m.state_dict()) == len(names)
+    text = repr(m)
+    assert text.startswith("ApsiModule(resnet_mlp(16, 4, width=32, blocks=2), ")
+    assert all(n in text for n in names)
+
+
+def test_forward_matches_predict_in_float64():
+    m = torch_module(NET, P, dtype="float64").eval()
+    x = np.random.default_rng(0).standard_normal((5, 16))
+    y = m(torch.as_tensor(x))
+    assert np.max(np.abs(y.detach().numpy() - predict(NET, P, x).data)) < 1e-12
+    assert m(torch.as_tensor(x, dtype=torch.float32)).dtype == torch.float64   # inputs are cast
+
+
+def test_a_plain_torch_optim_loop_trains_it_and_maps_back():
+    m = torch_module(NET, P)
+    opt = torch.optim.Adam(m.parameters(), lr=1e-2)
+    x = torch.randn(64, 16, generator=torch.Generator().manual_seed(0))
+    y = (x[:, 0] > 0).long() + 2 * (x[:, 1] > 0).long()
+    losses = []
+    for _ in range(30):
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(m(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert losses[-1] < 0.5 * losses[0]
+    back = params_from_torch(NET, m)
+    assert [n for n, _ in nn.flatten(back)] == [n for n, _ in nn.flatten(P)]
+    leaf = nn.flatten(back)[0][1]
+    assert type(leaf) is nn.Tensor and leaf.data.dtype == np.float64
+    assert np.allclose(leaf.data, m.weights[0].detach().double().numpy())
+    out = predict(NET, back, x.double().numpy())
+    assert np.allclose(out.data, m.eval()(x).detach().numpy(), atol=1e-4)
+
+
+def test_running_statistics_are_buffers_updated_in_training_mode():
+    net = mlp(4, 2, hidden=[6], batch_norm=True)
+    m = torch_module(net, net.init(seed=0))
+    assert len(list(m.buffers())) == 2 and len(list(m.parameters())) == len(m.names) - 2
+    before = [b.clone() for b in m.buffers()]
+    m.eval()(torch.randn(8, 4))
+    assert all(torch.equal(a, b) for a, b in zip(before, m.buffers()))
+    m.train()(torch.randn(8, 4))
+    assert not torch.equal(before[0], next(m.buffers()))
+    back = params_from_torch(net, m)
+    assert np.allclose(back.dense.w.data if hasattr(back, "dense") else nn.flatten(back)[0][1].data,
+                       m.weights[0].detach().double().numpy())
+
+
+def test_graph_models_take_the_graph_in_forward():
+    g = gcn_classifier(3, 2, hidden=[4], dropout=0.0)
+    p = g.init(seed=0)
+    edges = np.array([[0, 1, 2], [1, 2, 0]])
+    x = np.random.default_rng(1).standard_normal((3, 3))
+    m = torch_module(g, p, dtype="float64").eval()
+    y = m(torch.as_tensor(x), graph=torch.as_tensor(edges))
+    assert np.max(np.abs(y.detach().numpy() - predict(g, p, x, graph=edges).data)) < 1e-12
+
+
+def test_errors():
+    with pytest.raises(ApsiError, match="the first argument must be a model"):
+        torch_module("mlp", P)
+    with pytest.raises(ApsiError, match="parameter"):
+        torch_module(NET, mlp(16, 4).init(seed=0))
+    with pytest.raises(ApsiError, match="must be a module made by torch_module"):
+        params_from_torch(NET, torch.nn.Linear(2, 2))
+    with pytest.raises(ApsiError, match="the module runs"):
+        params_from_torch(mlp(2, 1), torch_module(NET, P))
+    with pytest.raises(ApsiError, match='device="cuda"'):
+        torch_module(NET, P, device="cuda")
+
+
+def test_torch_export_captures_it():
+    m = torch_module(NET, P).eval()
+    x = torch.randn(3, 16)
+    program = torch.export.export(m, (x,))
+    assert torch.allclose(program.module()(x), m(x), atol=1e-6)
+
+
+NO_ONNX = importlib.util.find_spec("onnxruntime") is None or importlib.util.find_spec("onnx") is None
+
+
+@pytest.mark.skipif(NO_ONNX, reason="ONNX Runtime or onnx is not installed (torch.export is tested above)")
+def test_onnx_export_runs_in_onnxruntime(tmp_path):
+    import onnxruntime
+
+    m = torch_module(NET, P).eval()
+    x = torch.randn(3, 16)
+    path = tmp_path / "m.onnx"
+    torch.onnx.export(m, (x,), str(path))
+    session = onnxruntime.InferenceSession(str(path))
+    got = session.run(None, {session.get_inputs()[0].name: x.numpy()})[0]
+    assert np.allclose(got, m(x).detach().numpy(), atol=1e-5)
+
+
+@pytest.mark.slow
+def test_distributed_data_parallel_with_two_cpu_processes(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, str(Path(__file__).with_name("ddp_worker.py")), str(tmp_path)],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    w0, w1 = (np.load(tmp_path / f"rank{i}.npy") for i in (0, 1))
+    assert np.array_equal(w0, w1)                  # gradients were averaged: both ranks agree
+    start = np.load(tmp_path / "start.npy")
+    assert not np.allclose(w0, start)              # and they trained
