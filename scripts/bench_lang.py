@@ -22,19 +22,19 @@ from pathlib import Path
 from apsi_lang import program
 
 CASES = {
-    "fib(29), recursive": (
+    "fib(30), recursive": (
         """
 fn fib(n):
     if n < 2:
         return n
     return fib(n - 1) + fib(n - 2)
-let r = fib(29)
+let r = fib(30)
 """, """
 def fib(n):
     if n < 2:
         return n
     return fib(n - 1) + fib(n - 2)
-r = fib(29)
+r = fib(30)
 """),
     "nested numeric loops": (
         """
