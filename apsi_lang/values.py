@@ -124,11 +124,21 @@ def show(value, quoted=False):
         return show(list(value), quoted)
     if t is set or t is frozenset:
         return "set([" + ", ".join(sorted(show(v, True) for v in value)) + "])"
-    if callable(value) and not hasattr(type(value), "__apsi_type__"):
+    if callable(value) and not hasattr(type(value), "__apsi_type__") and (
+            isinstance(value, type) or _is_function(value)):
         # functions, builtins, classes, bound methods: a name, never Python's `<… at 0x…>`
+        # (a callable object with its own text, such as a torch module, prints that text)
         name = getattr(value, "__name__", None)
         return f"<fn {name}>" if type(name) is str else "<fn>"
     return no_address(str(value))
+
+
+def _is_function(value):
+    import types
+
+    return isinstance(value, (types.FunctionType, types.BuiltinFunctionType, types.MethodType,
+                              types.BuiltinMethodType, types.MethodWrapperType, types.WrapperDescriptorType,
+                              types.MethodDescriptorType))
 
 
 _ADDRESS = None

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from apsi_lang import program
+from apsi_lang import permissions, program
 from apsi_lang.errors import ApsiSyntaxError
 from apsi_lang.lexer import KEYWORDS, OPERATORS
 
@@ -48,6 +48,8 @@ def time_limit(seconds):
 def compile_only(source):
     """Compile as `apsi FILE` would, beside the golden programs (so `use helpers` resolves)."""
     ns = program.new_namespace(str(LANG))
+    old = permissions.current()        # other in-process tests may have left another project installed
+    permissions.set_current(permissions.Grants(project_root=LANG))
     try:
         with time_limit(DEADLINE_S):
             program.compile_source(source, str(LANG / "fuzz.apsi"), ns, program_dir=str(LANG))
@@ -55,6 +57,8 @@ def compile_only(source):
         text = e.render()              # rendering must work too
         assert e.filename and e.line >= 1 and e.col >= 1 and text
         return e
+    finally:
+        permissions.set_current(old)
     return None
 
 

@@ -53,7 +53,9 @@ class Optimizer:
         self._shapes = None
 
     def __repr__(self):
-        args = ", ".join(f"{k}={v!r}" for k, v in {"lr": self.lr, **self.hyper}.items())
+        from apsi_lang.values import show
+
+        args = ", ".join(f"{k}={show(v, True)}" for k, v in {"lr": self.lr, **self.hyper}.items())
         return f"{self.name}({args})"
 
     def current_lr(self, override=None):

@@ -6,6 +6,7 @@ from apsi_lang import permissions
 @pytest.fixture
 def project(tmp_path, monkeypatch):
     """tmp/proj is the project folder (the current folder); tmp/outside holds a file outside it."""
+    before = permissions.current()      # restored after: Grants() made here would hold the tmp folder
     proj = tmp_path / "proj"
     proj.mkdir()
     (tmp_path / "outside").mkdir()
@@ -13,4 +14,4 @@ def project(tmp_path, monkeypatch):
     (proj / "inside.txt").write_text("inside", encoding="utf-8")
     monkeypatch.chdir(proj)
     yield proj
-    permissions.set_current(permissions.Grants())
+    permissions.set_current(before)
