@@ -79,7 +79,7 @@ class Conv(Layer):
                          padding=None if padding == "valid" else padding,
                          dilation=None if dilation == 1 else dilation, groups=None if groups == 1 else groups,
                          bias=None if bias else False,
-                         activation=activation if isinstance(activation, str | None) else "fn")
+                         activation=activation)
         self.filters = positive_int(kind, "filters", filters)
         self.kernel = tuple_arg(kind, "kernel", kernel, self.dims)
         self.stride = tuple_arg(kind, "stride", stride, self.dims)

@@ -41,8 +41,7 @@ class Dense(Layer):
     kind = "dense"
 
     def __init__(self, units, activation=None, bias=True, inputs=None, name=None):
-        super().__init__(name, inputs, activation=activation if isinstance(activation, str | None)
-                         else "fn", bias=None if bias else False)
+        super().__init__(name, inputs, activation=activation, bias=None if bias else False)
         self.units = positive_int("dense", "units", units)
         self.act = activation_fn("dense", activation)
         self.bias = bool(bias)
@@ -125,13 +124,13 @@ class Activation(Layer):
 
     def __init__(self, fn, name=None):
         super().__init__(name)
-        self.fn_name = fn if isinstance(fn, str) else getattr(fn, "__name__", "fn")
+        self.given = fn                      # a name or the function itself, for printing
         self.fn = activation_fn("activation", fn)
         if self.fn is None:
             raise ApsiError("activation: expects a name like \"relu\" or a function fn(x), got none")
 
     def positional(self):
-        return [self.fn_name]
+        return [self.given]
 
     def build(self, rng, input_shape):
         return EMPTY, input_shape
@@ -152,7 +151,7 @@ class Lambda(Layer):
         self.output_shape = None if output_shape is None else tuple(output_shape)
 
     def positional(self):
-        return [f"<fn {getattr(self.fn, '__name__', '?')}>"]
+        return [self.fn]
 
     def build(self, rng, input_shape):
         if self.output_shape is not None:

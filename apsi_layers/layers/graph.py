@@ -30,8 +30,7 @@ def _glorot(rng, shape):
 
 class GraphLayer(Layer):
     def __init__(self, units, activation=None, name=None, **options):
-        super().__init__(name, None, activation=activation if isinstance(activation, str | None) else "fn",
-                         **options)
+        super().__init__(name, None, activation=activation, **options)
         self.units = positive_int(self.kind, "units", units)
         self.act = activation_fn(self.kind, activation)
 

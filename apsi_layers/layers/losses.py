@@ -5,6 +5,9 @@ axes, or None) restricts the loss to the positions a mask marks: graph nodes in 
 real (unpadded) sequence steps.
 """
 
+from apsi_lang.errors import ApsiError
+from apsi_lang.values import show
+
 NAMES = ("mse", "mae", "huber", "cross_entropy", "bce", "vae")
 CLASS_LOSSES = ("cross_entropy",)
 
@@ -58,7 +61,7 @@ def vae_loss(ops, out, x):
 def loss_value(ops, loss, pred, target, keep=None, lead=1):
     """The loss of one batch: `loss` a name of NAMES or a function fn(pred, target)."""
     if not isinstance(loss, str):
-        return loss(pred, target)
+        return _one_number(loss(pred, target))
     if loss == "vae":
         return vae_loss(ops, pred, target)
     fn = ELEMENTWISE[loss]
@@ -69,3 +72,18 @@ def loss_value(ops, loss, pred, target, keep=None, lead=1):
             total = v if total is None else total + v
         return total
     return fn(ops, _select(ops, pred, keep, lead), target)
+
+
+def _one_number(value):
+    """What a loss function gave, when it is one number (a 0-d tensor or a float)."""
+    shape = getattr(value, "shape", None)
+    if shape is not None:
+        if tuple(shape) == ():
+            return value
+        what = f"a tensor of shape {list(shape)}"
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        return value
+    else:
+        what = show(value, True)
+    raise ApsiError(f"fit: the loss function returned {what}; it must return one number, e.g. "
+                    f"loss=fn(pred, target) => mean((pred - target) ** 2)")

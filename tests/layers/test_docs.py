@@ -46,3 +46,28 @@ def test_every_export_and_fit_option_is_documented():
     missing = [name for name in names if f"`{name}(" not in DOC and f"`{name}`" not in DOC]
     assert missing == []
     assert [o for o in FIT_OPTIONS if f"`{o}`" not in DOC] == []
+
+
+ZOO = DOC.split("## Zoo", 1)[1].split("\n## ", 1)[0]
+ONE_LINERS = [line for cell in re.findall(r"^\| `(\w+)\(.*\| (`let .*`) \|$", ZOO, re.M)
+              for line in re.findall(r"`(let [^`]*)`", cell[1])]
+
+
+def test_every_zoo_model_has_a_one_line_example_that_runs(tmp_path, capsys):
+    from apsi_layers.layers import zoo
+
+    assert len(ONE_LINERS) >= 7
+    documented = {re.match(r"let \w+ = (\w+)\(", line).group(1) for line in ONE_LINERS}
+    assert documented >= {"mlp", "resnet_mlp", "cnn_classifier", "lstm_classifier", "transformer_lm",
+                          "gcn_classifier", "vae"}
+    assert all(hasattr(zoo, name) for name in documented)
+    check = "print({0}.kind, param_count({0}.init(seed=0)) > 0)"
+    lines = "\n".join(f"{line}\n{check.format(line.split()[1])}" for line in ONE_LINERS)
+    old = permissions.current()
+    try:
+        run_source("use layers\nuse nn\nlet vocab = 50\n" + lines, filename=str(tmp_path / "zoo.apsi"),
+                   grants=permissions.Grants(project_root=tmp_path))
+    finally:
+        permissions.set_current(old)
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == len(ONE_LINERS) and all(line.endswith(" true") for line in out)

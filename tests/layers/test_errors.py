@@ -56,6 +56,16 @@ def fit(**kw):
     ({"loss": None}, r"fit: give a loss"),
     ({"loss": "vae"}, r'loss="vae" needs a vae'),
     ({"opt": 3}, r"opt must be an optimizer"),
+    ({"mask": np.ones((10, 3), dtype=bool)}, r"fit: mask has shape \[10, 3\] but the inputs have shape \[10, 2\]; a "
+                                               r"sequence mask is \[N, T\]"),
+    ({"mask": np.ones(9, dtype=bool)}, r"fit: mask has 9 rows but the inputs have 10"),
+    ({"val": [nn.Tensor(np.zeros((3, 5))), nn.Tensor(np.zeros(3))]},
+     r"fit \(val\): parameter dense.w has shape \[2, 4\] but layer .* needs \[5, 4\] for inputs of per-sample "
+     r"shape \[5\]"),
+    ({"val": [X, nn.Tensor(np.full(10, 3.0))]}, r"fit \(val\): label 3 is out of range"),
+    ({"loss": lambda p, t: p}, r"fit: the loss function returned a tensor of shape \[\d+, 2\]; it must return one "
+                               r"number, e.g. loss=fn\(pred, target\) => mean"),
+    ({"loss": lambda p, t: "low"}, r'fit: the loss function returned "low"; it must return one number'),
 ])
 def test_fit_refuses(kwargs, message):
     with pytest.raises(ApsiError, match=message):
@@ -161,3 +171,33 @@ def test_apply_time_shape_error_names_the_layer():
     from apsi_layers.ops.numpy_ops import OPSET
     with pytest.raises(ApsiError, match=r"dense: expects inputs with 3 features on the last axis, got shape \[4, 5\]"):
         d.apply(p, nn.zeros(4, 5), Ctx(OPSET))
+
+
+PROGRAM = """use layers
+use nn
+let x = randn(10, 2, seed=0)
+let y = array([i % 2 for i in range(10)])
+let net = mlp(2, 2, hidden=[4])
+{line}
+"""
+
+
+@pytest.mark.parametrize("line, message", [
+    ('let r = fit(net, net.init(seed=0), randn(10, 3, seed=0), y, loss="cross_entropy")',
+     "fit: parameter dense.w has shape [2, 4] but layer"),
+    ('let r = fit(net, net.init(seed=0), x, y, loss="cross_entropy", backend="torch")',
+     "fit(backend=\"torch\") needs permission 'python': run with --allow-python"),
+    ('let r = fit(mlp(2, 1), mlp(2, 1).init(seed=0), x, y, loss="mse", opt=sgd(lr=1e9), epochs=5)',
+     "fit: the loss became"),
+])
+def test_an_apsi_program_sees_the_message_at_its_own_line(tmp_path, line, message):
+    import subprocess
+    import sys
+
+    program = tmp_path / "train.apsi"
+    program.write_text(PROGRAM.format(line=line))
+    r = subprocess.run([sys.executable, "-m", "apsi", str(program)], capture_output=True, text=True,
+                       timeout=120, cwd=tmp_path)
+    assert r.returncode != 0
+    assert f"train.apsi:6:9: error: {message}" in r.stderr, r.stderr
+    assert ".py" not in r.stderr and "Warning" not in r.stderr       # no Python frames or warnings

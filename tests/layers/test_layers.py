@@ -270,3 +270,38 @@ def test_masked_steps_carry_the_state_over():
     short = L.predict(lstm, p, nn.Tensor(x[:, :2]))
     assert np.allclose(masked.data[0], short.data[0], atol=1e-14)
     assert not np.allclose(masked.data[1], short.data[1])
+
+
+def test_vae_samples_from_the_fit_seed():
+    """One full-batch step with lr 0: the loss is loss="vae" with noise drawn from the stream that
+    fit derives from its seed (z = mu + exp(logvar/2) * noise); the same seed repeats it exactly."""
+    from apsi_layers.layers.losses import vae_loss
+    from apsi_layers.layers.training.batches import seeds
+
+    x = (np.random.default_rng(1).random((8, 5)) < 0.4).astype(float)
+    v = L.vae(5, 2, hidden=[4])
+    p = v.init(seed=0)
+
+    def first_loss(seed):
+        return L.fit(v, p, nn.Tensor(x), None, opt=nn.sgd(lr=0.0), batch_size=8, seed=seed).history[0]
+
+    order = np.random.default_rng(seeds(7)[0]).permutation(8)
+    ctx = Ctx(OPSET, training=True, rng=OPSET.rng(seeds(7)[1]))
+    xb = nn.Tensor(x[order])
+    want = float(vae_loss(OPSET, v.apply(p, xb, ctx), xb).data)
+    assert np.isclose(first_loss(7), want, rtol=1e-13, atol=0)
+    assert first_loss(7) == first_loss(7) and first_loss(7) != first_loss(8)
+    # predict uses z = mu: no noise, the same output every time
+    assert np.array_equal(L.predict(v, p, xb).data, L.predict(v, p, xb).data)
+
+
+def test_layers_given_a_function_print_it_by_name():
+    def squash(x):
+        return x
+
+    assert repr(L.activation(squash)) == "activation(<fn squash>)"
+    assert repr(L.lambda_layer(squash)) == "lambda_layer(<fn squash>)"
+    assert repr(L.dense(3, activation=squash)) == "dense(3, activation=<fn squash>)"
+    assert repr(L.conv2d(2, 3, activation=squash)) == "conv2d(2, 3, activation=<fn squash>)"
+    assert repr(L.gcn_layer(2, activation=squash)) == "gcn_layer(2, activation=<fn squash>)"
+    assert repr(L.activation("relu")) == 'activation("relu")'

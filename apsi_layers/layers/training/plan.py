@@ -101,7 +101,7 @@ def fit_plan(model, params, inputs, targets, options):
     graph = graph_arg("fit", o["graph"], data.n) if o.get("graph") is not None else None
     out_shape = check_params("fit", model, params, data)
     _check_targets("fit", loss, data, out_shape, several_out)
-    val = _val(model, o.get("val"), several_in, several_out, loss, out_shape, graph)
+    val = _val(model, params, o.get("val"), several_in, several_out, loss, out_shape, graph)
     plan = FitPlan(
         model=model, params=params, data=data, loss=loss, opt=_optimizer(o.get("opt")),
         schedule=_schedule(o.get("schedule")), epochs=_positive("fit", "epochs", o.get("epochs", 1)),
@@ -260,7 +260,7 @@ def _data(fn, model, inputs, targets, mask, several_in, several_out, loss, need_
                                 f"{len(a) if a.ndim else 0} targets); give one target per input row")
     elif need_targets:
         raise ApsiError(f"{fn}: targets are missing: fit(model, params, inputs, targets, loss=...)")
-    return Data(inputs=xs, targets=ys, n=n, mask=_mask(fn, mask, n))
+    return Data(inputs=xs, targets=ys, n=n, mask=_mask(fn, mask, n, xs))
 
 
 def _token_ids(fn, model, a):
@@ -278,7 +278,7 @@ def _token_ids(fn, model, a):
     return a
 
 
-def _mask(fn, mask, n):
+def _mask(fn, mask, n, xs):
     if mask is None:
         return None
     m = as_array(fn, "mask", mask)
@@ -289,6 +289,11 @@ def _mask(fn, mask, n):
     if m.ndim == 0 or len(m) != n:
         raise ApsiError(f"{fn}: mask has {len(m) if m.ndim else 0} rows but the inputs have {n}; "
                         "give one mask row per input row ([N] for graph nodes, [N, T] for sequence steps)")
+    if m.ndim > 1 and not any(a.shape[:m.ndim] == m.shape and a.ndim > 1 for a in xs):
+        # a sequence mask that fits no input would be ignored by every layer: say so instead
+        raise ApsiError(f"{fn}: mask has shape {list(m.shape)} but the inputs have shape "
+                        f"{fmt(_full(xs)) if len(xs) > 1 else list(xs[0].shape)}; a sequence mask is "
+                        "[N, T] (true = a real step) for inputs [N, T, ...], a node mask [N]")
     return m
 
 
@@ -326,7 +331,7 @@ def _target(fn, loss, y, out, mask):
     return y
 
 
-def _val(model, val, several_in, several_out, loss, out_shape, graph):
+def _val(model, params, val, several_in, several_out, loss, out_shape, graph):
     if val is None:
         return None
     if not isinstance(val, list | tuple) or len(val) != 2:
@@ -336,6 +341,7 @@ def _val(model, val, several_in, several_out, loss, out_shape, graph):
                         "mask and call predict")
     data = _data("fit (val)", model, val[0], val[0] if val[1] is None else val[1], None,
                  several_in, several_out, loss, need_targets=True)
+    check_params("fit (val)", model, params, data)
     _check_targets("fit (val)", loss, data, out_shape, several_out)
     return data
 
