@@ -157,12 +157,26 @@ def test_memory_stays_flat_over_a_long_fit():
     assert STATE.tape is None
 
 
-def test_the_progress_bar_runs_on_a_terminal(monkeypatch):
+def test_the_progress_bar_runs_on_a_terminal(monkeypatch, capsys):
     import sys
 
     from apsi_layers.layers.training import progress
 
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    monkeypatch.setenv("COLUMNS", "160")
     assert isinstance(progress.progress(True, 2, 3), progress.Bar)
-    _, r = reg(epochs=2, verbose=True, val=[nn.Tensor(X), nn.Tensor(Y)])
-    assert len(r.history) == 2
+    _, r = reg(epochs=3, verbose=True, val=[nn.Tensor(X), nn.Tensor(Y)])
+    assert len(r.history) == 3
+    out = capsys.readouterr().out
+    # one bar per epoch, each left with its loss and validation loss; steps/s while it runs
+    for epoch, (loss, val) in enumerate(zip(r.history, r.val_history, strict=True), 1):
+        assert f"epoch {epoch}/3" in out and f"loss {loss:.4f}  val {val:.4f}" in out
+    assert "steps/s" in out and "2/2" in out
+    bar = progress.Bar(2, 4)               # while an epoch runs: its running loss, rate, time left
+    bar.start()
+    bar.step(0.5)
+    bar.step(0.25)
+    info = bar.bar.tasks[-1].fields["info"]
+    bar.close()
+    assert info.startswith("loss 0.3750  ") and "steps/s" in info and info.endswith(" left")
+    assert progress._duration(59) == "59s" and progress._duration(125) == "2m05s"

@@ -61,3 +61,19 @@ def test_generate_continues_the_prompt_reproducibly():
     greedy = L.generate(lm, p, [1, 2], steps=3, temperature=0)
     logits = L.predict(lm, p, [[1, 2]]).data[0, -1]
     assert greedy[2] == int(np.argmax(logits))
+
+
+def test_summary_is_a_rich_table_on_a_terminal_and_text_otherwise(monkeypatch, capsys):
+    import sys
+
+    net = L.mlp(4, 2, hidden=[8])
+    L.summary(net, net.init(seed=0))
+    plain = capsys.readouterr().out
+    assert plain.splitlines()[0].split() == ["layer", "kind", "output", "shape", "params"]
+    assert "┃" not in plain and "\x1b[" not in plain and plain.endswith("total parameters: 58\n")
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    monkeypatch.setenv("COLUMNS", "120")
+    L.summary(net)
+    table = capsys.readouterr().out
+    assert "┏━" in table and "layer" in table and "│   dense_1 │ dense" in table
+    assert table.endswith("total parameters: 58\n")

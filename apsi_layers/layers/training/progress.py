@@ -35,41 +35,52 @@ class Lines(Quiet):
 
 
 class Bar(Quiet):
-    """rich's progress bar over all steps, its description updated once per epoch."""
+    """A rich progress bar per epoch, as Keras shows them: each epoch's bar stays on screen with its
+    loss (and validation loss); the running one shows steps per second and the time the whole fit
+    has left."""
 
     def __init__(self, epochs, steps_per_epoch):
         self.epochs, self.steps = epochs, steps_per_epoch
 
     def start(self):
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
         self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                            TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("left"),
-                            TimeRemainingColumn(), transient=False)
-        self.task = self.bar.add_task(f"epoch 1/{self.epochs}", total=self.epochs * self.steps, rate="")
+                            TextColumn("{task.fields[info]}"), transient=False)
         self.t0 = time.perf_counter()
-        self.done = 0
+        self.done, self.total, self.seen = 0, 0.0, 0
+        self.task = self._new(1)
         self.bar.start()
+
+    def _new(self, epoch):
+        self.total, self.seen = 0.0, 0
+        return self.bar.add_task(f"epoch {epoch}/{self.epochs}", total=self.steps, info="")
 
     def step(self, loss):
         self.done += 1
+        self.total, self.seen = self.total + loss, self.seen + 1
         rate = self.done / max(time.perf_counter() - self.t0, 1e-9)
-        self.bar.update(self.task, advance=1, rate=f"{rate:.1f} steps/s")
+        left = (self.epochs * self.steps - self.done) / rate
+        self.bar.update(self.task, advance=1, info=f"loss {self.total / self.seen:.4f}  {rate:.1f} steps/s  "
+                                                   f"{_duration(left)} left")
 
     def epoch(self, epoch, loss, val):
-        extra = f" val {val:.4f}" if val is not None else ""
-        nxt = min(epoch + 1, self.epochs)
-        self.bar.update(self.task, description=f"epoch {nxt}/{self.epochs} loss {loss:.4f}{extra}")
+        extra = f"  val {val:.4f}" if val is not None else ""
+        rate = self.done / max(time.perf_counter() - self.t0, 1e-9)
+        self.bar.update(self.task, completed=self.steps, info=f"loss {loss:.4f}{extra}  {rate:.1f} steps/s")
+        if epoch < self.epochs:
+            self.task = self._new(epoch + 1)
 
     def close(self):
         self.bar.stop()
+
+
+def _duration(seconds):
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, seconds = divmod(seconds, 60)
+    return f"{minutes}m{seconds:02d}s" if minutes < 60 else f"{minutes // 60}h{minutes % 60:02d}m"
 
 
 def progress(verbose, epochs, steps_per_epoch):
