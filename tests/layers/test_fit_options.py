@@ -180,3 +180,15 @@ def test_the_progress_bar_runs_on_a_terminal(monkeypatch, capsys):
     bar.close()
     assert info.startswith("loss 0.3750  ") and "steps/s" in info and info.endswith(" left")
     assert progress._duration(59) == "59s" and progress._duration(125) == "2m05s"
+
+
+@pytest.mark.parametrize("name", ["sgd", "adam", "adamw", "rmsprop", "adagrad", "nadam", "radam"])
+def test_every_optimizer_name_is_nns_optimizer_with_its_defaults(name):
+    from apsi_layers.layers.training.plan import fit_plan
+
+    net = L.mlp(3, 1, hidden=[8])
+    plan = fit_plan(net, net.init(seed=0), X, Y, {"loss": "mse", "opt": name})
+    fresh = getattr(nn, name)()
+    assert type(plan.opt) is type(fresh) and vars(plan.opt) == vars(fresh)
+    r = L.fit(net, net.init(seed=0), nn.Tensor(X), nn.Tensor(Y), loss="mse", opt=name, epochs=8, batch_size=8)
+    assert r.history[-1] < r.history[0]
