@@ -66,3 +66,50 @@ def test_apsi_reads_models_through_their_allow_list(tmp_path):
         "[2] flatten 4",
     ]
     assert r.returncode == 1 and "'.build' of a layer is not available to Apsi code" in r.stderr
+
+
+def test_a_python_package_adds_a_layer_through_the_entry_point(tmp_path):
+    """The documented route, for real: an installed distribution with an `apsi.layers` entry point;
+    an Apsi program then builds, trains and prints the custom layer like a built-in one."""
+    import os
+
+    (tmp_path / "scaleplug.py").write_text(textwrap.dedent('''
+        from apsi_layers.layers import CustomLayer
+
+        class Scale(CustomLayer):
+            kind = "scale"
+
+            def __init__(self, start=1.0, name=None):
+                super().__init__(name, start=start)
+                self.start = start
+
+            def params(self, rng, input_shape):
+                return {"s": rng.full((input_shape[-1],), self.start)}, input_shape
+
+            def forward(self, params, x, ctx):
+                return x * params.s
+
+        def layers():
+            return {"scale": Scale}
+    '''))
+    info = tmp_path / "scaleplug-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: scaleplug\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[apsi.layers]\nscale = scaleplug:layers\n")
+    program = tmp_path / "p.apsi"
+    program.write_text(textwrap.dedent('''
+        use layers
+        use nn
+        let net = sequential(dense(3, inputs=2), scale(2.0), dense(1))
+        let p = net.init(seed=0)
+        print(net, p.scale.s)
+        let x = randn(16, 2, seed=0)
+        let r = fit(net, p, x, x[:, 0] * 3, loss="mse", opt=adam(lr=0.05), epochs=20, batch_size=4)
+        print(r.history[-1] < r.history[0] / 4)
+    '''))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, "-m", "apsi", str(program)], capture_output=True, text=True,
+                       timeout=120, cwd=tmp_path, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["sequential(dense(3), scale(start=2.0), dense(1)) tensor([2., 2., 2.])",
+                                     "true"]
