@@ -169,6 +169,17 @@ def has_params(params):
     return True
 
 
+def leaf_shapes(params, prefix=""):
+    """[(dotted name, shape)] of a parameter tree's leaves, in order (tensors of any backend, Specs)."""
+    if isinstance(params, Record):
+        items = vars(params).items()
+    elif isinstance(params, list | tuple):
+        items = enumerate(params)
+    else:
+        return [(prefix, tuple(params.shape))]
+    return [pair for k, v in items for pair in leaf_shapes(v, f"{prefix}.{k}" if prefix else str(k))]
+
+
 EMPTY = Record()
 
 

@@ -8,7 +8,7 @@ at two places is one set of weights (siamese sharing): it appears once in the tr
 from apsi_lang.errors import ApsiError
 from apsi_lang.values import Record, show
 
-from .base import EMPTY, Layer, build_child, field, fmt, has_params
+from .base import EMPTY, Layer, build_child, field, fmt, has_params, leaf_shapes
 from .init_rng import ShapeRng
 from .suggest import unknown
 
@@ -66,10 +66,7 @@ def build_keyed(owner, rng, run):
 
 
 def _same_shapes(owner, key, first, again):
-    from apsi_layers.nn.tree import named_leaves
-
-    a = [(n, tuple(v.shape)) for n, v in named_leaves(first)]
-    b = [(n, tuple(v.shape)) for n, v in named_leaves(again)]
+    a, b = leaf_shapes(first), leaf_shapes(again)
     if a != b:
         owner.fail(f"the shared layer {key!r} is used with inputs that need other weight shapes "
                    f"({a[:2]} vs {b[:2]}); a shared layer needs the same input size at every use")

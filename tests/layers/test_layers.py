@@ -305,3 +305,27 @@ def test_layers_given_a_function_print_it_by_name():
     assert repr(L.conv2d(2, 3, activation=squash)) == "conv2d(2, 3, activation=<fn squash>)"
     assert repr(L.gcn_layer(2, activation=squash)) == "gcn_layer(2, activation=<fn squash>)"
     assert repr(L.activation("relu")) == 'activation("relu")'
+
+
+LAYER_FILES = ["base", "core", "conv", "norm", "recurrent", "attention", "graph", "compose", "zoo", "custom"]
+
+
+@pytest.mark.parametrize("module", LAYER_FILES)
+def test_layer_files_compute_only_through_their_op_set(module):
+    """The design rule: a layer written against numpy, torch or nn directly would need a second copy
+    for the other backend, so the files that define layers import none of them."""
+    import ast
+    from pathlib import Path
+
+    import apsi_layers.layers as pkg
+
+    source = (Path(pkg.__file__).parent / f"{module}.py").read_text(encoding="utf-8")
+    imported = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            imported += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            imported.append(node.module)
+    banned = ("numpy", "torch", "apsi_layers.nn", "apsi_layers.ops", "apsi_layers.torch_backend")
+    assert [m for m in imported if m.split(".")[0] in ("numpy", "torch") or m.startswith(banned)] == []
+    assert "np." not in source and ".data" not in source
