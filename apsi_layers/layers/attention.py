@@ -21,6 +21,7 @@ class Attention(Layer):
     (cross-attention: queries from x, keys and values from memory [B, S, G]). Output [B, T, F]."""
 
     kind = "attention"
+    several_inputs = True       # [x, memory]
 
     def __init__(self, heads, dim=None, causal=False, dropout=0.0, bias=True, name=None):
         super().__init__(name, None, dim=dim, causal=causal or None, dropout=dropout or None,

@@ -21,6 +21,7 @@ class Layer:
     __apsi_attrs__ = frozenset({"init", "kind", "name", "options", "input_shape", "layers"})
     __apsi_type__ = "layer"
     kind = "layer"
+    several_inputs = False      # true for layers that may take a list of inputs ([x, h0], [x, memory], ...)
 
     def __init__(self, name=None, inputs=None, **options):
         self.name = check_name(name, self.kind)
@@ -151,6 +152,10 @@ def build_root(layer, rng, input_shape):
 
 def build_child(rng, layer, key, input_shape):
     """Build `layer` as the child `key` of the layer being built (records shapes for summary)."""
+    if isinstance(input_shape, list) and not layer.several_inputs:
+        layer.fail(f"takes one input but gets {len(input_shape)} ({fmt(input_shape)}): the layer before it "
+                   "gives several outputs (like return_state=true); pick one with a lambda_layer, e.g. "
+                   "lambda_layer(fn(xs) => xs[0], output_shape=[...]), or wire them in a dag")
     row = rng.enter(key, layer)
     try:
         params, out = layer.build(rng, input_shape)

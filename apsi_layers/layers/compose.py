@@ -74,6 +74,7 @@ def _same_shapes(owner, key, first, again):
 
 class Sequential(Layer):
     kind = "sequential"
+    several_inputs = True
 
     def __init__(self, layers, name=None, inputs=None):
         super().__init__(name, inputs)
@@ -180,6 +181,7 @@ def _merge_kind(fn, merge, axis):
 
 class Parallel(Layer):
     kind = "parallel"
+    several_inputs = True
 
     def __init__(self, branches, merge="concat", axis=-1, name=None):
         super().__init__(name, None, merge=merge, axis=None if axis == -1 else axis)
@@ -208,6 +210,7 @@ class Parallel(Layer):
 
 class Merge(Layer):
     kind = "merge"
+    several_inputs = True
 
     def __init__(self, merge="concat", axis=-1, name=None):
         super().__init__(name, None, axis=None if axis == -1 else axis)
@@ -230,6 +233,7 @@ class Dag(Layer):
     """Named nodes, each a layer applied to named inputs or earlier nodes; several inputs and outputs."""
 
     kind = "dag"
+    several_inputs = True
 
     def __init__(self, inputs, nodes, outputs, name=None):
         super().__init__(name)

@@ -141,6 +141,7 @@ class Activation(Layer):
 
 class Lambda(Layer):
     kind = "lambda_layer"
+    several_inputs = True
 
     def __init__(self, fn, output_shape=None, torch_fn=None, name=None):
         super().__init__(name)

@@ -31,6 +31,7 @@ from .base import Layer
 
 class CustomLayer(Layer):
     kind = "custom"
+    several_inputs = True       # a custom layer checks its own inputs
 
     def params(self, rng, input_shape):
         raise NotImplementedError(f"{type(self).__name__}.params(rng, input_shape)")

@@ -13,6 +13,7 @@ from .base import Layer, fmt, positive_int
 
 class Recurrent(Layer):
     gates = 4
+    several_inputs = True       # [x, h0] / [x, h0, c0]
 
     def __init__(self, units, return_sequences=False, return_state=False, inputs=None, name=None):
         super().__init__(name, inputs, return_sequences=return_sequences or None,

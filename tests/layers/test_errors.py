@@ -159,6 +159,9 @@ def test_build_errors_name_the_layer_and_shapes():
         L.sequential(L.dense(2)).init(seed=0)
     with pytest.raises(ApsiError, match=r"conv2d: the input size 2 is too small for kernel 3"):
         L.conv2d(1, 3).init(seed=0, input_shape=[1, 2, 2])
+    with pytest.raises(ApsiError, match=r"flatten: takes one input but gets 3 \(\(\[5\], \[5\], \[5\]\)\): the layer "
+                                        r"before it gives several outputs \(like return_state=true\)"):
+        L.sequential(L.lstm_layer(5, return_state=True), L.flatten()).init(seed=0, input_shape=[4, 3])
     with pytest.raises(ApsiError, match=r"shared layer 'dense' is used with inputs that need other weight shapes"):
         d = L.dense(3)
         L.sequential(d, L.dense(4), d).init(seed=0, input_shape=[3])

@@ -29,6 +29,7 @@ CASES = [
     ("conv1d_same_stride", lambda: L.conv1d(3, 3, stride=2, padding="same"), (2, 9), {}),
     ("conv1d_dilation_groups", lambda: L.conv1d(4, 2, dilation=2, groups=2, activation="relu"), (2, 8), {}),
     ("conv2d_pad", lambda: L.conv2d(2, 3, padding=1), (2, 5, 5), {}),
+    ("conv2d_dilation_groups", lambda: L.conv2d(4, 2, dilation=2, groups=2, padding="same"), (2, 6, 5), {}),
     ("conv2d_rect_same_stride", lambda: L.conv2d(2, [2, 3], stride=2, padding="same"), (1, 5, 6), {}),
     ("max_pool1d", lambda: L.max_pool1d(2), (2, 6), {}),
     ("max_pool2d_same", lambda: L.max_pool2d(2, stride=1, padding="same"), (2, 4, 4), {}),
@@ -49,6 +50,8 @@ CASES = [
     ("lstm", lambda: L.lstm_layer(3), (4, 2), {}),
     ("lstm_sequences_masked", lambda: L.lstm_layer(2, return_sequences=True), (4, 2), {"mask": True}),
     ("gru", lambda: L.gru_layer(3, return_sequences=True), (4, 2), {}),
+    ("lstm_initial_state", lambda: L.lstm_layer(3, return_sequences=True), [(4, 2), (3,), (3,)], {}),
+    ("gru_initial_state_masked", lambda: L.gru_layer(3), [(4, 2), (3,)], {"mask": True}),
     ("attention", lambda: L.attention(2), (3, 4), {}),
     ("attention_causal_masked", lambda: L.attention(2, causal=True), (4, 4), {"mask": True}),
     ("attention_cross", lambda: L.attention(2, dim=6), [(3, 4), (5, 2)], {}),
@@ -215,9 +218,11 @@ def test_a_small_model_with_the_layer_learns(case):
     graph = EDGES if opts.get("graph") else None
     mask = None
     if opts.get("mask"):
-        mask = np.ones((len(x), shape[0]), dtype=bool)
+        steps = (shape[0] if isinstance(shape, list) else shape)[0]
+        mask = np.ones((len(y), steps), dtype=bool)
         mask[::3, -1] = False
-    r = L.fit(net, net.init(seed=0), nn.Tensor(x), nn.Tensor(y), loss="mse", opt=nn.adam(lr=0.02),
+    x = [nn.Tensor(a) for a in x] if isinstance(x, list) else nn.Tensor(x)
+    r = L.fit(net, net.init(seed=0), x, nn.Tensor(y), loss="mse", opt=nn.adam(lr=0.02),
               epochs=30 if graph is not None else 15, batch_size=8, graph=graph, mask=mask, seed=0)
     assert r.history[-1] < 0.9 * r.history[0], r.history
 

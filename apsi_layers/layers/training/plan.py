@@ -139,8 +139,18 @@ def _model(fn, model):
 
 
 def _arity(model):
-    n_in = getattr(model, "n_inputs", 1)
+    n_in = _input_count(model)
     return n_in > 1, bool(getattr(model, "several_outputs", False))
+
+
+def _input_count(model):
+    """A dag counts its named inputs; another model takes several when its known input shape is a list
+    of shapes (e.g. sequential(lstm_layer(8), ..., inputs=[[T, F], [8], [8]]) for [x, h0, c0])."""
+    n = getattr(model, "n_inputs", None)
+    if n is None:
+        shape = model.known_input()
+        n = len(shape) if isinstance(shape, list) else 1
+    return n
 
 
 def check_params(fn, model, params, data):
@@ -234,7 +244,7 @@ def _arrays(fn, arg, value, several, count):
 
 
 def _data(fn, model, inputs, targets, mask, several_in, several_out, loss, need_targets):
-    xs = _arrays(fn, "inputs", inputs, several_in, getattr(model, "n_inputs", 1))
+    xs = _arrays(fn, "inputs", inputs, several_in, _input_count(model))
     ids = _wants_ids(model)
     for i, a in enumerate(xs):
         if a.ndim == 0:
