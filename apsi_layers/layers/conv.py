@@ -190,7 +190,11 @@ class GlobalAvgPool(Layer):
             self.fail(f"expects per-sample inputs [channels, ...], got {fmt(input_shape)}")
         if self.axis is None:
             return EMPTY, input_shape[:1]
-        a = (self.axis if self.axis < 0 else self.axis - 1) % len(input_shape)
+        a = self.axis if self.axis < 0 else self.axis - 1      # shapes leave out the batch axis
+        if not -len(input_shape) <= a < len(input_shape):
+            self.fail(f"axis={self.axis} is outside inputs of per-sample shape {fmt(input_shape)} "
+                      f"(axes 1..{len(input_shape)}, or negative from the end)")
+        a %= len(input_shape)
         return EMPTY, input_shape[:a] + input_shape[a + 1:]
 
     def apply(self, params, x, ctx):

@@ -8,7 +8,7 @@ from apsi_lang.values import show
 
 from .base import Layer
 from .context import Ctx
-from .training.plan import Data, as_array, check_params
+from .training.plan import Data, as_array, check_params, token_ids, wants_ids
 
 
 def generate(model, params, prompt, steps=100, temperature=1.0, seed=0):
@@ -28,6 +28,8 @@ def generate(model, params, prompt, steps=100, temperature=1.0, seed=0):
         raise ApsiError(f"generate: temperature must be a number >= 0, got {show(temperature, True)}")
     context = getattr(model, "context", None) or len(ids) + steps
     window = np.asarray([ids[-context:]])
+    if wants_ids(model):
+        token_ids("generate", model, np.asarray([ids]))
     check_params("generate", model, params, Data([window], None, 1))
     rng = np.random.default_rng(seed)
     for _ in range(steps):

@@ -49,7 +49,8 @@ def mlp(inputs, outputs, hidden=(64, 64), activation="relu", dropout=0.0, batch_
     outputs = positive_int("mlp", "outputs", outputs)
     rate = rate_arg("mlp", "dropout", dropout)
     layers = []
-    for width in _sizes("mlp", "hidden", list(hidden)):
+    hidden = _sizes("mlp", "hidden", hidden)
+    for width in hidden:
         if batch_norm:
             layers += [Dense(width), BatchNorm(), Activation(activation)]
         else:
@@ -57,7 +58,7 @@ def mlp(inputs, outputs, hidden=(64, 64), activation="relu", dropout=0.0, batch_
         if rate:
             layers.append(Dropout(rate))
     layers.append(Dense(outputs))
-    return Zoo("mlp", _args(inputs, outputs, hidden=list(hidden)), layers, (inputs,))
+    return Zoo("mlp", _args(inputs, outputs, hidden=hidden), layers, (inputs,))
 
 
 def resnet_mlp(inputs, outputs, width=128, blocks=4, dropout=0.0):
@@ -87,11 +88,12 @@ def cnn_classifier(input_shape, classes, filters=(16, 32), kernel=3, hidden=64, 
     classes = positive_int("cnn_classifier", "classes", classes)
     rate = rate_arg("cnn_classifier", "dropout", dropout)
     layers = []
-    for f in _sizes("cnn_classifier", "filters", list(filters)):
+    filters = _sizes("cnn_classifier", "filters", filters)
+    for f in filters:
         layers += [Conv2d(f, kernel, padding="same", activation="relu"), MaxPool2d(2)]
     layers += [Flatten(), Dense(positive_int("cnn_classifier", "hidden", hidden), activation="relu")]
     layers += ([Dropout(rate)] if rate else []) + [Dense(classes)]
-    return Zoo("cnn_classifier", _args(list(shape), classes, filters=list(filters)), layers, tuple(shape))
+    return Zoo("cnn_classifier", _args(list(shape), classes, filters=filters), layers, tuple(shape))
 
 
 def lstm_classifier(inputs, classes, units=64, layers=1, vocab=None, embed=32, cell="lstm", dropout=0.0):
@@ -155,10 +157,11 @@ def gcn_classifier(inputs, classes, hidden=(16,), dropout=0.5, kind="gcn"):
         raise ApsiError(f"gcn_classifier: kind must be one of gcn, sage, gat, gin, got {show(kind, True)}")
     cls = _GRAPH[kind]
     stack = [] if not rate else [Dropout(rate)]
-    for width in _sizes("gcn_classifier", "hidden", list(hidden)):
+    hidden = _sizes("gcn_classifier", "hidden", hidden)
+    for width in hidden:
         stack += [cls(width, activation="relu")] + ([Dropout(rate)] if rate else [])
     stack.append(cls(classes))
-    return Zoo("gcn_classifier", _args(inputs, classes, hidden=list(hidden), kind=kind), stack, (inputs,))
+    return Zoo("gcn_classifier", _args(inputs, classes, hidden=hidden, kind=kind), stack, (inputs,))
 
 
 class Vae(Layer):
@@ -172,7 +175,7 @@ class Vae(Layer):
     def __init__(self, inputs, latent, hidden=(128,)):
         super().__init__(None, positive_int("vae", "inputs", inputs))
         self.latent = positive_int("vae", "latent", latent)
-        sizes = _sizes("vae", "hidden", list(hidden))
+        sizes = _sizes("vae", "hidden", hidden)
         self.hidden = sizes
         self.n_in = inputs
         enc = [Dense(w, activation="relu") for w in sizes]

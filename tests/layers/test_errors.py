@@ -91,6 +91,8 @@ def test_token_ids_out_of_range():
     lm = L.transformer_lm(5, d=4, heads=2, layers=1, context=4)
     with pytest.raises(ApsiError, match=r"token id 7 is out of range for embedding\(5, 4\) \(ids 0..4\)"):
         L.fit(lm, lm.init(seed=0), [[1, 7]], [[1, 2]], loss="cross_entropy")
+    with pytest.raises(ApsiError, match=r"generate: token id 9 is out of range for embedding\(5, 4\)"):
+        L.generate(lm, lm.init(seed=0), [1, 9], steps=2)
     with pytest.raises(ApsiError, match=r"positions: sequences of 6 steps are longer than context=4"):
         L.predict(lm, lm.init(seed=0), [[1, 2, 3, 4, 0, 1]])
 
@@ -144,6 +146,10 @@ def test_predict_refuses_unknown_options_and_bad_batch_size():
     (lambda: L.dag("x", Record(h=[L.dense(2), "x"]), "z"), r"outputs must name nodes or inputs"),
     (lambda: L.positions(8, kind="rotary"), r'kind must be "learned" or "sinusoidal"'),
     (lambda: L.transformer_lm(10, d=10, heads=3), r"d=10 must be a multiple of heads=3"),
+    (lambda: L.mlp(2, 2, hidden="a"), r'mlp: hidden must be a list of positive ints, got "a"'),
+    (lambda: L.gcn_classifier(2, 2, hidden=[0]), r"gcn_classifier: hidden must be a list of positive ints"),
+    (lambda: L.global_avg_pool(axis=5).init(seed=0, input_shape=[3, 4]),
+     r"global_avg_pool: axis=5 is outside inputs of per-sample shape \[3, 4\]"),
 ])
 def test_layer_options_are_checked_when_made(make, message):
     with pytest.raises(ApsiError, match=message):

@@ -77,3 +77,8 @@ def test_summary_is_a_rich_table_on_a_terminal_and_text_otherwise(monkeypatch, c
     table = capsys.readouterr().out
     assert "┏━" in table and "layer" in table and "│   dense_1 │ dense" in table
     assert table.endswith("total parameters: 58\n")
+
+
+def test_one_hidden_width_may_be_an_int():
+    assert repr(L.mlp(2, 2, hidden=4)) == "mlp(2, 2, hidden=[4])"
+    assert nn.param_count(L.mlp(2, 2, hidden=4).init(seed=0)) == 2 * 4 + 4 + 4 * 2 + 2

@@ -225,7 +225,7 @@ def as_array(fn, arg, value):
     return arr
 
 
-def _wants_ids(model):
+def wants_ids(model):
     layer = model
     while True:
         kids = layer.children()
@@ -245,12 +245,12 @@ def _arrays(fn, arg, value, several, count):
 
 def _data(fn, model, inputs, targets, mask, several_in, several_out, loss, need_targets):
     xs = _arrays(fn, "inputs", inputs, several_in, _input_count(model))
-    ids = _wants_ids(model)
+    ids = wants_ids(model)
     for i, a in enumerate(xs):
         if a.ndim == 0:
             raise ApsiError(f"{fn}: inputs must have a batch axis (one row per sample), got a scalar")
         if ids:
-            xs[i] = _token_ids(fn, model, a)
+            xs[i] = token_ids(fn, model, a)
         elif a.dtype != np.float64:
             xs[i] = a.astype(np.float64)
     n = len(xs[0])
@@ -273,7 +273,7 @@ def _data(fn, model, inputs, targets, mask, several_in, several_out, loss, need_
     return Data(inputs=xs, targets=ys, n=n, mask=_mask(fn, mask, n, xs))
 
 
-def _token_ids(fn, model, a):
+def token_ids(fn, model, a):
     if a.dtype.kind == "f":
         if not np.all(a == np.round(a)):
             raise ApsiError(f"{fn}: the model starts with an embedding, so inputs must be int token ids; "
