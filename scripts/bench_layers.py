@@ -4,7 +4,8 @@ of ratios; asserts nothing.
 
     python scripts/bench_layers.py [--steps 20] [--rounds 2] [--threads N] [--only mlp,cnn]
 
-Models (each side in its own subprocess; the median step of --steps after warm-up, best of --rounds):
+Models (each side in its own subprocess; the median step of at least --steps steps and at least 0.5 s of
+timed work after warm-up, best of --rounds):
   mlp          784-512-512-10, batch 256                       target <= 1.5x torch, <= 1.25x NumPy
   cnn          conv16-pool-conv32-pool-dense on 1x28x28, b 64  target <= 2x torch
   lstm         LSTM(32 -> 128) over 32 steps + dense, b 64     target <= 2x torch
@@ -32,6 +33,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 LR = 1e-3
+MIN_WORK = 0.5          # seconds of timed steps each side runs at least (short steps are repeated)
 
 # --- data shared by both sides ---------------------------------------------------------------------
 
@@ -390,11 +392,12 @@ def run_worker(name, steps):
     for _ in range(3):
         step()
     samples = []
-    for _ in range(steps):
+    while len(samples) < steps or sum(samples) < MIN_WORK:     # >= `steps` and >= 0.5 s of work
         t0 = time.perf_counter()
         step()
         samples.append(time.perf_counter() - t0)
-    out = {"seconds": statistics.median(samples), "via": VIA.get("apsi")}
+    out = {"seconds": statistics.median(samples), "steps": len(samples), "work": sum(samples),
+           "via": VIA.get("apsi")}
     if name == "apsi-dense":
         out["gemm"] = gemm_seconds()
     return out
@@ -442,8 +445,12 @@ def main():
         return (sec[a] / sec[b]) if a in sec and b in sec else None
 
     via = {r.get("via") for r in best.values()} - {None}
-    print(f"threads: {args.threads or 'default'}; median of {args.steps} steps, best of {args.rounds} "
-          f"rounds; NumPy side built with the {', '.join(sorted(via)) or '-'}")
+    counts = [r["steps"] for r in best.values()] or [0]
+    work = [r["work"] for r in best.values()] or [0.0]
+    print(f"threads: {args.threads or 'default'}; median step of {min(counts)}-{max(counts)} "
+          f"steps per process (at least {args.steps} and {MIN_WORK} s of work; least work "
+          f"{min(work):.2f} s), best of {args.rounds} rounds; NumPy side built with the "
+          f"{', '.join(sorted(via)) or '-'}")
     print(f"{'model':12} {'numpy (layers)':>15} {'torch (hand)':>13} {'ratio':>7} {'target':>8}  status")
     for m in models:
         if m == "dense":
