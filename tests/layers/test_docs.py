@@ -15,7 +15,7 @@ EXPECTED = [
     'sequential(dense(8, activation="relu"), batch_norm(), dense(1))\n'
     '["dense.w", "dense.b", "batch_norm.gamma", "batch_norm.beta", "batch_norm.state.mean", '
     '"batch_norm.state.var", "dense_1.w", "dense_1.b"]',
-    "(2, 3)\n(4, 2)\ntensor([[ 0.5 , -0.75]])",
+    "(2, 3)\n(4, 2)\ntensor([[ 0.5 , -0.75]])\nlambda_layer(<fn <lambda>>) tensor([[2.]])",
     '["ea.w", "ea.b", "score.w", "score.b"]\n(1, 8)',
     None,                    # summary: checked below
 ]
