@@ -192,3 +192,26 @@ def test_every_optimizer_name_is_nns_optimizer_with_its_defaults(name):
     assert type(plan.opt) is type(fresh) and vars(plan.opt) == vars(fresh)
     r = L.fit(net, net.init(seed=0), nn.Tensor(X), nn.Tensor(Y), loss="mse", opt=name, epochs=8, batch_size=8)
     assert r.history[-1] < r.history[0]
+
+
+def test_named_losses_compute_their_formulas():
+    """history[0] of a full-batch fit with lr 0 is the loss of the initial model, as written."""
+    net = L.mlp(3, 2, hidden=[4])
+    p = net.init(seed=0)
+    out = L.predict(net, p, nn.Tensor(X)).data
+    t = rng.standard_normal((40, 2))
+    labels = (X[:, 0] > 0).astype(int)
+    bits = (t > 0).astype(float)
+    d = out - t
+    a = np.abs(d)
+    z = out - out.max(1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(1, keepdims=True))
+    want = {
+        "mse": ((d ** 2).mean(), t), "mae": (a.mean(), t),
+        "huber": (np.where(a < 1, 0.5 * d ** 2, a - 0.5).mean(), t),
+        "cross_entropy": (-logp[np.arange(40), labels].mean(), labels.astype(float)),
+        "bce": ((np.maximum(out, 0) - out * bits + np.log1p(np.exp(-np.abs(out)))).mean(), bits),
+    }
+    for loss, (value, target) in want.items():
+        r = L.fit(net, p, nn.Tensor(X), nn.Tensor(target), loss=loss, opt=nn.sgd(lr=0.0), batch_size=40)
+        assert np.isclose(r.history[0], value, rtol=1e-12, atol=0), loss
