@@ -91,6 +91,9 @@ def test_token_ids_out_of_range():
     lm = L.transformer_lm(5, d=4, heads=2, layers=1, context=4)
     with pytest.raises(ApsiError, match=r"token id 7 is out of range for embedding\(5, 4\) \(ids 0..4\)"):
         L.fit(lm, lm.init(seed=0), [[1, 7]], [[1, 2]], loss="cross_entropy")
+    with pytest.raises(ApsiError, match=r"\(inputs of shape \[3\]\); the model takes per-sample inputs \[\?\], so "
+                                        r"batches of shape \[N, \?\]: give one sample as a batch of one, \[x\]"):
+        L.predict(lm, lm.init(seed=0), [1, 2, 3])
     with pytest.raises(ApsiError, match=r"generate: token id 9 is out of range for embedding\(5, 4\)"):
         L.generate(lm, lm.init(seed=0), [1, 9], steps=2)
     with pytest.raises(ApsiError, match=r"positions: sequences of 6 steps are longer than context=4"):

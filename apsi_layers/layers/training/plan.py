@@ -162,7 +162,8 @@ def check_params(fn, model, params, data):
     try:
         spec, out = model.build(rng, shape)
     except ApsiError as e:
-        raise ApsiError(f"{fn}: {e.message} (inputs of shape {fmt(_full(data.inputs))})") from None
+        hint = _rank_hint(model, shape)
+        raise ApsiError(f"{fn}: {e.message} (inputs of shape {fmt(_full(data.inputs))}){hint}") from None
     if not isinstance(params, Record | list | tuple | dict) and not isinstance(params, Tensor):
         raise ApsiError(f"{fn}: params must be the parameter tree from model.init(seed=0), "
                         f"not {show(params, True)}")
@@ -190,6 +191,19 @@ def check_params(fn, model, params, data):
                             f"{list(s.shape)} for inputs of per-sample shape {fmt(shape)}; the data and "
                             f"the model disagree (or the parameters belong to another model)")
     return out
+
+
+def _rank_hint(model, shape):
+    """Why the shapes may disagree, when the model knows its per-sample input and the data has
+    another number of axes (most often one sample given without its batch axis)."""
+    known = model.known_input()
+    if not isinstance(known, tuple) or not isinstance(shape, tuple) or len(known) == len(shape):
+        return ""
+    batch = "[N, " + fmt(known)[1:]
+    hint = f"; the model takes per-sample inputs {fmt(known)}, so batches of shape {batch}"
+    if len(shape) == len(known) - 1:
+        hint += ": give one sample as a batch of one, [x]"
+    return hint
 
 
 def _layer_of(trace, name):
