@@ -69,3 +69,18 @@ def test_gin_sums_the_neighbours(eps, train):
     h = (1.0 + eps) * X + adjacency() @ X
     h = np.maximum(h @ p.w1.data + p.b1.data, 0.0)
     close(y, h @ p.w2.data + p.b2.data)
+
+
+def test_the_graph_may_be_a_record_or_a_pair_with_the_node_count():
+    from apsi_lang.errors import ApsiError
+    from apsi_lang.values import Record
+
+    layer = L.gcn_layer(3)
+    p, y = run(layer)
+    x = nn.Tensor(X)
+    for graph in (Record(edges=EDGES, nodes=N), [nn.Tensor(EDGES.astype(float)), N], EDGES.tolist()):
+        assert np.array_equal(L.predict(layer, p, x, graph=graph).data, y)
+    with pytest.raises(ApsiError, match=r"the graph has an edge to node 4, outside 0..3"):
+        L.predict(layer, p, nn.Tensor(X[:4]), graph=EDGES)
+    with pytest.raises(ApsiError, match=r"graph= as a record needs a field edges"):
+        L.predict(layer, p, x, graph=Record(nodes=N))

@@ -82,3 +82,15 @@ def test_summary_is_a_rich_table_on_a_terminal_and_text_otherwise(monkeypatch, c
 def test_one_hidden_width_may_be_an_int():
     assert repr(L.mlp(2, 2, hidden=4)) == "mlp(2, 2, hidden=[4])"
     assert nn.param_count(L.mlp(2, 2, hidden=4).init(seed=0)) == 2 * 4 + 4 + 4 * 2 + 2
+
+
+def test_init_draws_pytorch_style_values_from_pcg64():
+    """init(seed=0) is NumPy's PCG64 stream in build order: the same numbers on every machine."""
+    p = L.mlp(2, 3, hidden=[4]).init(seed=0)
+    g = np.random.default_rng(0)
+    b1, b2 = 1 / np.sqrt(2), 1 / np.sqrt(4)
+    want = [g.uniform(-b1, b1, (2, 4)), g.uniform(-b1, b1, 4), g.uniform(-b2, b2, (4, 3)),
+            g.uniform(-b2, b2, 3)]
+    got = [p.dense.w, p.dense.b, p.dense_1.w, p.dense_1.b]
+    for a, b in zip(got, want, strict=True):
+        assert a.data.dtype == np.float64 and np.array_equal(a.data, b)
