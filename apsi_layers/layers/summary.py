@@ -4,10 +4,10 @@ A rich table on a terminal, aligned plain text otherwise."""
 import sys
 
 from apsi_lang.errors import ApsiError
-from apsi_lang.values import show
+from apsi_lang.values import Record, show
 from apsi_layers.nn import tree
 
-from .base import Layer, build_root, fmt
+from .base import Layer, build_root, fmt, leaf_shapes
 from .init_rng import ShapeRng
 
 HEADER = ("layer", "kind", "output shape", "params")
@@ -30,9 +30,29 @@ def rows(model, params=None, input_shape=None):
         depth = path.count(".") + (1 if path else 0)
         table.append(("  " * depth + (path.rsplit(".", 1)[-1] if path else "(model)"), layer.label(),
                       fmt(output), f"{count:,}"))
-    total = tree.param_count(params) if params is not None else \
-        sum(s.size for s in tree.leaves(rng.trace[0][4]))
-    return table, total
+    spec = rng.trace[0][4]
+    if params is not None:
+        _check_tree(params, spec)
+    return table, sum(s.size for s in tree.leaves(spec)) if tree.leaves(spec) else 0
+
+
+def _check_tree(params, spec):
+    """The parameters must be this model's: the same dotted names with the same shapes."""
+    if not isinstance(params, Record):
+        raise ApsiError(f"summary: params must be the parameter tree from model.init(seed=0), "
+                        f"not {show(params, True)}")
+    want = dict(leaf_shapes(spec)) if tree.leaves(spec) else {}
+    have = dict(leaf_shapes(params)) if tree.leaves(params) else {}
+    for name in list(want) + [n for n in have if n not in want]:
+        if name not in have:
+            problem = f"is missing (the model needs shape {list(want[name])})"
+        elif name not in want:
+            problem = "is not part of the model"
+        elif have[name] != want[name]:
+            problem = f"has shape {list(have[name])} but the model needs {list(want[name])}"
+        else:
+            continue
+        raise ApsiError(f"summary: parameter {name} {problem}; use model.init(seed=0) of this model")
 
 
 def summary(model, params=None, input_shape=None):

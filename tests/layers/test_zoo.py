@@ -94,3 +94,15 @@ def test_init_draws_pytorch_style_values_from_pcg64():
     got = [p.dense.w, p.dense.b, p.dense_1.w, p.dense_1.b]
     for a, b in zip(got, want, strict=True):
         assert a.data.dtype == np.float64 and np.array_equal(a.data, b)
+
+
+def test_summary_checks_the_parameters_belong_to_the_model():
+    from apsi_lang.errors import ApsiError
+
+    net = L.mlp(2, 2, hidden=[4])
+    with pytest.raises(ApsiError, match=r"summary: parameter dense.w has shape \[3, 4\] but the model needs "
+                                        r"\[2, 4\]"):
+        L.summary(net, L.mlp(3, 2, hidden=[4]).init(seed=0))
+    with pytest.raises(ApsiError, match=r"summary: parameter dense.w is missing \(the model needs shape "
+                                        r"\[2, 4\]\)"):
+        L.summary(net, net.init(seed=0).dense)
