@@ -43,8 +43,17 @@ def atomic_open(path, mode="w", encoding=None):
             os.unlink(tmp)
 
 
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
 def open_checked(resolved, mode="r", encoding=None):
     """Open a path resolved by permissions.check_path. O_NOFOLLOW: if the last part became a symlink
     since the check, the open fails instead of following it."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    return open(resolved, mode, encoding=encoding, opener=lambda p, _: os.open(p, flags))
+    return open(resolved, mode, encoding=encoding, opener=lambda p, _: os.open(p, os.O_RDONLY | _NOFOLLOW))
+
+
+def append_checked(resolved, encoding="utf-8"):
+    """Open a resolved path to add at its end (created with 0666 minus the umask, as any program's new
+    file), not following a last part that became a symlink since the check."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW
+    return open(resolved, "a", encoding=encoding, opener=lambda p, _: os.open(p, flags, 0o666))

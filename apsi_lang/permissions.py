@@ -116,33 +116,57 @@ def resolve(path):
     return Path(os.path.realpath(os.path.expanduser(str(path))))
 
 
-# Inside the project, what grants permissions or runs code: apsi.toml, programs, Python sources and
-# the compiled or native modules `python -m apsi` would import from the folder.
-PROTECTED_NAMES = ("apsi.toml",)
-PROTECTED_SUFFIXES = (".apsi", ".py", ".pyc", ".pyw", ".pth", ".so", ".pyd")
+# Inside the project, what grants permissions or runs code: apsi.toml, programs and scripts, Python
+# sources and the compiled or native modules `python -m apsi` would import from the folder (and the
+# libraries a Windows program loads from it), and the files that tell pip, pytest or make what to run.
+PROTECTED_NAMES = {
+    "apsi.toml": "apsi.toml grants permissions",
+    "pyproject.toml": "it tells pip and other tools which code to build and run",
+    "setup.cfg": "it tells pip and other tools which code to build and run",
+    "tox.ini": "it tells tox and pytest which commands to run",
+    "pytest.ini": "it tells pytest which code to load",
+    "requirements.txt": "pip installs what it lists",
+    "makefile": "make runs the commands in it",
+    "gnumakefile": "make runs the commands in it",
+}
+PROTECTED_SUFFIXES = (".apsi", ".py", ".pyc", ".pyo", ".pyw", ".pyz", ".pth", ".so", ".pyd", ".dll",
+                      ".dylib", ".sh", ".bash", ".zsh", ".fish", ".ps1", ".bat", ".cmd", ".ipynb")
 
 
 def protected_reason(written, target, root):
     """Why writing `written` (resolving to `target`) inside the project needs --allow-write, or None.
-    Both the name the program wrote and the file it reaches count (a link named x.apsi, or a link
-    to apsi.toml)."""
-    literal = Path(os.path.abspath(os.path.expanduser(written)))
-    for path in (literal, target):
+    Every name that leads there counts: the name as written (with its folder resolved, so an absolute
+    path through a link such as /proc/self/cwd is judged by the same names), and the file it reaches
+    (a link named x.apsi, or a link to apsi.toml). Names are compared ignoring case and trailing dots
+    and spaces, as case-insensitive file systems (macOS, Windows) do."""
+    root = resolve(root)
+    lexical = Path(os.path.abspath(os.path.expanduser(written)))
+    named = resolve(lexical.parent) / lexical.name
+    for path in (lexical, named, target):
         try:
-            parts = path.relative_to(resolve(root)).parts
+            parts = path.relative_to(root).parts
         except ValueError:
             continue        # outside the project: the read/write grants decide
         if not parts:
+            if path == target:
+                return "the project folder itself"
             continue
-        name = parts[-1]
-        if name in PROTECTED_NAMES:
-            return "apsi.toml grants permissions"
-        if name.endswith(PROTECTED_SUFFIXES):
-            return "programs and Python files run code"
-        hidden = [p for p in parts if p.startswith(".") or p == "__pycache__"]
-        if hidden:
-            return f"'{hidden[0]}' holds tools' settings or code (files named with a leading '.' and " \
-                   "what is under such folders are protected)"
+        reason = _protected_name(parts)
+        if reason:
+            return reason
+    return None
+
+
+def _protected_name(parts):
+    name = parts[-1].casefold().rstrip(" .")
+    if name in PROTECTED_NAMES:
+        return PROTECTED_NAMES[name]
+    if name.endswith(PROTECTED_SUFFIXES):
+        return "programs, scripts and Python files run code"
+    hidden = [p for p in parts if p.startswith(".") or p.casefold().rstrip(" .") == "__pycache__"]
+    if hidden:
+        return f"'{hidden[0]}' holds tools' settings or code (files named with a leading '.' and " \
+               "what is under such folders are protected)"
     return None
 
 
@@ -211,7 +235,11 @@ def denial_message(permission, what, path=None, name=None, reason="outside"):
     flag = f"--allow-{permission}"
     where = ""
     if path is not None and permission in PATH_PERMISSIONS:
-        folder = os.path.dirname(path.rstrip("/")) or "."
+        folder = _folder_of(path)
+        if reason == "the project folder itself":
+            return (f"{what} needs permission 'write' for {path}: it is the project folder itself "
+                    "(deleting or replacing it changes the folder above it); if this program should, "
+                    f"run with --allow-write={path}")
         if reason != "outside":
             return (f"{what} needs permission 'write' for {path}: it is a protected file in the project "
                     f"folder ({reason}); if this program should change it, run with "
@@ -228,3 +256,12 @@ def denial_message(permission, what, path=None, name=None, reason="outside"):
                 f"(or [run] {key} = [\"{name}\"] in apsi.toml)")
     return (f"{what} needs permission '{permission}'{where}: run with {flag} "
             f"(or [run] allow = [\"{permission}\"] in apsi.toml)")
+
+
+def _folder_of(path):
+    """The folder to suggest granting for `path` as written: its parent, or itself for '/', '..', '~'."""
+    stripped = path.rstrip("/") or "/"
+    last = os.path.basename(stripped)
+    if stripped == "/" or last in ("..", ".") or (last.startswith("~") and "/" not in stripped):
+        return stripped
+    return os.path.dirname(stripped) or "."
