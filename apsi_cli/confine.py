@@ -25,8 +25,9 @@ from . import landlock, seccomp
 SWITCH = "APSI_NO_CONFINE"
 
 READ = ("read_file", "read_dir")
-# What writing data files needs: atomic writes create a temporary file beside the target (opened
-# read-write, so read_file too) and rename it over; REFER lets files move between folders.
+# What writing data files needs: atomic writes create a temporary file beside the target (write-only:
+# apsi_lang/files.py) and rename it over; REFER lets files move between folders. A folder granted
+# for writing only is not readable: reading needs `read` (the project folder is in both lists).
 WRITE = ("write_file", "truncate", "make_reg", "make_dir", "remove_file", "remove_dir", "refer")
 # Symlinks, fifos and sockets: no Apsi function makes them, programs started with `run` may.
 SPECIAL = ("make_sym", "make_fifo", "make_sock")
@@ -39,7 +40,8 @@ HANDLED = READ + WRITE + SPECIAL + ("execute", "make_char", "make_block", "ioctl
 # secrets (/etc/passwd, ~/.ssh, the shared temporary folder, /proc/self/environ).
 SYSTEM_READ = ("/lib", "/lib64", "/lib32", "/usr/lib", "/usr/lib64", "/usr/lib32", "/usr/local/lib",
                "/etc/ld.so.cache", "/etc/localtime", "/usr/share/zoneinfo", "/usr/share/locale",
-               "/usr/share/i18n", "/sys/devices/system/cpu", "/dev/urandom", "/dev/random", "/dev/zero")
+               "/usr/share/i18n", "/sys/devices/system/cpu", "/dev/null", "/dev/urandom", "/dev/random",
+               "/dev/zero")
 SYSTEM_WRITE = ("/dev/null",)
 # `net`: name resolution and TLS certificates. `run`: the programs and their data.
 NET_READ = ("/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/gai.conf", "/etc/host.conf",
@@ -94,7 +96,8 @@ def policy(grants):
     name (--allow-run=git) may start others, a host (--allow-net=example.com) is any host on its ports;
     denials inside what is granted (--deny-read=PATH) are the language's checks alone."""
     read = None if _whole(grants, "read") else (
-        python_paths() + SYSTEM_READ + (NET_READ + _certificates() if _some(grants, "net") else ())
+        (str(grants.project_root),) + python_paths() + SYSTEM_READ
+        + (NET_READ + _certificates() if _some(grants, "net") else ())
         + (RUN_READ if _some(grants, "run") else ())
         + (tuple(grants.read_paths) if "read" not in grants.denied else ()))
     write = None if _whole(grants, "write") else (
@@ -238,7 +241,7 @@ def ruleset(p, version):
     for path in p.read or ():
         rules.allow_path(path, rights(*READ))
     for path in p.write or ():
-        rules.allow_path(path, rights(*READ, *WRITE, *(SPECIAL if p.execute else ())))
+        rules.allow_path(path, rights(*WRITE, *(SPECIAL if p.execute else ())))
     for port in (p.ports or ()) if p.net else ():
         rules.allow_port(port, landlock.mask(landlock.NET, ("connect_tcp",), version))
     if p.write is None and version >= 2:

@@ -11,6 +11,7 @@ import stat
 from contextlib import contextmanager
 
 _umask = None
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 def umask():
@@ -25,25 +26,33 @@ def umask():
 @contextmanager
 def atomic_open(path, mode="w", encoding=None):
     """Write to a temporary file in the target's folder; it replaces `path` only if the block succeeds."""
-    import tempfile  # not at import time: it pulls in random and shutil
-
     folder = os.path.dirname(os.path.abspath(path))
     try:
         keep = stat.S_IMODE(os.stat(path).st_mode)      # an existing file keeps its mode
     except FileNotFoundError:
         keep = 0o666 & ~umask()
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".", suffix=".tmp")
+    fd, tmp = _temporary(folder)
     try:
         os.fchmod(fd, keep)
         with os.fdopen(fd, mode, encoding=encoding) as f:
             yield f
         os.replace(tmp, path)
     finally:
-        if os.path.exists(tmp):
+        if os.path.lexists(tmp):
             os.unlink(tmp)
 
 
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+def _temporary(folder):
+    """A new file beside the target, opened write-only (tempfile.mkstemp opens read-write, which the
+    kernel's confinement refuses where only writing is granted), never through a link."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW
+    for _ in range(100):
+        tmp = os.path.join(folder, f".{os.urandom(6).hex()}.tmp")
+        try:
+            return os.open(tmp, flags, 0o600), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name in {folder}")
 
 
 def open_checked(resolved, mode="r", encoding=None):

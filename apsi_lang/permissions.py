@@ -28,6 +28,10 @@ PATH_PERMISSIONS = ("read", "write")
 NAME_PERMISSIONS = ("env", "run", "net")
 
 
+def _home_now():
+    return os.path.expanduser("~")
+
+
 @dataclass(frozen=True)
 class Grants:
     """The permissions in force: whole grants, path grants, and the project folder."""
@@ -43,6 +47,8 @@ class Grants:
     # denials win over every grant: whole permissions, and ((permission, (name or path, …)), …)
     denied: frozenset = frozenset()
     denied_scopes: tuple = ()
+    # the home folder `~` means, taken when the grants are made (before the environment is cleaned)
+    home: str = field(default_factory=_home_now)
 
     def allows(self, permission, path=None, name=None):
         if permission not in PERMISSIONS:
@@ -113,7 +119,18 @@ def _name_matches(permission, name, granted):
 
 def resolve(path):
     """An absolute path with symlinks and `..` resolved, so neither can step outside a granted folder."""
-    return Path(os.path.realpath(os.path.expanduser(str(path))))
+    return Path(os.path.realpath(expand_home(str(path))))
+
+
+def expand_home(path):
+    """`~` and `~/…` name the home folder as $HOME said when the grants were made (the kernel's
+    confinement then removes $HOME, and with it os.path.expanduser's answer). `~name/…` is left as
+    written: check_path refuses it (looking the user up would tell a program which users exist)."""
+    if path == "~":
+        return _current.home
+    if path.startswith("~/"):
+        return _current.home.rstrip("/") + path[1:]
+    return path
 
 
 # Inside the project, what grants permissions or runs code: apsi.toml, programs and scripts, Python
@@ -140,7 +157,7 @@ def protected_reason(written, target, root):
     (a link named x.apsi, or a link to apsi.toml). Names are compared ignoring case and trailing dots
     and spaces, as case-insensitive file systems (macOS, Windows) do."""
     root = resolve(root)
-    lexical = Path(os.path.abspath(os.path.expanduser(written)))
+    lexical = Path(os.path.abspath(expand_home(written)))
     named = resolve(lexical.parent) / lexical.name
     for path in (lexical, named, target):
         try:
@@ -182,10 +199,13 @@ def check_path(permission, path, what, follow=True):
         raise ApsiError(f"{what}: a path must be a string, not {a_type(path)}")
     if not path or "\0" in path:
         raise ApsiError(f"{what}: {path!r} is not a file name")
+    if path.startswith("~") and not (path == "~" or path.startswith("~/")):
+        raise ApsiError(f"{what}: only ~ (your home folder) is understood, not ~name; write the "
+                        f"folder itself, or ./{path} for a folder named {path.split('/')[0]}")
     if follow:
         target = resolve(path)
     else:
-        literal = os.path.abspath(os.path.expanduser(path))
+        literal = os.path.abspath(expand_home(path))
         target = resolve(os.path.dirname(literal)) / os.path.basename(literal)
     reason = _current.refusal(permission, path, target)
     if reason is None:

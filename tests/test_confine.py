@@ -486,3 +486,30 @@ def test_the_filter_program_jumps_where_it_says():
     assert jumps and all(i + 1 + max(jt, jf) < len(code) for i, jt, jf in jumps)
     rets = [k for op, _, _, k in code if op == 0x06]
     assert rets == [0x7FFF0000, 0x00050000 | 13, 0x7FFF0000, 0x00050000 | 38]
+
+
+# ---- write grants under the confinement: what the program may write it can write, nothing more ----
+
+@pytest.mark.parametrize("flags", [["--allow-write"], ["--allow-write={outside}"]])
+def test_write_grants_write_atomically_and_keep_the_project_readable(place, flags):
+    """`--allow-write` alone once left the project unreadable and atomic writes refused under the
+    confinement (the temporary file was opened read-write, the project had no read rule)."""
+    target = place["outside"] / "out.txt"
+    flags = [f.format(outside=place["outside"]) for f in flags]
+    program = (f'print(read_text("inside.txt"))\nwrite_text("{target}", "new")\n'
+               f'append_text("{target}", "!")\nwrite_text("here.txt", "h")\n')
+    for env in ({}, OFF):
+        target.unlink(missing_ok=True)
+        assert apsi([*flags, "-e", program], place["proj"], env=env)[:2] == (0, "inside\n")
+        assert target.read_text() == "new!" and (place["proj"] / "here.txt").read_text() == "h"
+
+
+@needs_landlock
+def test_a_folder_granted_for_writing_is_not_readable(hole, place):
+    flag = f"--allow-write={place['outside']}"
+    secret = place["outside"] / "secret.txt"
+    assert through_hole(place, hole, "read", secret, flag) == "denied EACCES"
+    assert through_hole(place, hole, "write", place["outside"] / "planted.txt", flag) == "ok"
+    both = [flag, f"--allow-read={place['outside']}"]
+    assert through_hole(place, hole, "read", secret, *both).startswith("ok")
+    assert through_hole(place, hole, "read", secret, flag, env=OFF) == "ok secret outside"
