@@ -4,8 +4,9 @@ Permissions: python, read, write, net, env, run. They come from command-line fla
 Reading and writing inside the project folder (the folder of the nearest apsi.toml, else the
 program's folder) needs nothing; outside it, `read`/`write` must be granted (whole, or for paths).
 Inside it, files that grant permissions or run code are protected (`protected_reason`): writing
-apsi.toml, *.apsi, *.py (and compiled or native Python modules) or anything named with, or under a
-folder named with, a leading '.' (.git/, .venv/, .bashrc) needs `write` granted for that path.
+apsi.toml, *.apsi, *.py (and compiled or native Python modules), scripts, the files that tell pip,
+pytest or make what to run, or anything named with, or under a folder named with, a leading '.'
+(.git/, .venv/, .bashrc) needs `write` granted for that path (docs/permissions.md has the list).
 
 Paths are `str` only. `check_path` resolves a path once (`~`, `..`, symlinks) and returns the
 resolved path, which the caller opens, so what is checked is what is opened; messages show the path
