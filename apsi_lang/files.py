@@ -61,8 +61,23 @@ def open_checked(resolved, mode="r", encoding=None):
     return open(resolved, mode, encoding=encoding, opener=lambda p, _: os.open(p, os.O_RDONLY | _NOFOLLOW))
 
 
+class HardLinked(OSError):
+    """The file has other names (hard links), which the path check never saw."""
+
+
 def append_checked(resolved, encoding="utf-8"):
     """Open a resolved path to add at its end (created with 0666 minus the umask, as any program's new
-    file), not following a last part that became a symlink since the check."""
+    file), not following a last part that became a symlink since the check. A file with other names
+    (hard links) is refused: adding to it would change a file under a name that was not checked (a
+    hard link to apsi.toml); an atomic write replaces the name instead, so it is safe there."""
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW
-    return open(resolved, "a", encoding=encoding, opener=lambda p, _: os.open(p, flags, 0o666))
+
+    def opener(p, _):
+        fd = os.open(p, flags, 0o666)
+        if os.fstat(fd).st_nlink > 1:
+            os.close(fd)
+            raise HardLinked(0, "the file has other names (hard links); write it whole with "
+                                "write_text, which gives this name its own file")
+        return fd
+
+    return open(resolved, "a", encoding=encoding, opener=opener)

@@ -414,3 +414,28 @@ def test_home_is_the_one_at_start_even_when_the_environment_loses_it(project, mo
     permissions.set_current(permissions.Grants(frozenset(), (str(home),), (), project.resolve()))
     monkeypatch.delenv("HOME")
     assert permissions.check_path("read", "~/secret.txt", "t") == str(home / "secret.txt")
+
+
+def test_appending_to_a_hard_link_of_a_protected_file_is_refused(project):
+    """A hard link is another name for the same file: no path check can see where else it is named."""
+    (project / "apsi.toml").write_text("[run]\n")
+    os.link(project / "apsi.toml", project / "log.txt")
+    message = refused('append_text("log.txt", "allow = [\\"python\\"]\\n")', match="hard links")
+    assert "append_text(\"log.txt\")" in message
+    assert (project / "apsi.toml").read_text() == "[run]\n"
+    run('write_text("log.txt", "fresh")')              # replaced: the name gets its own file
+    assert (project / "apsi.toml").read_text() == "[run]\n" and (project / "log.txt").read_text() == "fresh"
+    run('append_text("log.txt", "!")')
+    assert (project / "log.txt").read_text() == "fresh!"
+
+
+def test_load_params_names_a_linked_file_as_written(project):
+    np = pytest.importorskip("numpy")
+    (project / "runs" / "deep").mkdir(parents=True)
+    np.savez(project / "runs" / "deep" / "real.npz", **{"_hidden": np.zeros(2)})
+    os.symlink("runs/deep/real.npz", project / "m.npz")
+    message = refused('use nn\nload_params("m.npz")', match="is not a parameter name")
+    assert "m.npz" in message and "runs/deep" not in message and str(project) not in message
+    np.savez(project / "runs" / "deep" / "real.npz", w=np.zeros(2))
+    message = refused('use nn\nload_params("m.npz", like={w: zeros(3)})', match="does not match")
+    assert "load_params: m.npz does not match" in message and "deep" not in message
