@@ -439,3 +439,16 @@ def test_load_params_names_a_linked_file_as_written(project):
     np.savez(project / "runs" / "deep" / "real.npz", w=np.zeros(2))
     message = refused('use nn\nload_params("m.npz", like={w: zeros(3)})', match="does not match")
     assert "load_params: m.npz does not match" in message and "deep" not in message
+
+
+@pytest.mark.parametrize("form", ["-e", "stdin", "run"])
+def test_every_way_to_run_a_program_keeps_protected_files(tmp_path, form):
+    """`apsi -e`, a program on standard input (the REPL's way in without a terminal) and `apsi run`."""
+    code = ('write_text("apsi.toml", "[run]\\nallow = [\\"python\\"]\\n")\n')
+    (tmp_path / "p.apsi").write_text(code)
+    args = {"-e": ["-e", code], "stdin": [], "run": ["run", "p.apsi"]}[form]
+    rc, out, err = cli(args, tmp_path, stdin=code if form == "stdin" else None)
+    assert rc == 1 and "protected file" in err and "--allow-write=apsi.toml" in err, err
+    assert not (tmp_path / "apsi.toml").exists()
+    rc, out, err = cli(["--allow-write=apsi.toml", *args], tmp_path, stdin=code if form == "stdin" else None)
+    assert rc == 0, err
