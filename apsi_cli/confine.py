@@ -96,18 +96,25 @@ def policy(grants):
     name (--allow-run=git) may start others, a host (--allow-net=example.com) is any host on its ports;
     denials inside what is granted (--deny-read=PATH) are the language's checks alone."""
     read = None if _whole(grants, "read") else (
-        (str(grants.project_root),) + python_paths() + SYSTEM_READ
+        _project(grants) + python_paths() + SYSTEM_READ
         + (NET_READ + _certificates() if _some(grants, "net") else ())
         + (RUN_READ if _some(grants, "run") else ())
         + (tuple(grants.read_paths) if "read" not in grants.denied else ()))
     write = None if _whole(grants, "write") else (
-        (str(grants.project_root),) + SYSTEM_WRITE
+        _project(grants) + SYSTEM_WRITE
         + (tuple(_writable(p) for p in grants.write_paths) if "write" not in grants.denied else ()))
     return Policy(read=read, write=write, execute=_some(grants, "run"), net=_some(grants, "net"),
                   ports=None if _whole(grants, "net") else _ports(grants.scoped("net")),
                   env=True if _whole(grants, "env") else tuple(
                       n for n in (grants.scoped("env") if "env" not in grants.denied else ())
                       if not grants.denies("env", name=n)))
+
+
+def _project(grants):
+    """The project folder, which the program reads and writes freely; / is never one (apsi_lang's
+    permissions give nothing free there either)."""
+    root = str(grants.project_root)
+    return () if os.path.realpath(root) == "/" else (root,)
 
 
 def _ports(hosts):

@@ -81,7 +81,7 @@ class Grants:
             if reason:
                 return reason
         if _inside(target, self.project_root):
-            return None
+            return "root" if resolve(self.project_root) == Path("/") else None
         return "outside"
 
     def denies(self, permission, path=None, name=None):
@@ -261,6 +261,10 @@ def denial_message(permission, what, path=None, name=None, reason="outside"):
             return (f"{what} needs permission 'write' for {path}: it is the project folder itself "
                     "(deleting or replacing it changes the folder above it); if this program should, "
                     f"run with --allow-write={path}")
+        if reason == "root":
+            return (f"{what} needs permission '{permission}': the project folder is / (the whole file "
+                    "system), where nothing is free; run the program from a folder of its own, or with "
+                    f"--allow-{permission}={folder}")
         if reason != "outside":
             return (f"{what} needs permission 'write' for {path}: it is a protected file in the project "
                     f"folder ({reason}); if this program should change it, run with "

@@ -513,3 +513,9 @@ def test_a_folder_granted_for_writing_is_not_readable(hole, place):
     both = [flag, f"--allow-read={place['outside']}"]
     assert through_hole(place, hole, "read", secret, *both).startswith("ok")
     assert through_hole(place, hole, "read", secret, flag, env=OFF) == "ok secret outside"
+
+
+def test_the_file_system_root_is_not_a_project_for_the_kernel_either(tmp_path):
+    g = permissions.Grants(frozenset(), (), (str(tmp_path),), Path("/"))
+    p = confine.policy(g)
+    assert "/" not in p.read and "/" not in p.write and str(tmp_path) in p.write

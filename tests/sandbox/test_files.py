@@ -10,10 +10,12 @@
 
 import os
 import stat
+from pathlib import Path
 
 import pytest
 
 from apsi_lang import files, permissions, program
+from apsi_lang.errors import PermissionDenied
 
 from .helpers import cli, refused, run
 
@@ -452,3 +454,18 @@ def test_every_way_to_run_a_program_keeps_protected_files(tmp_path, form):
     assert not (tmp_path / "apsi.toml").exists()
     rc, out, err = cli(["--allow-write=apsi.toml", *args], tmp_path, stdin=code if form == "stdin" else None)
     assert rc == 0, err
+
+
+def test_the_file_system_root_is_no_project(project):
+    """`apsi -e` in / (a container's default folder) or a program kept in /: else /etc/cron.d and
+    /usr/local/bin would be free to write, and every file free to read."""
+    permissions.set_current(permissions.Grants(frozenset(), (), (), Path("/")))
+    for permission, path in (("read", "etc/hostname"), ("write", "/etc/cron.d/job"), ("write", "usr/x")):
+        with pytest.raises(PermissionDenied) as info:
+            permissions.check_path(permission, path, "t")
+        assert "the project folder is / (the whole file system)" in info.value.message
+        assert f"--allow-{permission}=" in info.value.message
+    permissions.set_current(permissions.Grants(frozenset(), (), (str(project),), Path("/")))
+    assert permissions.check_path("write", str(project / "out.txt"), "t") == str(project / "out.txt")
+    rc, out, err = cli(["-e", 'print(exists("etc/hostname"))'], "/")
+    assert rc == 1 and "the project folder is /" in err
