@@ -469,3 +469,11 @@ def test_the_file_system_root_is_no_project(project):
     assert permissions.check_path("write", str(project / "out.txt"), "t") == str(project / "out.txt")
     rc, out, err = cli(["-e", 'print(exists("etc/hostname"))'], "/")
     assert rc == 1 and "the project folder is /" in err
+
+
+def test_a_module_used_through_a_link_is_named_as_used(project):
+    (project / "real").mkdir()
+    (project / "real" / "impl.apsi").write_text("let x = \n")
+    os.symlink("real/impl.apsi", project / "lib.apsi")
+    rc, out, err = cli(["-e", "use lib"], project)
+    assert rc == 2 and err.startswith("lib.apsi:1:9") and "real" not in err and "impl" not in err
