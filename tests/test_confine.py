@@ -68,6 +68,11 @@ def attempt(what, arg=""):
             return "ok " + subprocess.run(arg.split(), capture_output=True, text=True).stdout.strip()
         if what == "env":
             return "ok " + str(os.environ.get(arg))
+        if what == "tiocsti":
+            import fcntl, termios
+            for ch in arg.encode():
+                fcntl.ioctl(0, termios.TIOCSTI, bytes([ch]))
+            return "ok"
         if what == "cenv":
             return "ok " + subprocess.run(["env"], capture_output=True, text=True).stdout
     except OSError as e:
@@ -485,7 +490,7 @@ def test_the_filter_program_jumps_where_it_says():
     jumps = [(i, jt, jf) for i, (op, jt, jf, _) in enumerate(code) if op in (0x15, 0x35)]
     assert jumps and all(i + 1 + max(jt, jf) < len(code) for i, jt, jf in jumps)
     rets = [k for op, _, _, k in code if op == 0x06]
-    assert rets == [0x7FFF0000, 0x00050000 | 13, 0x7FFF0000, 0x00050000 | 38]
+    assert rets == [0x7FFF0000, 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 13, 0x7FFF0000, 0x00050000 | 38]
 
 
 # ---- write grants under the confinement: what the program may write it can write, nothing more ----
@@ -519,3 +524,45 @@ def test_the_file_system_root_is_not_a_project_for_the_kernel_either(tmp_path):
     g = permissions.Grants(frozenset(), (), (str(tmp_path),), Path("/"))
     p = confine.policy(g)
     assert "/" not in p.read and "/" not in p.write and str(tmp_path) in p.write
+
+
+@pytest.mark.skipif(not seccomp.supported(), reason="the filter knows x86_64 and aarch64")
+def test_nothing_is_typed_into_the_terminal(hole, place):
+    """Standard input keeps its rights across the confinement; TIOCSTI on it would push characters into
+    the terminal, which the user's shell reads as a command once apsi exits."""
+    import fcntl
+    import pty
+    import termios
+
+    try:
+        legacy = Path("/proc/sys/dev/tty/legacy_tiocsti").read_text().strip() != "0"
+    except OSError:
+        legacy = True
+    if not legacy and os.getuid() != 0:
+        pytest.skip("this kernel refuses TIOCSTI to unprivileged processes already")
+
+    def attempt(env):
+        master, slave = pty.openpty()
+
+        def controlling():          # the terminal becomes the child's own, as in a shell
+            os.setsid()
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+        full = {k: v for k, v in os.environ.items() if not k.startswith("APSI_")}
+        full.update(PYTHONPATH=os.pathsep.join([str(ROOT), str(hole)]), **env)
+        code = 'use hole\nprint(attempt("tiocsti", "id\\n"))'
+        p = subprocess.run([sys.executable, "-m", "apsi", "-e", code],
+                           cwd=place["proj"], stdin=slave, capture_output=True, text=True, env=full,
+                           timeout=120, preexec_fn=controlling)
+        os.close(slave)
+        os.set_blocking(master, False)
+        try:
+            typed = os.read(master, 100)
+        except OSError:
+            typed = b""
+        os.close(master)
+        return p.stdout.strip(), typed
+
+    assert attempt({}) == ("denied EPERM", b"")
+    out, typed = attempt(OFF)                      # the hole is real
+    assert out == "ok" and b"id" in typed
