@@ -9,7 +9,9 @@ permissions refuse the program:
 - writes: the project folder and the `write` paths (which names inside the project are protected is the
   language wall's job: Landlock grants whole folders, see docs/permissions.md);
 - no program execution without `run`, no TCP connect (or listening) without `net`;
-- no sockets at all without `net`, and never Unix sockets (apsi_cli/seccomp.py);
+- no sockets at all without `net`, and never Unix sockets; no typing into the terminal; no files made
+  in memory (memfd_create, whose files Landlock cannot stop from being executed) without `run`
+  (apsi_cli/seccomp.py);
 - environment variables removed unless `env` grants them.
 On Linux this is Landlock (apsi_cli/landlock.py) and a seccomp filter; where the kernel lacks them, only
 the environment is cleaned and nothing is said. APSI_NO_CONFINE=1 turns the whole second wall off,
@@ -216,7 +218,7 @@ def apply(grants):
     try:
         if version:
             ruleset(p, version).restrict_self()
-        seccomp.install(NET_SOCKETS if p.net else ())
+        seccomp.install(NET_SOCKETS if p.net else (), memfd=p.execute)
     except OSError as e:
         from apsi_lang.errors import ApsiError
 

@@ -5,8 +5,10 @@ by its path (a Docker socket is a way out of any sandbox). This filter answers `
 families it is given and refuses every other with EACCES; io_uring, which can open sockets without the
 `socket` system call, is refused outright. It also refuses the two terminal ioctls that type into a
 terminal (TIOCSTI, TIOCLINUX): standard input, opened before the confinement, keeps its rights, and
-characters pushed into it would run as commands in the user's shell once apsi exits. Reference: the kernel's
-Documentation/userspace-api/seccomp_filter.rst (https://docs.kernel.org/userspace-api/seccomp_filter.html).
+characters pushed into it would run as commands in the user's shell once apsi exits. Unless programs
+may be started, memfd_create is refused too: Landlock checks the right to execute files beneath folders,
+and a file made in memory is beneath none, so `execve` of one would start any program copied there.
+Reference: the kernel's Documentation/userspace-api/seccomp_filter.rst (https://docs.kernel.org/userspace-api/seccomp_filter.html).
 """
 
 import ctypes
@@ -17,10 +19,11 @@ import sys
 
 AF_UNIX, AF_INET, AF_INET6, AF_NETLINK = 1, 2, 10, 16
 
-# architecture -> (AUDIT_ARCH_*, socket's number, io_uring_setup/enter/register, has the x32 ABI, ioctl's)
+# architecture -> (AUDIT_ARCH_*, socket's number, io_uring_setup/enter/register, has the x32 ABI, ioctl's,
+# memfd_create's)
 _ARCHES = {
-    "x86_64": (0xC000003E, 41, (425, 426, 427), True, 16),
-    "aarch64": (0xC00000B7, 198, (425, 426, 427), False, 29),
+    "x86_64": (0xC000003E, 41, (425, 426, 427), True, 16, 319),
+    "aarch64": (0xC00000B7, 198, (425, 426, 427), False, 29, 279),
 }
 TIOCSTI, TIOCLINUX = 0x5412, 0x541C
 _ARCHES["amd64"], _ARCHES["arm64"] = _ARCHES["x86_64"], _ARCHES["aarch64"]
@@ -48,14 +51,16 @@ def supported():
     return sys.platform.startswith("linux") and platform.machine().lower() in _ARCHES
 
 
-def program(families, machine=None):
+def program(families, machine=None, memfd=False):
     """The filter as (code, jt, jf, k) tuples: a list small enough to read."""
-    arch, socket_nr, uring, x32, ioctl_nr = _ARCHES[(machine or platform.machine()).lower()]
+    arch, socket_nr, uring, x32, ioctl_nr, memfd_nr = _ARCHES[(machine or platform.machine()).lower()]
     code = [("ld", _ARCH), ("jeq", arch, None, "enosys"), ("ld", _NR)]
     if x32:
         code.append(("jge", _X32_BIT, "enosys", None))        # x32 numbers would slip past the checks
     code.append(("jeq", socket_nr, "socket", None))
     code.append(("jeq", ioctl_nr, "ioctl", None))
+    if not memfd:
+        code.append(("jeq", memfd_nr, "eperm", None))
     code += [("jeq", nr, "enosys", None) for nr in uring]
     code.append(("ret", _ALLOW))
     code += [("label", "ioctl"), ("ld", _ARG1), ("jeq", TIOCSTI, "eperm", None),
@@ -90,12 +95,13 @@ def _assemble(code):
     return result
 
 
-def install(families):
+def install(families, memfd=False):
     """Install the filter on the calling thread (inherited by what it starts). Returns False where the
-    machine has no seccomp filters (or this architecture is not known here)."""
+    machine has no seccomp filters (or this architecture is not known here). memfd: allow memfd_create
+    (a process that may start programs anyway)."""
     if not supported():
         return False
-    code = program(families)
+    code = program(families, memfd=memfd)
     instructions = (_Instruction * len(code))(*[_Instruction(*c) for c in code])
     prog = _Program(len(code), instructions)
     libc = ctypes.CDLL(None, use_errno=True)
