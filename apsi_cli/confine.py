@@ -9,7 +9,9 @@ permissions refuse the program:
 - writes: the project folder and the `write` paths (which names inside the project are protected is the
   language wall's job: Landlock grants whole folders, see docs/permissions.md);
 - no program execution without `run`, no TCP connect (or listening) without `net`;
-- no sockets at all without `net`, and never Unix sockets (apsi_cli/seccomp.py);
+- no sockets at all without `net`, and never Unix sockets; no typing into the terminal; no files made
+  in memory (memfd_create, whose files Landlock cannot stop from being executed) without `run`
+  (apsi_cli/seccomp.py);
 - environment variables removed unless `env` grants them.
 On Linux this is Landlock (apsi_cli/landlock.py) and a seccomp filter; where the kernel lacks them, only
 the environment is cleaned and nothing is said. APSI_NO_CONFINE=1 turns the whole second wall off,
@@ -25,8 +27,9 @@ from . import landlock, seccomp
 SWITCH = "APSI_NO_CONFINE"
 
 READ = ("read_file", "read_dir")
-# What writing data files needs: atomic writes create a temporary file beside the target (opened
-# read-write, so read_file too) and rename it over; REFER lets files move between folders.
+# What writing data files needs: atomic writes create a temporary file beside the target (write-only:
+# apsi_lang/files.py) and rename it over; REFER lets files move between folders. A folder granted
+# for writing only is not readable: reading needs `read` (the project folder is in both lists).
 WRITE = ("write_file", "truncate", "make_reg", "make_dir", "remove_file", "remove_dir", "refer")
 # Symlinks, fifos and sockets: no Apsi function makes them, programs started with `run` may.
 SPECIAL = ("make_sym", "make_fifo", "make_sock")
@@ -39,7 +42,8 @@ HANDLED = READ + WRITE + SPECIAL + ("execute", "make_char", "make_block", "ioctl
 # secrets (/etc/passwd, ~/.ssh, the shared temporary folder, /proc/self/environ).
 SYSTEM_READ = ("/lib", "/lib64", "/lib32", "/usr/lib", "/usr/lib64", "/usr/lib32", "/usr/local/lib",
                "/etc/ld.so.cache", "/etc/localtime", "/usr/share/zoneinfo", "/usr/share/locale",
-               "/usr/share/i18n", "/sys/devices/system/cpu", "/dev/urandom", "/dev/random", "/dev/zero")
+               "/usr/share/i18n", "/sys/devices/system/cpu", "/dev/null", "/dev/urandom", "/dev/random",
+               "/dev/zero")
 SYSTEM_WRITE = ("/dev/null",)
 # `net`: name resolution and TLS certificates. `run`: the programs and their data.
 NET_READ = ("/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/gai.conf", "/etc/host.conf",
@@ -94,17 +98,25 @@ def policy(grants):
     name (--allow-run=git) may start others, a host (--allow-net=example.com) is any host on its ports;
     denials inside what is granted (--deny-read=PATH) are the language's checks alone."""
     read = None if _whole(grants, "read") else (
-        python_paths() + SYSTEM_READ + (NET_READ + _certificates() if _some(grants, "net") else ())
+        _project(grants) + python_paths() + SYSTEM_READ
+        + (NET_READ + _certificates() if _some(grants, "net") else ())
         + (RUN_READ if _some(grants, "run") else ())
         + (tuple(grants.read_paths) if "read" not in grants.denied else ()))
     write = None if _whole(grants, "write") else (
-        (str(grants.project_root),) + SYSTEM_WRITE
+        _project(grants) + SYSTEM_WRITE
         + (tuple(_writable(p) for p in grants.write_paths) if "write" not in grants.denied else ()))
     return Policy(read=read, write=write, execute=_some(grants, "run"), net=_some(grants, "net"),
                   ports=None if _whole(grants, "net") else _ports(grants.scoped("net")),
                   env=True if _whole(grants, "env") else tuple(
                       n for n in (grants.scoped("env") if "env" not in grants.denied else ())
                       if not grants.denies("env", name=n)))
+
+
+def _project(grants):
+    """The project folder, which the program reads and writes freely; / is never one (apsi_lang's
+    permissions give nothing free there either)."""
+    root = str(grants.project_root)
+    return () if os.path.realpath(root) == "/" else (root,)
 
 
 def _ports(hosts):
@@ -206,7 +218,7 @@ def apply(grants):
     try:
         if version:
             ruleset(p, version).restrict_self()
-        seccomp.install(NET_SOCKETS if p.net else ())
+        seccomp.install(NET_SOCKETS if p.net else (), memfd=p.execute)
     except OSError as e:
         from apsi_lang.errors import ApsiError
 
@@ -238,7 +250,7 @@ def ruleset(p, version):
     for path in p.read or ():
         rules.allow_path(path, rights(*READ))
     for path in p.write or ():
-        rules.allow_path(path, rights(*READ, *WRITE, *(SPECIAL if p.execute else ())))
+        rules.allow_path(path, rights(*WRITE, *(SPECIAL if p.execute else ())))
     for port in (p.ports or ()) if p.net else ():
         rules.allow_port(port, landlock.mask(landlock.NET, ("connect_tcp",), version))
     if p.write is None and version >= 2:

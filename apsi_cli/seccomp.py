@@ -3,8 +3,12 @@
 Landlock (apsi_cli/landlock.py) governs files and TCP ports, but not UDP, nor connecting to a Unix socket
 by its path (a Docker socket is a way out of any sandbox). This filter answers `socket()` for the address
 families it is given and refuses every other with EACCES; io_uring, which can open sockets without the
-`socket` system call, is refused outright. Reference: the kernel's
-Documentation/userspace-api/seccomp_filter.rst (https://docs.kernel.org/userspace-api/seccomp_filter.html).
+`socket` system call, is refused outright. It also refuses the two terminal ioctls that type into a
+terminal (TIOCSTI, TIOCLINUX): standard input, opened before the confinement, keeps its rights, and
+characters pushed into it would run as commands in the user's shell once apsi exits. Unless programs
+may be started, memfd_create is refused too: Landlock checks the right to execute files beneath folders,
+and a file made in memory is beneath none, so `execve` of one would start any program copied there.
+Reference: the kernel's Documentation/userspace-api/seccomp_filter.rst (https://docs.kernel.org/userspace-api/seccomp_filter.html).
 """
 
 import ctypes
@@ -15,11 +19,13 @@ import sys
 
 AF_UNIX, AF_INET, AF_INET6, AF_NETLINK = 1, 2, 10, 16
 
-# architecture -> (AUDIT_ARCH_*, socket's number, io_uring_setup/enter/register, has the x32 ABI)
+# architecture -> (AUDIT_ARCH_*, socket's number, io_uring_setup/enter/register, has the x32 ABI, ioctl's,
+# memfd_create's)
 _ARCHES = {
-    "x86_64": (0xC000003E, 41, (425, 426, 427), True),
-    "aarch64": (0xC00000B7, 198, (425, 426, 427), False),
+    "x86_64": (0xC000003E, 41, (425, 426, 427), True, 16, 319),
+    "aarch64": (0xC00000B7, 198, (425, 426, 427), False, 29, 279),
 }
+TIOCSTI, TIOCLINUX = 0x5412, 0x541C
 _ARCHES["amd64"], _ARCHES["arm64"] = _ARCHES["x86_64"], _ARCHES["aarch64"]
 
 PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
@@ -27,8 +33,9 @@ _LD_W_ABS, _JEQ, _JGE, _RET = 0x20, 0x15, 0x35, 0x06      # BPF_LD|W|ABS, BPF_JM
 _ALLOW = 0x7FFF0000
 _ERRNO = 0x00050000
 _X32_BIT = 0x40000000
-# offsets in struct seccomp_data: nr, arch, args[0] (low half on these little-endian machines)
-_NR, _ARCH, _ARG0 = 0, 4, 16
+# offsets in struct seccomp_data: nr, arch, args[0] and args[1] (low halves on these little-endian
+# machines; ioctl's request is an unsigned int, so its low half is all the kernel reads)
+_NR, _ARCH, _ARG0, _ARG1 = 0, 4, 16, 24
 
 
 class _Instruction(ctypes.Structure):
@@ -44,15 +51,21 @@ def supported():
     return sys.platform.startswith("linux") and platform.machine().lower() in _ARCHES
 
 
-def program(families, machine=None):
+def program(families, machine=None, memfd=False):
     """The filter as (code, jt, jf, k) tuples: a list small enough to read."""
-    arch, socket_nr, uring, x32 = _ARCHES[(machine or platform.machine()).lower()]
+    arch, socket_nr, uring, x32, ioctl_nr, memfd_nr = _ARCHES[(machine or platform.machine()).lower()]
     code = [("ld", _ARCH), ("jeq", arch, None, "enosys"), ("ld", _NR)]
     if x32:
         code.append(("jge", _X32_BIT, "enosys", None))        # x32 numbers would slip past the checks
     code.append(("jeq", socket_nr, "socket", None))
+    code.append(("jeq", ioctl_nr, "ioctl", None))
+    if not memfd:
+        code.append(("jeq", memfd_nr, "eperm", None))
     code += [("jeq", nr, "enosys", None) for nr in uring]
     code.append(("ret", _ALLOW))
+    code += [("label", "ioctl"), ("ld", _ARG1), ("jeq", TIOCSTI, "eperm", None),
+             ("jeq", TIOCLINUX, "eperm", None), ("ret", _ALLOW), ("label", "eperm"),
+             ("ret", _ERRNO | errno.EPERM)]
     code += [("label", "socket"), ("ld", _ARG0)]
     code += [("jeq", family, "allow", None) for family in sorted(families)]
     code += [("ret", _ERRNO | errno.EACCES), ("label", "allow"), ("ret", _ALLOW),
@@ -82,12 +95,13 @@ def _assemble(code):
     return result
 
 
-def install(families):
+def install(families, memfd=False):
     """Install the filter on the calling thread (inherited by what it starts). Returns False where the
-    machine has no seccomp filters (or this architecture is not known here)."""
+    machine has no seccomp filters (or this architecture is not known here). memfd: allow memfd_create
+    (a process that may start programs anyway)."""
     if not supported():
         return False
-    code = program(families)
+    code = program(families, memfd=memfd)
     instructions = (_Instruction * len(code))(*[_Instruction(*c) for c in code])
     prog = _Program(len(code), instructions)
     libc = ctypes.CDLL(None, use_errno=True)

@@ -75,21 +75,25 @@ def distrust(path):
     import os
     import stat
 
-    try:
-        st, folder = os.stat(path), os.stat(Path(path).parent)
-    except OSError:
-        return None
     me = os.getuid() if hasattr(os, "getuid") else None
     if me is None:
         return None
+    # a link named apsi.toml: the file it leads to, and both folders (the link's and the file's)
+    folders = dict.fromkeys([Path(path).parent, Path(os.path.realpath(path)).parent])
+    try:
+        st = os.stat(path)
+        folder_stats = [os.stat(f) for f in folders]
+    except OSError:
+        return "it cannot be examined"
     if st.st_uid != me:
         return f"it is owned by another user (uid {st.st_uid})"
     if st.st_mode & stat.S_IWOTH:
         return "other users can write it"
-    if folder.st_mode & stat.S_IWOTH:
-        return "its folder is writable by other users"
-    if folder.st_uid != me and folder.st_uid != 0:
-        return f"its folder is owned by another user (uid {folder.st_uid})"
+    for folder in folder_stats:
+        if folder.st_mode & stat.S_IWOTH:
+            return "its folder is writable by other users"
+        if folder.st_uid != me and folder.st_uid != 0:
+            return f"its folder is owned by another user (uid {folder.st_uid})"
     return None
 
 

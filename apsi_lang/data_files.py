@@ -46,13 +46,13 @@ def _read(fn, path):
 
 
 def _write(fn, path, text, mode="w"):
-    from .files import atomic_open
+    from .files import append_checked, atomic_open
 
     path = _path(fn, path)
     resolved = permissions.require("write", what=f"{fn}({show(path, True)})", path=path)
     try:
         if mode == "a":
-            with open(resolved, "a", encoding="utf-8") as f:
+            with append_checked(resolved) as f:
                 f.write(text)
         else:
             with atomic_open(resolved, "w", encoding="utf-8") as f:

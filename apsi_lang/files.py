@@ -11,6 +11,7 @@ import stat
 from contextlib import contextmanager
 
 _umask = None
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 def umask():
@@ -25,26 +26,58 @@ def umask():
 @contextmanager
 def atomic_open(path, mode="w", encoding=None):
     """Write to a temporary file in the target's folder; it replaces `path` only if the block succeeds."""
-    import tempfile  # not at import time: it pulls in random and shutil
-
     folder = os.path.dirname(os.path.abspath(path))
     try:
         keep = stat.S_IMODE(os.stat(path).st_mode)      # an existing file keeps its mode
     except FileNotFoundError:
         keep = 0o666 & ~umask()
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".", suffix=".tmp")
+    fd, tmp = _temporary(folder)
     try:
         os.fchmod(fd, keep)
         with os.fdopen(fd, mode, encoding=encoding) as f:
             yield f
         os.replace(tmp, path)
     finally:
-        if os.path.exists(tmp):
+        if os.path.lexists(tmp):
             os.unlink(tmp)
+
+
+def _temporary(folder):
+    """A new file beside the target, opened write-only (tempfile.mkstemp opens read-write, which the
+    kernel's confinement refuses where only writing is granted), never through a link."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW
+    for _ in range(100):
+        tmp = os.path.join(folder, f".{os.urandom(6).hex()}.tmp")
+        try:
+            return os.open(tmp, flags, 0o600), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name in {folder}")
 
 
 def open_checked(resolved, mode="r", encoding=None):
     """Open a path resolved by permissions.check_path. O_NOFOLLOW: if the last part became a symlink
     since the check, the open fails instead of following it."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    return open(resolved, mode, encoding=encoding, opener=lambda p, _: os.open(p, flags))
+    return open(resolved, mode, encoding=encoding, opener=lambda p, _: os.open(p, os.O_RDONLY | _NOFOLLOW))
+
+
+class HardLinked(OSError):
+    """The file has other names (hard links), which the path check never saw."""
+
+
+def append_checked(resolved, encoding="utf-8"):
+    """Open a resolved path to add at its end (created with 0666 minus the umask, as any program's new
+    file), not following a last part that became a symlink since the check. A file with other names
+    (hard links) is refused: adding to it would change a file under a name that was not checked (a
+    hard link to apsi.toml); an atomic write replaces the name instead, so it is safe there."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW
+
+    def opener(p, _):
+        fd = os.open(p, flags, 0o666)
+        if os.fstat(fd).st_nlink > 1:
+            os.close(fd)
+            raise HardLinked(0, "the file has other names (hard links); write it whole with "
+                                "write_text, which gives this name its own file")
+        return fd
+
+    return open(resolved, "a", encoding=encoding, opener=opener)

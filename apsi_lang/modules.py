@@ -66,18 +66,22 @@ def load(name, program_dir):
 
 
 def _file(name, program_dir):
-    """NAME.apsi beside the program, read under the same rule as read_text (a link that leads out of
-    the project needs 'read'); its text is never shown before that check."""
-    written = str(Path(program_dir) / f"{name}.apsi")
-    path = Path(os.path.realpath(written))
-    if path.is_file():
-        from . import permissions
+    """NAME.apsi beside the program, read under the same rule as read_text: the check comes first
+    (a link that leads out of the project needs 'read', whether or not its target exists), and what
+    it resolved is what is compiled; the file's text is never shown before that check."""
+    from . import permissions
 
-        permissions.check_path("read", written, f"use {name} ({name}.apsi)")
-        return path
+    written = os.path.join(str(program_dir), f"{name}.apsi")
+    resolved = Path(permissions.check_path("read", written, f"use {name} ({name}.apsi)"))
+    if resolved.is_file():
+        _shown.setdefault(str(resolved), written)
+        return resolved
     installed = ", ".join(available()) or "none"
     raise ApsiError(f"use {name}: no module named '{name}': no installed package provides it "
                     f"(installed: {installed}) and there is no {name}.apsi in {program_dir}")
+
+
+_shown = {}           # resolved module path -> the path `use` wrote, for messages
 
 
 def _compiled_file(name, path):
@@ -90,16 +94,17 @@ def _compiled_file(name, path):
         try:
             from .program import compile_module
 
-            _compiled[key] = compile_module(path, display_path(path))
+            _compiled[key] = compile_module(path, display_path(_shown.get(str(path), path)))
         finally:
             _loading.discard(key)
     return _compiled[key]
 
 
 def display_path(path):
-    """How messages name a module file: relative to the current folder when inside it."""
+    """How messages name a module file: as `use` found it (not where a link leads), relative to the
+    current folder when inside it."""
     try:
-        return str(Path(path).relative_to(Path.cwd().resolve()))
+        return str(Path(os.path.abspath(path)).relative_to(Path.cwd().resolve()))
     except ValueError:
         return str(path)
 

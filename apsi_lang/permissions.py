@@ -4,8 +4,9 @@ Permissions: python, read, write, net, env, run. They come from command-line fla
 Reading and writing inside the project folder (the folder of the nearest apsi.toml, else the
 program's folder) needs nothing; outside it, `read`/`write` must be granted (whole, or for paths).
 Inside it, files that grant permissions or run code are protected (`protected_reason`): writing
-apsi.toml, *.apsi, *.py (and compiled or native Python modules) or anything named with, or under a
-folder named with, a leading '.' (.git/, .venv/, .bashrc) needs `write` granted for that path.
+apsi.toml, *.apsi, *.py (and compiled or native Python modules), scripts, the files that tell pip,
+pytest or make what to run, or anything named with, or under a folder named with, a leading '.'
+(.git/, .venv/, .bashrc) needs `write` granted for that path (docs/permissions.md has the list).
 
 Paths are `str` only. `check_path` resolves a path once (`~`, `..`, symlinks) and returns the
 resolved path, which the caller opens, so what is checked is what is opened; messages show the path
@@ -28,6 +29,10 @@ PATH_PERMISSIONS = ("read", "write")
 NAME_PERMISSIONS = ("env", "run", "net")
 
 
+def _home_now():
+    return os.path.expanduser("~")
+
+
 @dataclass(frozen=True)
 class Grants:
     """The permissions in force: whole grants, path grants, and the project folder."""
@@ -43,6 +48,8 @@ class Grants:
     # denials win over every grant: whole permissions, and ((permission, (name or path, …)), …)
     denied: frozenset = frozenset()
     denied_scopes: tuple = ()
+    # the home folder `~` means, taken when the grants are made (before the environment is cleaned)
+    home: str = field(default_factory=_home_now)
 
     def allows(self, permission, path=None, name=None):
         if permission not in PERMISSIONS:
@@ -74,7 +81,7 @@ class Grants:
             if reason:
                 return reason
         if _inside(target, self.project_root):
-            return None
+            return "root" if resolve(self.project_root) == Path("/") else None
         return "outside"
 
     def denies(self, permission, path=None, name=None):
@@ -113,36 +120,71 @@ def _name_matches(permission, name, granted):
 
 def resolve(path):
     """An absolute path with symlinks and `..` resolved, so neither can step outside a granted folder."""
-    return Path(os.path.realpath(os.path.expanduser(str(path))))
+    return Path(os.path.realpath(expand_home(str(path))))
 
 
-# Inside the project, what grants permissions or runs code: apsi.toml, programs, Python sources and
-# the compiled or native modules `python -m apsi` would import from the folder.
-PROTECTED_NAMES = ("apsi.toml",)
-PROTECTED_SUFFIXES = (".apsi", ".py", ".pyc", ".pyw", ".pth", ".so", ".pyd")
+def expand_home(path):
+    """`~` and `~/…` name the home folder as $HOME said when the grants were made (the kernel's
+    confinement then removes $HOME, and with it os.path.expanduser's answer). `~name/…` is left as
+    written: check_path refuses it (looking the user up would tell a program which users exist)."""
+    if path == "~":
+        return _current.home
+    if path.startswith("~/"):
+        return _current.home.rstrip("/") + path[1:]
+    return path
+
+
+# Inside the project, what grants permissions or runs code: apsi.toml, programs and scripts, Python
+# sources and the compiled or native modules `python -m apsi` would import from the folder (and the
+# libraries a Windows program loads from it), and the files that tell pip, pytest or make what to run.
+PROTECTED_NAMES = {
+    "apsi.toml": "apsi.toml grants permissions",
+    "pyproject.toml": "it tells pip and other tools which code to build and run",
+    "setup.cfg": "it tells pip and other tools which code to build and run",
+    "tox.ini": "it tells tox and pytest which commands to run",
+    "pytest.ini": "it tells pytest which code to load",
+    "requirements.txt": "pip installs what it lists",
+    "makefile": "make runs the commands in it",
+    "gnumakefile": "make runs the commands in it",
+}
+PROTECTED_SUFFIXES = (".apsi", ".py", ".pyc", ".pyo", ".pyw", ".pyz", ".pth", ".so", ".pyd", ".dll",
+                      ".dylib", ".sh", ".bash", ".zsh", ".fish", ".ps1", ".bat", ".cmd", ".ipynb")
 
 
 def protected_reason(written, target, root):
     """Why writing `written` (resolving to `target`) inside the project needs --allow-write, or None.
-    Both the name the program wrote and the file it reaches count (a link named x.apsi, or a link
-    to apsi.toml)."""
-    literal = Path(os.path.abspath(os.path.expanduser(written)))
-    for path in (literal, target):
+    Every name that leads there counts: the name as written (with its folder resolved, so an absolute
+    path through a link such as /proc/self/cwd is judged by the same names), and the file it reaches
+    (a link named x.apsi, or a link to apsi.toml). Names are compared ignoring case and trailing dots
+    and spaces, as case-insensitive file systems (macOS, Windows) do."""
+    root = resolve(root)
+    lexical = Path(os.path.abspath(expand_home(written)))
+    named = resolve(lexical.parent) / lexical.name
+    for path in (lexical, named, target):
         try:
-            parts = path.relative_to(resolve(root)).parts
+            parts = path.relative_to(root).parts
         except ValueError:
             continue        # outside the project: the read/write grants decide
         if not parts:
+            if path == target:
+                return "the project folder itself"
             continue
-        name = parts[-1]
-        if name in PROTECTED_NAMES:
-            return "apsi.toml grants permissions"
-        if name.endswith(PROTECTED_SUFFIXES):
-            return "programs and Python files run code"
-        hidden = [p for p in parts if p.startswith(".") or p == "__pycache__"]
-        if hidden:
-            return f"'{hidden[0]}' holds tools' settings or code (files named with a leading '.' and " \
-                   "what is under such folders are protected)"
+        reason = _protected_name(parts)
+        if reason:
+            return reason
+    return None
+
+
+def _protected_name(parts):
+    name = parts[-1].casefold().rstrip(" .")
+    if name in PROTECTED_NAMES:
+        return PROTECTED_NAMES[name]
+    if name.endswith(PROTECTED_SUFFIXES):
+        return "programs, scripts and Python files run code"
+    hidden = [p for p in parts if p.startswith(".") or p.casefold().rstrip(" .") == "__pycache__"]
+    if hidden:
+        return f"'{hidden[0]}' holds tools' settings or code (files named with a leading '.' and " \
+               "what is under such folders are protected)"
     return None
 
 
@@ -158,10 +200,13 @@ def check_path(permission, path, what, follow=True):
         raise ApsiError(f"{what}: a path must be a string, not {a_type(path)}")
     if not path or "\0" in path:
         raise ApsiError(f"{what}: {path!r} is not a file name")
+    if path.startswith("~") and not (path == "~" or path.startswith("~/")):
+        raise ApsiError(f"{what}: only ~ (your home folder) is understood, not ~name; write the "
+                        f"folder itself, or ./{path} for a folder named {path.split('/')[0]}")
     if follow:
         target = resolve(path)
     else:
-        literal = os.path.abspath(os.path.expanduser(path))
+        literal = os.path.abspath(expand_home(path))
         target = resolve(os.path.dirname(literal)) / os.path.basename(literal)
     reason = _current.refusal(permission, path, target)
     if reason is None:
@@ -211,7 +256,15 @@ def denial_message(permission, what, path=None, name=None, reason="outside"):
     flag = f"--allow-{permission}"
     where = ""
     if path is not None and permission in PATH_PERMISSIONS:
-        folder = os.path.dirname(path.rstrip("/")) or "."
+        folder = _folder_of(path)
+        if reason == "the project folder itself":
+            return (f"{what} needs permission 'write' for {path}: it is the project folder itself "
+                    "(deleting or replacing it changes the folder above it); if this program should, "
+                    f"run with --allow-write={path}")
+        if reason == "root":
+            return (f"{what} needs permission '{permission}': the project folder is / (the whole file "
+                    "system), where nothing is free; run the program from a folder of its own, or with "
+                    f"--allow-{permission}={folder}")
         if reason != "outside":
             return (f"{what} needs permission 'write' for {path}: it is a protected file in the project "
                     f"folder ({reason}); if this program should change it, run with "
@@ -228,3 +281,12 @@ def denial_message(permission, what, path=None, name=None, reason="outside"):
                 f"(or [run] {key} = [\"{name}\"] in apsi.toml)")
     return (f"{what} needs permission '{permission}'{where}: run with {flag} "
             f"(or [run] allow = [\"{permission}\"] in apsi.toml)")
+
+
+def _folder_of(path):
+    """The folder to suggest granting for `path` as written: its parent, or itself for '/', '..', '~'."""
+    stripped = path.rstrip("/") or "/"
+    last = os.path.basename(stripped)
+    if stripped == "/" or last in ("..", ".") or (last.startswith("~") and "/" not in stripped):
+        return stripped
+    return os.path.dirname(stripped) or "."

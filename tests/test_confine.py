@@ -68,6 +68,23 @@ def attempt(what, arg=""):
             return "ok " + subprocess.run(arg.split(), capture_output=True, text=True).stdout.strip()
         if what == "env":
             return "ok " + str(os.environ.get(arg))
+        if what == "memexec":
+            # a program that never touches a path: the loader (readable, as every shared library is)
+            # copied into memory and run from there
+            import glob
+            loader = sorted(glob.glob("/lib*/ld-linux*.so*") + glob.glob("/lib/*/ld-linux*.so*"))[0]
+            with open(loader, "rb") as f:
+                data = f.read()
+            fd = os.memfd_create("x", 0)
+            os.write(fd, data)
+            out = subprocess.run([f"/proc/self/fd/{fd}", "--version"], pass_fds=(fd,), capture_output=True,
+                                 text=True).stdout
+            return "ok " + out.split(chr(10))[0][:6]
+        if what == "tiocsti":
+            import fcntl, termios
+            for ch in arg.encode():
+                fcntl.ioctl(0, termios.TIOCSTI, bytes([ch]))
+            return "ok"
         if what == "cenv":
             return "ok " + subprocess.run(["env"], capture_output=True, text=True).stdout
     except OSError as e:
@@ -152,6 +169,7 @@ OFF = {confine.SWITCH: "1"}
     ("exec", "/bin/echo escaped", "--allow-run"),
     ("exec", "sh -c true", "--allow-run"),
     ("exec", "/bin/echo escaped", "--allow-run=echo"),
+    ("memexec", "", "--allow-run"),
     ("connect", "{port}", "--allow-net=127.0.0.1"),
     ("connect", "{port}", "--allow-net=127.0.0.1:{port}"),
     ("udp", "{port}", "--allow-net"),
@@ -163,7 +181,7 @@ def test_the_kernel_refuses_what_the_permissions_refuse(hole, place, what, arg, 
     if what == "signal" and ABI < 6 or what in ("connect", "bind") and ABI < 4:
         pytest.skip(f"this kernel's Landlock ABI {ABI} does not cover {what}")
     arg, flag = arg.format(**values), flag.format(**values)
-    refusal = "denied EPERM" if what == "signal" else "denied EACCES"      # kill(2) says EPERM
+    refusal = "denied EPERM" if what in ("signal", "memexec") else "denied EACCES"   # kill(2), seccomp
     assert through_hole(place, hole, what, arg) == refusal
     assert through_hole(place, hole, what, arg, flag).startswith("ok"), flag
     for made in ("planted.txt", "made"):
@@ -454,11 +472,17 @@ def test_the_socket_filter_alone():
         args = [ctypes.c_long(a) for a in (0x40000000 | 41, 1, 1, 0)]     # socket(AF_UNIX) as x32
         x32 = libc.syscall(*args)
         a, b = socket.socketpair()
+        import os
+        try:
+            os.memfd_create("x")
+            memfd = "ok"
+        except OSError as e:
+            memfd = errno.errorcode[e.errno]
         print(attempt(socket.AF_INET), attempt(socket.AF_INET, socket.SOCK_DGRAM), attempt(socket.AF_UNIX),
               attempt(socket.AF_INET6), attempt(socket.AF_NETLINK, socket.SOCK_RAW), errno.errorcode[uring],
-              x32 < 0, "socketpair-ok")
+              x32 < 0, "socketpair-ok", memfd)
     """)
-    assert out == ["ok", "ok", "EACCES", "EACCES", "EACCES", "ENOSYS", "True", "socketpair-ok"]
+    assert out == ["ok", "ok", "EACCES", "EACCES", "EACCES", "ENOSYS", "True", "socketpair-ok", "EPERM"]
 
 
 @needs_landlock
@@ -485,4 +509,79 @@ def test_the_filter_program_jumps_where_it_says():
     jumps = [(i, jt, jf) for i, (op, jt, jf, _) in enumerate(code) if op in (0x15, 0x35)]
     assert jumps and all(i + 1 + max(jt, jf) < len(code) for i, jt, jf in jumps)
     rets = [k for op, _, _, k in code if op == 0x06]
-    assert rets == [0x7FFF0000, 0x00050000 | 13, 0x7FFF0000, 0x00050000 | 38]
+    assert rets == [0x7FFF0000, 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 13, 0x7FFF0000, 0x00050000 | 38]
+
+
+# ---- write grants under the confinement: what the program may write it can write, nothing more ----
+
+@pytest.mark.parametrize("flags", [["--allow-write"], ["--allow-write={outside}"]])
+def test_write_grants_write_atomically_and_keep_the_project_readable(place, flags):
+    """`--allow-write` alone once left the project unreadable and atomic writes refused under the
+    confinement (the temporary file was opened read-write, the project had no read rule)."""
+    target = place["outside"] / "out.txt"
+    flags = [f.format(outside=place["outside"]) for f in flags]
+    program = (f'print(read_text("inside.txt"))\nwrite_text("{target}", "new")\n'
+               f'append_text("{target}", "!")\nwrite_text("here.txt", "h")\n')
+    for env in ({}, OFF):
+        target.unlink(missing_ok=True)
+        assert apsi([*flags, "-e", program], place["proj"], env=env)[:2] == (0, "inside\n")
+        assert target.read_text() == "new!" and (place["proj"] / "here.txt").read_text() == "h"
+
+
+@needs_landlock
+def test_a_folder_granted_for_writing_is_not_readable(hole, place):
+    flag = f"--allow-write={place['outside']}"
+    secret = place["outside"] / "secret.txt"
+    assert through_hole(place, hole, "read", secret, flag) == "denied EACCES"
+    assert through_hole(place, hole, "write", place["outside"] / "planted.txt", flag) == "ok"
+    both = [flag, f"--allow-read={place['outside']}"]
+    assert through_hole(place, hole, "read", secret, *both).startswith("ok")
+    assert through_hole(place, hole, "read", secret, flag, env=OFF) == "ok secret outside"
+
+
+def test_the_file_system_root_is_not_a_project_for_the_kernel_either(tmp_path):
+    g = permissions.Grants(frozenset(), (), (str(tmp_path),), Path("/"))
+    p = confine.policy(g)
+    assert "/" not in p.read and "/" not in p.write and str(tmp_path) in p.write
+
+
+@pytest.mark.skipif(not seccomp.supported(), reason="the filter knows x86_64 and aarch64")
+def test_nothing_is_typed_into_the_terminal(hole, place):
+    """Standard input keeps its rights across the confinement; TIOCSTI on it would push characters into
+    the terminal, which the user's shell reads as a command once apsi exits."""
+    import fcntl
+    import pty
+    import termios
+
+    try:
+        legacy = Path("/proc/sys/dev/tty/legacy_tiocsti").read_text().strip() != "0"
+    except OSError:
+        legacy = True
+    if not legacy and os.getuid() != 0:
+        pytest.skip("this kernel refuses TIOCSTI to unprivileged processes already")
+
+    def attempt(env):
+        master, slave = pty.openpty()
+
+        def controlling():          # the terminal becomes the child's own, as in a shell
+            os.setsid()
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+        full = {k: v for k, v in os.environ.items() if not k.startswith("APSI_")}
+        full.update(PYTHONPATH=os.pathsep.join([str(ROOT), str(hole)]), **env)
+        code = 'use hole\nprint(attempt("tiocsti", "id\\n"))'
+        p = subprocess.run([sys.executable, "-m", "apsi", "-e", code],
+                           cwd=place["proj"], stdin=slave, capture_output=True, text=True, env=full,
+                           timeout=120, preexec_fn=controlling)
+        os.close(slave)
+        os.set_blocking(master, False)
+        try:
+            typed = os.read(master, 100)
+        except OSError:
+            typed = b""
+        os.close(master)
+        return p.stdout.strip(), typed
+
+    assert attempt({}) == ("denied EPERM", b"")
+    out, typed = attempt(OFF)                      # the hole is real
+    assert out == "ok" and b"id" in typed

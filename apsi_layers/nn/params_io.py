@@ -94,6 +94,7 @@ def load_params(path, like=None, max_mb=MAX_MB):
         raise ApsiError(f"load_params: there is no file {shown}")
     with _as_written(path, shown):
         pairs = _read_npz(path, int(max_mb * 2 ** 20))
+    path = shown                # below, messages only: they name the file as the program wrote it
     for name, data in pairs:
         if not _NAME.fullmatch(name):
             raise ApsiError(f"load_params: {path}: entry {name!r} is not a parameter name (dotted "
