@@ -324,7 +324,7 @@ def _family_mismatch(torch_version, family):
         pin = torch_builds.family_pin(name, torch_version).split("==")[1].rstrip(".*")
         if not torch_builds.family_pairs(name, v, torch_version):
             wrong.append(f"{name} {v} belongs to another PyTorch (this one pairs with {name} {pin})")
-        elif tag and torch_tag and tag != torch_tag:
+        elif not torch_builds.family_builds_match(name, v, torch_version):
             wrong.append(f"{name} {v} is a {tag} build, PyTorch a {torch_tag} one")
     return "; ".join(wrong)
 

@@ -264,6 +264,11 @@ def explain_failure(stderr, what, index_url, pyinfo, torch=True):
         project = re.split(r"[<>=!~\[; ]", name, maxsplit=1)[0].lower()
         if torch and project == "torch":
             name = what
+        elif torch and project == "torchaudio" and "==2.11" in name:
+            return (f"the index{source} has no {name} for {where}. torchaudio 2.11 is torchaudio's last "
+                    f"release (it runs with every later PyTorch), and this index does not carry it: "
+                    f"remove it (`apsi pkg uninstall torchaudio`) to install {what}, or choose a build "
+                    f"whose index has it.")
         elif torch and project in ("torchvision", "torchaudio"):
             return (f"the index{source} has no {name} for {where}, the {project} release paired with "
                     f"{what}: install {project} later, when the index has it, or choose another build.")

@@ -180,9 +180,13 @@ def version_key(version):
     return (999,) if version is None else _key(version)
 
 
-# torchvision / torchaudio releases paired with a PyTorch minor version (torchvision 0.(m+15), e.g.
-# 0.27 with 2.12; torchaudio the same number as PyTorch), as pytorch.org's compatibility table pairs them.
+# torchvision / torchaudio releases paired with a PyTorch minor version, as pytorch.org's compatibility
+# table pairs them: torchvision 0.(m+15) (0.27 with 2.12, 0.29 with 2.14); torchaudio the same number as
+# PyTorch up to 2.11, which is torchaudio's last release: it is built against PyTorch's stable ABI and
+# runs with 2.11 and every later PyTorch (docs.pytorch.org/audio/2.11.0/installation.html), so a newer
+# PyTorch pairs with torchaudio 2.11.
 FAMILY = ("torchvision", "torchaudio")
+TORCHAUDIO_LAST = (2, 11)
 
 
 def family_pin(name, torch_version):
@@ -190,6 +194,7 @@ def family_pin(name, torch_version):
     major, minor = (int(p) for p in torch_version.split("+")[0].split(".")[:2])
     if name == "torchvision":
         return f"torchvision==0.{minor + 15}.*"
+    major, minor = min((major, minor), TORCHAUDIO_LAST)
     return f"torchaudio=={major}.{minor}.*"
 
 
@@ -197,4 +202,34 @@ def family_pairs(name, member_version, torch_version):
     """Whether an installed family member's version is the one paired with torch_version."""
     want = family_pin(name, torch_version).split("==")[1].rstrip("*").rstrip(".")
     public = member_version.split("+")[0]
+    if name == "torchaudio" and _release(want) == TORCHAUDIO_LAST:
+        # built against the stable ABI: any torchaudio from 2.11 up to this PyTorch's own number runs
+        return TORCHAUDIO_LAST <= _release(public)[:2] <= _release(torch_version)[:2]
     return public == want or public.startswith(want + ".")
+
+
+def family_builds_match(name, member_version, torch_version):
+    """Whether a family member's build tag (+cu126, +cpu, …) goes with PyTorch's. Each release is built
+    for one PyTorch build, except torchaudio from 2.11.1 on, which accepts any CUDA of the same major
+    version (pytorch/audio#4226): 2.11.1+cu130 runs with PyTorch +cu132."""
+    tag, torch_tag = member_version.partition("+")[2], torch_version.partition("+")[2]
+    if not tag or not torch_tag or tag == torch_tag:
+        return True
+    if name == "torchaudio" and _release(member_version) >= (2, 11, 1):
+        return _cuda_major(tag) is not None and _cuda_major(tag) == _cuda_major(torch_tag)
+    return False
+
+
+def _release(version):
+    parts = []
+    for p in version.split("+")[0].split("."):
+        if not p.isdigit():
+            break
+        parts.append(int(p))
+    return tuple(parts)
+
+
+def _cuda_major(tag):
+    """'cu132' -> 13, 'cu118' -> 11; None for tags that are not CUDA builds."""
+    digits = tag[2:]
+    return int(digits[:-1]) if tag.startswith("cu") and digits.isdigit() and len(digits) >= 2 else None

@@ -304,6 +304,24 @@ def test_asking_for_torchvision_keeps_the_build_and_takes_it_from_the_same_index
     assert helpers.installed(target.python, "torchaudio") == "2.6.0+cu126"
 
 
+def test_torchaudio_2_11_pairs_with_every_later_pytorch(target, wheels, machine):
+    # torchaudio 2.11 is its last release: a build of 2.12 or newer takes it along, not a torchaudio 2.13
+    # that does not exist
+    machine(None)
+    target.pip_install(wheels["wheel"]["cu126"])
+    target.pip_install(wheels["wheel"]["ta-cu126"])
+    r = target.apsi("pkg", "install", "torch")
+    assert r.returncode == 0, r.all
+    assert "with torchaudio==2.11.*" in r.stdout
+    assert "Installed PyTorch 2.13.0+cpu (CPU) with torchaudio 2.11.1+cpu" in r.stdout
+    assert helpers.installed(target.python, "torchaudio") == "2.11.1+cpu"
+    helpers.remove_dists(target.site, ("torchaudio",))
+    r = target.apsi("pkg", "install", "torchaudio")
+    assert r.returncode == 0, r.all
+    assert "torchaudio==2.11.*: paired with the installed PyTorch 2.13.0+cpu" in r.stdout
+    assert helpers.installed(target.python, "torchaudio") == "2.11.1+cpu"
+
+
 def test_packages_that_depend_on_torch_never_replace_the_build(target, wheels, machine):
     machine(None)
     target.pip_install(wheels["wheel"]["cu126"])
