@@ -158,7 +158,7 @@ def _nvidia(hw):
     for ix in tb.CUDA:
         if not driver_ok(ix, driver, windows):
             continue
-        for i in range(len(ix.spans) - 1, -1, -1):            # newest PyTorch first
+        for i in range(len(ix.spans) - 1, -1, -1):            # every span, newest first
             span = ix.spans[i]
             if arm and span.arm is None:
                 continue
@@ -175,7 +175,7 @@ def _nvidia(hw):
                     else:
                         break
                 best = (score, ix, first, span.last, served)
-            break
+            # no break: an older span may cover more of the GPUs (cu128 2.8-2.10 has Volta, 2.11 not)
     if best is None:
         plan = explicit("cpu")
         return _with_reason(plan, f"{seen} → {plan.summary}", warnings + [_no_build(hw, top)])

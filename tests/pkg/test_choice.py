@@ -294,6 +294,13 @@ def _nv(driver, *ccs, system="Linux"):
     ("450.80.02", (7, 5), "cu118"),     # the CUDA 11.x minimum
     ("450.80.01", (7, 5), None),        # below every build: CPU with a warning
     ("560.28.03", (6, 1), "cu126"),     # Pascal on the last index that has it
+    ("575.57.08", (12, 0), "cu128"),    # RTX 5090 on 575: cu128 reaches 2.11, cu129 only 2.8
+    ("560.35.03", (10, 0), "cu128"),    # B200 below 580: Blackwell needs cu128 or newer
+    ("579.99", (8, 9), "cu126"),        # just below 580: no CUDA 13 build runs
+    ("580.95.05", (6, 1), "cu126"),     # GTX 1080 on 580: CUDA 13 has no Pascal kernels
+    ("580.95.05", (7, 5), "cu132"),     # Turing is the oldest CUDA 13 architecture
+    ("580.95.05", (12, 0), "cu132"),    # Blackwell on 580
+    ("470.256.02", (8, 6), "cu118"),    # R470 runs CUDA 11.x only (minor-version compatibility)
 ])
 def test_choice_table(driver, cc, index):
     plan = torch_choice.choose(_nv(driver, cc))
@@ -301,6 +308,19 @@ def test_choice_table(driver, cc, index):
     if index is None:
         assert plan.warnings[0].startswith("driver 450.80.01 is older than every CUDA build needs (CUDA 11.8 "
                                            "needs 450.80.02 or newer)")
+
+
+def test_rtx5090_on_575_gets_the_cu128_range_to_2_11():
+    plan = torch_choice.choose(_nv("575.57.08", (12, 0)))
+    assert (plan.requirement, plan.warnings) == ("torch>=2.7,<2.12", ())
+    assert plan.reason == "GPU 12.0 (compute 12.0), driver 575.57.08 → torch-cu128: PyTorch 2.7–2.11 + CUDA 12.8"
+
+
+def test_mixed_gpus_get_the_newest_release_that_covers_them_all():
+    # V100 + RTX 5090 on 575: cu128 dropped Volta in 2.11, but its 2.8-2.10 wheels run on both
+    plan = torch_choice.choose(_nv("575.57.08", (12, 0), (7, 0)))
+    assert (plan.index, plan.requirement, plan.warnings) == ("cu128", "torch>=2.8,<2.11", ())
+    assert plan.reason.endswith("→ torch-cu128: PyTorch 2.8–2.10 + CUDA 12.8")
 
 
 def test_windows_driver_numbers():
