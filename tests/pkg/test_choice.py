@@ -313,7 +313,8 @@ def test_choice_table(driver, cc, index):
 def test_rtx5090_on_575_gets_the_cu128_range_to_2_11():
     plan = torch_choice.choose(_nv("575.57.08", (12, 0)))
     assert (plan.requirement, plan.warnings) == ("torch>=2.7,<2.12", ())
-    assert plan.reason == "GPU 12.0 (compute 12.0), driver 575.57.08 → torch-cu128: PyTorch 2.7–2.11 + CUDA 12.8"
+    assert plan.reason == ("GPU 12.0 (compute 12.0), driver 575.57.08 → "
+                           "torch-cu128: PyTorch 2.7–2.11 + CUDA 12.8")
 
 
 def test_mixed_gpus_get_the_newest_release_that_covers_them_all():
