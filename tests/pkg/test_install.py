@@ -280,6 +280,19 @@ def test_a_wheel_with_another_build_tag_is_refused(target, wheels, machine, tmp_
     assert target.torch() == "2.6.0+cu126"
 
 
+def test_the_build_installed_is_checked_after_the_install(target, wheels, machine, tmp_path):
+    # a wheel named +cu128 whose torch/version.py says it is a CPU build: pip succeeds, Apsi does not
+    machine(None)
+    odd = helpers.make_torch_wheel(tmp_path / "w", "2.7.0+cu128", reports="2.7.0+cpu")
+    helpers.make_index(tmp_path / "odd", "cu128", [odd])
+    url = f"{(tmp_path / 'odd').as_uri()}/cu128"
+    r = target.apsi("pkg", "install", "torch-cu128", "--torch-index", (tmp_path / "odd").as_uri())
+    assert r.returncode == 1
+    assert (f"error: pip reported success, but the PyTorch in {target.python} is now 2.7.0+cpu (cpu), not "
+            f"the 2.7.0+cu128 (cu128) wheel Apsi downloaded from {url}.") in r.stderr, r.all
+    assert "Installed PyTorch" not in r.stdout
+
+
 def test_the_family_moves_with_the_build(target, wheels, machine):
     machine(None)
     target.pip_install(wheels["wheel"]["cu126"])
