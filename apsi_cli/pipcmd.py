@@ -7,6 +7,7 @@ PyTorch there cannot crash Apsi. pip runs with the user's own configuration and 
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -237,6 +238,15 @@ def constraint_file(folder, torch_version):
     with open(path, "w", encoding="utf-8") as f:
         f.write(f"torch=={torch_version}\n")
     return path
+
+
+_CONFLICT = re.compile(r"^(\S+ \S+) requires (torch\b[^,]*), but you have torch ", re.M)
+
+
+def torch_conflicts(stderr):
+    """[('name version', 'torch==2.6.0')] for the packages pip says need another PyTorch. pip prints these
+    after "ERROR: pip's dependency resolver does not currently take into account …" and still exits 0."""
+    return [(m.group(1), m.group(2).strip()) for m in _CONFLICT.finditer(stderr or "")]
 
 
 NETWORK_SIGNS = ("Failed to establish a new connection", "Max retries exceeded", "NewConnectionError",

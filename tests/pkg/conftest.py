@@ -109,7 +109,8 @@ def venv(tmp_path_factory):
 def target(venv, wheels, monkeypatch, tmp_path):
     """The venv as Apsi's Python, with no torch in it, isolated from this machine's pip settings."""
     helpers.remove_torch(venv["site"])
-    helpers.remove_dists(venv["site"], ("torchvision", "torchaudio", "needs_any_torch", "needs_new_torch"))
+    helpers.remove_dists(venv["site"], ("torchvision", "torchaudio", "needs_any_torch", "needs_new_torch",
+                                       "needs_torch_26"))
     env = helpers.isolated_pip_env(venv["cache"])
     for k in [k for k in os.environ if k.startswith("PIP_")]:
         monkeypatch.delenv(k)

@@ -293,6 +293,19 @@ def test_the_build_installed_is_checked_after_the_install(target, wheels, machin
     assert "Installed PyTorch" not in r.stdout
 
 
+def test_a_package_left_needing_the_old_pytorch_is_named(target, wheels, machine, tmp_path):
+    # pip exits 0 after "ERROR: pip's dependency resolver …": Apsi says which package that leaves behind
+    machine(None)
+    target.pip_install(wheels["wheel"]["cu126"])
+    target.pip_install(helpers.make_wheel(tmp_path / "w", "needs-torch-26", "1.0", requires=["torch==2.6.0"]))
+    r = target.apsi("pkg", "install", "torch-cu128")
+    assert r.returncode == 0, r.all
+    assert ("! needs-torch-26 1.0 needs torch==2.6.0, and PyTorch is now 2.7.0+cu128 (pip's dependency "
+            "resolver said so above): it may not work. Update it with `apsi pkg install needs-torch-26`") \
+        in r.stderr, r.all
+    assert target.torch() == "2.7.0+cu128"
+
+
 def test_the_family_moves_with_the_build(target, wheels, machine):
     machine(None)
     target.pip_install(wheels["wheel"]["cu126"])
