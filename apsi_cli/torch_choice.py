@@ -218,18 +218,23 @@ def _who_serves(gpu, driver, windows, linux, arm=False):
     return None
 
 
+def _counted(gpus):
+    """'2× AMD Instinct MI300X (gfx942) + Radeon RX 7900 XTX (gfx1100)'"""
+    counts = {}
+    for g in gpus:
+        counts[g.describe()] = counts.get(g.describe(), 0) + 1
+    return " + ".join(f"{n}× {d}" if n > 1 else d for d, n in counts.items())
+
+
 def _nvidia_seen(hw):
     nv = hw.nvidia
-    counts = {}
-    for g in nv.gpus:
-        counts[g.describe()] = counts.get(g.describe(), 0) + 1
-    gpus = " + ".join(f"{n}× {d}" if n > 1 else d for d, n in counts.items()) or "NVIDIA GPU"
+    gpus = _counted(nv.gpus) or "NVIDIA GPU"
     where = " (WSL)" if hw.wsl else ""
     return f"{gpus}, driver {nv.driver}{where}"
 
 
 def _amd(hw):
-    names = ", ".join(g.describe() for g in hw.amd)
+    names = _counted(hw.amd)
     if hw.system != "Linux":
         plan = explicit("cpu")
         return _with_reason(plan, f"{names} → {plan.summary}",
@@ -240,9 +245,10 @@ def _amd(hw):
             if (archs <= set(ix.gfx)) if whole else (archs & set(ix.gfx)):
                 plan = Plan(index=ix.key, requirement=tb.requirement(ix.first, ix.last), first=ix.first,
                             last=ix.last)
-                missing = ", ".join(sorted(archs - set(ix.gfx)))
-                warnings = [] if whole else [f"{missing} has no kernels in {ix.label}; PyTorch will not "
-                                             "use it"]
+                missing = _counted([g for g in hw.amd if g.arch not in ix.gfx])
+                warnings = [] if whole else [f"{missing} has no kernels in {ix.label}: PyTorch cannot use "
+                                             "it, and may fail if a program does; HIP_VISIBLE_DEVICES "
+                                             "(the numbers of the other GPUs) hides it"]
                 return _with_reason(plan, f"{names} → {plan.summary}", warnings)
     plan = explicit("cpu")
     return _with_reason(plan, f"{names} → {plan.summary}",

@@ -48,6 +48,15 @@ esac
     return path
 
 
+ROCMINFO = FIXTURES.parent / "rocminfo"
+
+
+def fake_rocminfo(path, fixture):
+    """An executable at `path` that prints what rocminfo prints on the machine `fixture`."""
+    _write_exe(path, f"#!/bin/sh\n/bin/cat '{ROCMINFO / fixture / 'rocminfo.txt'}'\n")
+    return path
+
+
 def hanging_nvidia_smi(path):
     _write_exe(path, "#!/bin/sh\nexec /bin/sleep 60\n")
     return path

@@ -362,6 +362,39 @@ def test_amd_intel_and_macos():
                                                 "default index (CPU, and MPS on Apple silicon)")
 
 
+ROCM = "→ torch-rocm: PyTorch 2.11–2.13 + ROCm 7.2"
+# fixture in tests/fixtures/rocminfo -> (index, reasoning line, warnings)
+AMD_EXPECTED = {
+    "mi300x-x2": ("rocm7.2", f"2× AMD Instinct MI300X (gfx942) {ROCM}", ()),
+    "mi355x": ("rocm7.2", f"AMD Instinct MI355X (gfx950) {ROCM}", ()),
+    "strix-halo": ("rocm7.2", f"AMD Radeon Graphics (gfx1151) {ROCM}", ()),
+    "strix-point": ("rocm7.2", f"AMD Radeon 890M Graphics (gfx1150) {ROCM}", ()),
+    "rx9070xt": ("rocm7.2", f"AMD Radeon RX 9070 XT (gfx1201) {ROCM}", ()),
+    "rx7900xtx-with-igpu": ("rocm7.2", f"Radeon RX 7900 XTX (gfx1100) + AMD Radeon Graphics (gfx1036) {ROCM}",
+                            ("AMD Radeon Graphics (gfx1036) has no kernels in ROCm 7.2: PyTorch cannot use it, "
+                             "and may fail if a program does; HIP_VISIBLE_DEVICES (the numbers of the other "
+                             "GPUs) hides it",)),
+    "rx580": ("cpu", "Radeon RX 580 Series (gfx803) → torch: PyTorch ≥ 2.3 + the CPU build",
+              ("no ROCm build Apsi knows has kernels for gfx803: installing the CPU build; `apsi pkg install "
+               "torch --index-url URL` takes any index",)),
+}
+
+
+def test_every_rocminfo_fixture_has_an_expectation():
+    assert {p.name for p in helpers.ROCMINFO.iterdir() if p.is_dir()} == set(AMD_EXPECTED)
+
+
+@pytest.mark.parametrize("fixture", sorted(AMD_EXPECTED))
+def test_choice_for_amd_machines(machine, fixture):
+    bindir = machine(None)
+    helpers.fake_rocminfo(bindir / "rocminfo", fixture)
+    hw = hardware.detect()
+    if hw.system != "Linux":
+        pytest.skip("rocminfo is asked on Linux only")
+    plan = torch_choice.choose(hw)
+    assert (plan.index, plan.reason, plan.warnings) == AMD_EXPECTED[fixture]
+
+
 def test_rocminfo_parsing():
     text = """ROCk module is loaded
 *******
