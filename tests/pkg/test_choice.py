@@ -370,10 +370,10 @@ AMD_EXPECTED = {
     "strix-halo": ("rocm7.2", f"AMD Radeon Graphics (gfx1151) {ROCM}", ()),
     "strix-point": ("rocm7.2", f"AMD Radeon 890M Graphics (gfx1150) {ROCM}", ()),
     "rx9070xt": ("rocm7.2", f"AMD Radeon RX 9070 XT (gfx1201) {ROCM}", ()),
-    "rx7900xtx-with-igpu": ("rocm7.2", f"Radeon RX 7900 XTX (gfx1100) + AMD Radeon Graphics (gfx1036) {ROCM}",
-                            ("AMD Radeon Graphics (gfx1036) has no kernels in ROCm 7.2: PyTorch cannot use it, "
-                             "and may fail if a program does; HIP_VISIBLE_DEVICES (the numbers of the other "
-                             "GPUs) hides it",)),
+    "rx7900xtx-with-igpu": (
+        "rocm7.2", f"Radeon RX 7900 XTX (gfx1100) + AMD Radeon Graphics (gfx1036) {ROCM}",
+        ("AMD Radeon Graphics (gfx1036) has no kernels in ROCm 7.2: PyTorch cannot use it, and may fail if "
+         "a program does; HIP_VISIBLE_DEVICES (the numbers of the other GPUs) hides it",)),
     "rx580": ("cpu", "Radeon RX 580 Series (gfx803) → torch: PyTorch ≥ 2.3 + the CPU build",
               ("no ROCm build Apsi knows has kernels for gfx803: installing the CPU build; `apsi pkg install "
                "torch --index-url URL` takes any index",)),
