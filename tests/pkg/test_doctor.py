@@ -230,6 +230,17 @@ def test_doctor_nvml_mismatch_and_hang_are_broken(target, machine, monkeypatch, 
     assert code == 1 and rep["ok"] is False
     status, detail, how = checks(rep, "gpu")[0]
     assert status == "fail" and detail.startswith(says) and fix in how
+    nv = rep["hardware"]["nvidia"]
+    assert nv["note"] == detail and nv["fix"] == how and nv["lost"] == []
+
+
+def test_doctor_a_lost_gpu_is_broken_and_named(target, machine):
+    machine("one-gpu-lost")
+    code, rep = doctor_json()
+    assert code == 1
+    assert rep["hardware"]["nvidia"]["lost"] == ["GPU 0000:41:00.0"]
+    assert ("fail", "nvidia-smi cannot reach GPU 0000:41:00.0 (lost: it fell off the bus or hung)",
+            "reboot to recover it") in checks(rep, "gpu")
 
 
 def test_doctor_family_pep668_index_and_overrides(target, wheels, machine, monkeypatch, tmp_path):
