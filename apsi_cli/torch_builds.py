@@ -16,7 +16,8 @@ Sources (read December 2026; docs/pkg.md lists them with what is not verified):
   this is the rule that applies to them. 12.x: 525.60.13 (Linux) / 528.33 (Windows), from the CUDA 12
   release notes' minor-version table (not re-read here). 13.x on Windows: not listed; 580 is used.
 - architectures: PyTorch's RELEASE.md "PyTorch CUDA Support Matrix" (one matrix for 2.12-2.14, PR
-  #197555; aarch64 rows from PR #182849) and the release RFCs (#172663 for 2.11, #178665 for 2.12,
+  #197555; aarch64 rows from PR #182849; CUDA 12.6 and 12.8 added to the aarch64 builds for 2.9, PR
+  #162364) and the release RFCs (#172663 for 2.11, #178665 for 2.12,
   #190355 for 2.14); Volta in cu128 for 2.8-2.10 and its removal in 2.11 (#172352).
 - versions per index: RELEASE.md "Release Compatibility Matrix" (stable/experimental CUDA and the
   stable ROCm of each release); cu128 removed in 2.12 (#178665); CUDA 12.6 removed in 2.15, so 2.14
@@ -83,7 +84,8 @@ CUDA = (
     Index("cu128", "cuda", "CUDA 12.8",
           (Span("2.7", "2.7", _TURING_UP, arm=_ARM_128), Span("2.8", "2.10", _VOLTA_UP, arm=_ARM_128),
            Span("2.11", "2.11", _TURING_UP, arm=_ARM_128)), cuda_major=12),
-    Index("cu126", "cuda", "CUDA 12.6", (Span("2.6", "2.14", _OLD, arm=_ARM_12),), cuda_major=12),
+    Index("cu126", "cuda", "CUDA 12.6", (Span("2.6", "2.8", _OLD), Span("2.9", "2.14", _OLD, arm=_ARM_12)),
+          cuda_major=12),                                 # aarch64 cu126 wheels from 2.9 (PR #162364)
     Index("cu124", "cuda", "CUDA 12.4", (Span("2.4", "2.6", _OLD),), cuda_major=12),
     Index("cu118", "cuda", "CUDA 11.8", (Span("2.3", "2.7", _OLD),), cuda_major=11),
 )

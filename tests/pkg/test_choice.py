@@ -47,9 +47,9 @@ EXPECTED = {
     "kepler-k80-driver470": ("cpu", "torch>=2.3",
                              "2× Tesla K80 (compute 3.7 from its name), driver 470.256.02 → "
                              "torch: PyTorch ≥ 2.3 + the CPU build"),
-    "gh200-driver570": ("cu126", "torch>=2.6,<2.15",
+    "gh200-driver570": ("cu126", "torch>=2.9,<2.15",            # cu126's aarch64 wheels start with 2.9
                         "NVIDIA GH200 480GB (compute 9.0), driver 570.124.06 → "
-                        "torch-cuda: PyTorch 2.6–2.14 + CUDA 12.6"),
+                        "torch-cuda: PyTorch 2.9–2.14 + CUDA 12.6"),
     "jetson-thor": ("cu132", "torch>=2.12",
                     "NVIDIA Thor (compute 11.0), driver 580.00 → torch-cu132: PyTorch ≥ 2.12 + CUDA 13.2"),
     "jetson-orin": ("cpu", "torch>=2.3",
