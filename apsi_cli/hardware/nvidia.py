@@ -130,11 +130,12 @@ def _state(r, exe, module, deadline, after_field=False):
                           fix="run `nvidia-smi` to see where it stops, and reboot")
     if MISMATCH in text:
         lib = re.search(r"NVML library version:\s*([0-9.]+)", r.out)
-        loaded = f" (kernel module {module[0]}" if module else " ("
-        libs = f"libraries {lib.group(1)})" if lib else "its libraries are another version)"
+        versions = ([f"kernel module {module[0]}"] if module else []) + \
+            ([f"libraries {lib.group(1)}"] if lib else [])
+        seen = f" ({', '.join(versions)})" if versions else ""
         return NvidiaInfo(status="mismatch", driver=module[0] if module else None, source=exe,
-                          note=f"the NVIDIA driver was updated but the old one still runs{loaded}, "
-                               f"{libs}; nvidia-smi and CUDA refuse to work until it is replaced",
+                          note=f"the NVIDIA driver was updated but the old one still runs{seen}; "
+                               "nvidia-smi and CUDA refuse to work until it is replaced",
                           fix="reboot (or unload and reload the nvidia kernel modules)")
     if NOT_LOADED in text:
         return _not_loaded(exe, module)

@@ -100,6 +100,15 @@ def test_machines_where_nothing_is_chosen(machine, monkeypatch, fixture):
     assert hw.gpus == () and "foo" not in plan.stop and "\x00" not in plan.stop
 
 
+def test_nvml_mismatch_without_the_module_version(machine, monkeypatch):
+    machine("nvml-mismatch")
+    monkeypatch.setenv("APSI_NVIDIA_SYS_VERSION", "/nonexistent/version")    # no kernel module file
+    plan = torch_choice.choose(hardware.detect())
+    assert plan.stop.startswith("the NVIDIA driver was updated but the old one still runs (libraries "
+                                "560.35); nvidia-smi and CUDA refuse to work until it is replaced. "
+                                "Fix: reboot")
+
+
 def test_fixture_details_read_from_nvidia_smi(machine):
     machine("a100x2-driver580")
     nv = hardware.detect().nvidia
