@@ -36,6 +36,9 @@ EXPECTED = {
     "rtx4090-driver560": ("cu126", "torch>=2.6,<2.15",
                           "NVIDIA GeForce RTX 4090 (compute 8.9), driver 560.35.03 → "
                           "torch-cuda: PyTorch 2.6–2.14 + CUDA 12.6"),
+    "rtx5090-driver575": ("cu128", "torch>=2.7,<2.12",          # cu128 reaches 2.11, cu129 only 2.8
+                          "NVIDIA GeForce RTX 5090 (compute 12.0), driver 575.57.08 → "
+                          "torch-cu128: PyTorch 2.7–2.11 + CUDA 12.8"),
     "rtx5090-driver570": ("cu128", "torch>=2.7,<2.12",
                           "NVIDIA GeForce RTX 5090 (compute 12.0), driver 570.124.04 → "
                           "torch-cu128: PyTorch 2.7–2.11 + CUDA 12.8"),
