@@ -118,7 +118,8 @@ def _bare(name):
 
 
 def pep668_advice(python):
-    return ("Use a virtual environment, which Apsi then installs into:\n"
+    return ("Use a virtual environment, which Apsi then installs into (on Debian and Ubuntu, "
+            "`sudo apt install python3-venv` first):\n"
             f"  {python} -m venv ~/.venvs/apsi\n"
             "  ~/.venvs/apsi/bin/python -m pip install apsi     (or the folder of your Apsi checkout)\n"
             "  ~/.venvs/apsi/bin/python -m apsi pkg install torch-auto\n"

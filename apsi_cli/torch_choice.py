@@ -142,8 +142,10 @@ def _nvidia(hw):
     warnings = [f"{g.name}: its compute capability is unknown, so only the driver was checked"
                 for g in nv.gpus if not g.compute_cap]
     if not nv.gpus:
-        warnings.append("no GPU models are known (nvidia-smi listed none), so only the driver version "
-                        "was checked; APSI_GPU_COMPUTE_CAPABILITY tells Apsi what they are")
+        why = ("APSI_CUDA_DRIVER_VERSION is set, so nvidia-smi was not asked" if nv.source ==
+               "APSI_CUDA_DRIVER_VERSION" else "nvidia-smi listed none")
+        warnings.append(f"no GPU models are known ({why}), so only the driver version was checked; "
+                        "APSI_GPU_COMPUTE_CAPABILITY tells Apsi what they are")
     if nv.lost:
         warnings.append(f"{nv.note}; the choice is for the GPUs that answered. Reboot to recover it")
     seen = _nvidia_seen(hw)

@@ -190,6 +190,12 @@ def test_overrides_for_ci_without_a_gpu(machine, monkeypatch):
     plan = torch_choice.choose(hw)
     assert plan.reason == ("GPU 0 (compute 8.9 given), driver 550.54.15 → "
                            "torch-cuda: PyTorch 2.6–2.14 + CUDA 12.6")
+    monkeypatch.delenv("APSI_GPU_COMPUTE_CAPABILITY")
+    plan = torch_choice.choose(hardware.detect())             # the driver alone: CUDA 12.x, no CUDA 13
+    assert (plan.index, plan.warnings) == ("cu126", (
+        "no GPU models are known (APSI_CUDA_DRIVER_VERSION is set, so nvidia-smi was not asked), so only "
+        "the driver version was checked; APSI_GPU_COMPUTE_CAPABILITY tells Apsi what they are",))
+    monkeypatch.setenv("APSI_GPU_COMPUTE_CAPABILITY", "8.9")
     monkeypatch.delenv("APSI_CUDA_DRIVER_VERSION")
     plan = torch_choice.choose(hardware.detect())
     assert plan.index is None and "set APSI_CUDA_DRIVER_VERSION too" in plan.stop
