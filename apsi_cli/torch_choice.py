@@ -296,6 +296,11 @@ def suitability(hw, plan, torch_info):
         return True, f"PyTorch {version} ({ix.label}) suits this machine"
     if want.kind == "cpu":
         return True, f"PyTorch {version} suits this machine"
+    have = tb.INDEXES.get(key)
+    if have is not None and have.kind == "rocm" and hw.amd:
+        missing = [g for g in hw.amd if g.arch not in have.gfx]
+        if missing:
+            return False, f"PyTorch {version} ({have.label}) has no kernels for {_counted(missing)}"
     if key == want.key or (want.kind == "rocm" and key.startswith("rocm")) or key == "xpu" == want.kind:
         return True, f"PyTorch {version} suits this machine"
     what = "the CPU build" if key == "cpu" else key

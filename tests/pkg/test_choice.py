@@ -458,6 +458,15 @@ def test_suitability():
     assert not ok and why == "PyTorch 2.9.0+cu130 has no kernels for GPU 6.1 (compute 6.1)"
 
 
+def test_an_installed_rocm_build_without_kernels_for_the_gpu_does_not_suit():
+    strix = Hardware("Linux", "x86_64", amd=(GPU(name="AMD Radeon Graphics", vendor="amd", arch="gfx1151"),))
+    plan = torch_choice.choose(strix)
+    ok, why = torch_choice.suitability(strix, plan, {"version": "2.9.1+rocm6.4", "hip": "6.4"})
+    assert not ok
+    assert why == "PyTorch 2.9.1+rocm6.4 (ROCm 6.4) has no kernels for AMD Radeon Graphics (gfx1151)"
+    assert torch_choice.suitability(strix, plan, {"version": "2.10.0+rocm7.1", "hip": "7.1"})[0]
+
+
 def test_table_is_consistent():
     for ix in torch_builds.INDEXES.values():
         assert ix.spans and all(s.first for s in ix.spans)
