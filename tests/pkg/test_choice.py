@@ -128,6 +128,40 @@ def test_old_driver_retries_without_compute_cap(machine):
     assert torch_choice.choose(hw).warnings == ()      # 470 runs CUDA 11.8 (minor-version compatibility)
 
 
+@pytest.mark.parametrize("name, cc", [
+    ("NVIDIA GeForce GTX 750 Ti", (5, 0)),     # Maxwell, although a GTX 7xx
+    ("NVIDIA GeForce GTX 780 Ti", (3, 5)),
+    ("NVIDIA GeForce GTX TITAN X", (5, 2)),    # Maxwell, not the Kepler GTX TITAN
+    ("NVIDIA GeForce GTX TITAN Black", (3, 5)),
+    ("NVIDIA GeForce GTX 680", (3, 0)),
+    ("Tesla K40m", (3, 5)),
+    ("Tesla K80", (3, 7)),
+    ("NVIDIA GeForce GTX 970", (5, 2)),
+    ("NVIDIA GeForce GTX 1080 Ti", (6, 1)),
+    ("Quadro K2200", None),                    # Quadro K is Kepler or Maxwell: not guessed
+])
+def test_compute_capability_from_the_model_name(name, cc):
+    from apsi_cli.hardware import nvidia
+
+    assert nvidia.cc_from_name(name) == cc
+
+
+def test_a_maxwell_gtx_750_ti_on_470_gets_cu118_not_the_kepler_message(machine, tmp_path):
+    # the driver predates compute_cap, so the model name decides: a GTX 7xx that is no Kepler
+    bindir = machine(None)
+    (tmp_path / "q.csv").write_text("NVIDIA GeForce GTX 750 Ti, 470.256.02, 2048 MiB\n")
+    helpers._write_exe(bindir / "nvidia-smi", f"""#!/bin/sh
+case "$*" in
+  *compute_cap*) echo 'Field "compute_cap" is not a valid field to query.'; exit 2 ;;
+  *--query-gpu*) /bin/cat '{tmp_path / "q.csv"}' ;;
+  *) exit 1 ;;
+esac
+""")
+    plan = torch_choice.choose(hardware.detect())
+    assert (plan.index, plan.warnings) == ("cu118", ())
+    assert plan.reason.startswith("NVIDIA GeForce GTX 750 Ti (compute 5.0 from its name), driver 470.256.02")
+
+
 def test_kepler_is_told_no_build_exists_not_to_update_the_driver(machine):
     machine("kepler-k80-driver470")
     plan = torch_choice.choose(hardware.detect())
