@@ -167,7 +167,7 @@ def _hardware(r, hw):
     nv = hw.nvidia
     r.sections["hardware"] = {
         "nvidia": {"status": nv.status, "driver": nv.driver, "cuda_driver_api": nv.cuda_driver_api,
-                   "source": nv.source, "note": nv.note,
+                   "source": nv.source, "note": nv.note, "fix": nv.fix or None, "lost": list(nv.lost),
                    "gpus": [_gpu(g) for g in nv.gpus]},
         "amd": [_gpu(g) for g in hw.amd],
         "intel": [_gpu(g) for g in hw.intel],

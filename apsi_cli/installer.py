@@ -118,7 +118,8 @@ def _bare(name):
 
 
 def pep668_advice(python):
-    return ("Use a virtual environment, which Apsi then installs into:\n"
+    return ("Use a virtual environment, which Apsi then installs into (on Debian and Ubuntu, "
+            "`sudo apt install python3-venv` first):\n"
             f"  {python} -m venv ~/.venvs/apsi\n"
             "  ~/.venvs/apsi/bin/python -m pip install apsi     (or the folder of your Apsi checkout)\n"
             "  ~/.venvs/apsi/bin/python -m apsi pkg install torch-auto\n"
@@ -269,7 +270,7 @@ def _install_torch(req, build, python, info, family):
             fail(f"{msg}\n{_torch_state(python)}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    _verify(python, plan, version, expected, url)
+    _verify(python, plan, version, expected, url, pipcmd.torch_conflicts(err))
 
 
 def _wheel_version(path):
@@ -291,8 +292,9 @@ def _tag_key(version):
     return local or "cpu"
 
 
-def _verify(python, plan, version, expected, url):
-    """Check what pip left behind: the build announced, and a family that matches it."""
+def _verify(python, plan, version, expected, url, conflicts=()):
+    """Check what pip left behind: the build announced, and a family that matches it. `conflicts`: the
+    packages pip said (exit code 0, an ERROR line) need another PyTorch; they are named, not hidden."""
     after = pipcmd.probe(python)
     torch = after["torch"]
     got = torch_choice.installed_key(torch) if torch.get("found") else None
@@ -304,6 +306,10 @@ def _verify(python, plan, version, expected, url):
     if bad:
         fail(f"PyTorch {torch.get('version')} is installed, but {bad}. Install the family together: "
              f"`apsi pkg install {plan.name} torchvision torchaudio`.")
+    for name, needs in conflicts:
+        warn(f"{name} needs {needs}, and PyTorch is now {torch.get('version')} (pip's dependency "
+             f"resolver said so above): it may not work. Update it with `apsi pkg install {name.split()[0]}`"
+             f" (the build stays), or remove it with `apsi pkg uninstall {name.split()[0]}`")
     members = [f"{m} {v}" for m, v in after.get("family", {}).items() if v]
     say(f"Installed PyTorch {torch.get('version')} ({_build_text(torch)})"
         + (f" with {', '.join(members)}" if members else "") + f" into {python}.")
@@ -324,7 +330,7 @@ def _family_mismatch(torch_version, family):
         pin = torch_builds.family_pin(name, torch_version).split("==")[1].rstrip(".*")
         if not torch_builds.family_pairs(name, v, torch_version):
             wrong.append(f"{name} {v} belongs to another PyTorch (this one pairs with {name} {pin})")
-        elif tag and torch_tag and tag != torch_tag:
+        elif not torch_builds.family_builds_match(name, v, torch_version):
             wrong.append(f"{name} {v} is a {tag} build, PyTorch a {torch_tag} one")
     return "; ".join(wrong)
 

@@ -7,6 +7,7 @@ PyTorch there cannot crash Apsi. pip runs with the user's own configuration and 
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -239,6 +240,15 @@ def constraint_file(folder, torch_version):
     return path
 
 
+_CONFLICT = re.compile(r"^(\S+ \S+) requires (torch\b[^,]*), but you have torch ", re.M)
+
+
+def torch_conflicts(stderr):
+    """[('name version', 'torch==2.6.0')] for the packages pip says need another PyTorch. pip prints these
+    after "ERROR: pip's dependency resolver does not currently take into account …" and still exits 0."""
+    return [(m.group(1), m.group(2).strip()) for m in _CONFLICT.finditer(stderr or "")]
+
+
 NETWORK_SIGNS = ("Failed to establish a new connection", "Max retries exceeded", "NewConnectionError",
                  "Temporary failure in name resolution", "Name or service not known", "Connection refused",
                  "Read timed out", "ProxyError", "SSLError", "Network is unreachable", "HTTP error 5",
@@ -264,6 +274,11 @@ def explain_failure(stderr, what, index_url, pyinfo, torch=True):
         project = re.split(r"[<>=!~\[; ]", name, maxsplit=1)[0].lower()
         if torch and project == "torch":
             name = what
+        elif torch and project == "torchaudio" and "==2.11" in name:
+            return (f"the index{source} has no {name} for {where}. torchaudio 2.11 is torchaudio's last "
+                    f"release (it runs with every later PyTorch), and this index does not carry it: "
+                    f"remove it (`apsi pkg uninstall torchaudio`) to install {what}, or choose a build "
+                    f"whose index has it.")
         elif torch and project in ("torchvision", "torchaudio"):
             return (f"the index{source} has no {name} for {where}, the {project} release paired with "
                     f"{what}: install {project} later, when the index has it, or choose another build.")

@@ -16,7 +16,8 @@ Sources (read December 2026; docs/pkg.md lists them with what is not verified):
   this is the rule that applies to them. 12.x: 525.60.13 (Linux) / 528.33 (Windows), from the CUDA 12
   release notes' minor-version table (not re-read here). 13.x on Windows: not listed; 580 is used.
 - architectures: PyTorch's RELEASE.md "PyTorch CUDA Support Matrix" (one matrix for 2.12-2.14, PR
-  #197555; aarch64 rows from PR #182849) and the release RFCs (#172663 for 2.11, #178665 for 2.12,
+  #197555; aarch64 rows from PR #182849; CUDA 12.6 and 12.8 added to the aarch64 builds for 2.9, PR
+  #162364) and the release RFCs (#172663 for 2.11, #178665 for 2.12,
   #190355 for 2.14); Volta in cu128 for 2.8-2.10 and its removal in 2.11 (#172352).
 - versions per index: RELEASE.md "Release Compatibility Matrix" (stable/experimental CUDA and the
   stable ROCm of each release); cu128 removed in 2.12 (#178665); CUDA 12.6 removed in 2.15, so 2.14
@@ -83,7 +84,8 @@ CUDA = (
     Index("cu128", "cuda", "CUDA 12.8",
           (Span("2.7", "2.7", _TURING_UP, arm=_ARM_128), Span("2.8", "2.10", _VOLTA_UP, arm=_ARM_128),
            Span("2.11", "2.11", _TURING_UP, arm=_ARM_128)), cuda_major=12),
-    Index("cu126", "cuda", "CUDA 12.6", (Span("2.6", "2.14", _OLD, arm=_ARM_12),), cuda_major=12),
+    Index("cu126", "cuda", "CUDA 12.6", (Span("2.6", "2.8", _OLD), Span("2.9", "2.14", _OLD, arm=_ARM_12)),
+          cuda_major=12),                                 # aarch64 cu126 wheels from 2.9 (PR #162364)
     Index("cu124", "cuda", "CUDA 12.4", (Span("2.4", "2.6", _OLD),), cuda_major=12),
     Index("cu118", "cuda", "CUDA 11.8", (Span("2.3", "2.7", _OLD),), cuda_major=11),
 )
@@ -180,9 +182,13 @@ def version_key(version):
     return (999,) if version is None else _key(version)
 
 
-# torchvision / torchaudio releases paired with a PyTorch minor version (torchvision 0.(m+15), e.g.
-# 0.27 with 2.12; torchaudio the same number as PyTorch), as pytorch.org's compatibility table pairs them.
+# torchvision / torchaudio releases paired with a PyTorch minor version, as pytorch.org's compatibility
+# table pairs them: torchvision 0.(m+15) (0.27 with 2.12, 0.29 with 2.14); torchaudio the same number as
+# PyTorch up to 2.11, which is torchaudio's last release: it is built against PyTorch's stable ABI and
+# runs with 2.11 and every later PyTorch (docs.pytorch.org/audio/2.11.0/installation.html), so a newer
+# PyTorch pairs with torchaudio 2.11.
 FAMILY = ("torchvision", "torchaudio")
+TORCHAUDIO_LAST = (2, 11)
 
 
 def family_pin(name, torch_version):
@@ -190,6 +196,7 @@ def family_pin(name, torch_version):
     major, minor = (int(p) for p in torch_version.split("+")[0].split(".")[:2])
     if name == "torchvision":
         return f"torchvision==0.{minor + 15}.*"
+    major, minor = min((major, minor), TORCHAUDIO_LAST)
     return f"torchaudio=={major}.{minor}.*"
 
 
@@ -197,4 +204,34 @@ def family_pairs(name, member_version, torch_version):
     """Whether an installed family member's version is the one paired with torch_version."""
     want = family_pin(name, torch_version).split("==")[1].rstrip("*").rstrip(".")
     public = member_version.split("+")[0]
+    if name == "torchaudio" and _release(want) == TORCHAUDIO_LAST:
+        # built against the stable ABI: any torchaudio from 2.11 up to this PyTorch's own number runs
+        return TORCHAUDIO_LAST <= _release(public)[:2] <= _release(torch_version)[:2]
     return public == want or public.startswith(want + ".")
+
+
+def family_builds_match(name, member_version, torch_version):
+    """Whether a family member's build tag (+cu126, +cpu, …) goes with PyTorch's. Each release is built
+    for one PyTorch build, except torchaudio from 2.11.1 on, which accepts any CUDA of the same major
+    version (pytorch/audio#4226): 2.11.1+cu130 runs with PyTorch +cu132."""
+    tag, torch_tag = member_version.partition("+")[2], torch_version.partition("+")[2]
+    if not tag or not torch_tag or tag == torch_tag:
+        return True
+    if name == "torchaudio" and _release(member_version) >= (2, 11, 1):
+        return _cuda_major(tag) is not None and _cuda_major(tag) == _cuda_major(torch_tag)
+    return False
+
+
+def _release(version):
+    parts = []
+    for p in version.split("+")[0].split("."):
+        if not p.isdigit():
+            break
+        parts.append(int(p))
+    return tuple(parts)
+
+
+def _cuda_major(tag):
+    """'cu132' -> 13, 'cu118' -> 11; None for tags that are not CUDA builds."""
+    digits = tag[2:]
+    return int(digits[:-1]) if tag.startswith("cu") and digits.isdigit() and len(digits) >= 2 else None

@@ -142,8 +142,10 @@ def _nvidia(hw):
     warnings = [f"{g.name}: its compute capability is unknown, so only the driver was checked"
                 for g in nv.gpus if not g.compute_cap]
     if not nv.gpus:
-        warnings.append("no GPU models are known (nvidia-smi listed none), so only the driver version "
-                        "was checked; APSI_GPU_COMPUTE_CAPABILITY tells Apsi what they are")
+        why = ("APSI_CUDA_DRIVER_VERSION is set, so nvidia-smi was not asked" if nv.source ==
+               "APSI_CUDA_DRIVER_VERSION" else "nvidia-smi listed none")
+        warnings.append(f"no GPU models are known ({why}), so only the driver version was checked; "
+                        "APSI_GPU_COMPUTE_CAPABILITY tells Apsi what they are")
     if nv.lost:
         warnings.append(f"{nv.note}; the choice is for the GPUs that answered. Reboot to recover it")
     seen = _nvidia_seen(hw)
@@ -158,7 +160,7 @@ def _nvidia(hw):
     for ix in tb.CUDA:
         if not driver_ok(ix, driver, windows):
             continue
-        for i in range(len(ix.spans) - 1, -1, -1):            # newest PyTorch first
+        for i in range(len(ix.spans) - 1, -1, -1):            # every span, newest first
             span = ix.spans[i]
             if arm and span.arm is None:
                 continue
@@ -175,7 +177,7 @@ def _nvidia(hw):
                     else:
                         break
                 best = (score, ix, first, span.last, served)
-            break
+            # no break: an older span may cover more of the GPUs (cu128 2.8-2.10 has Volta, 2.11 not)
     if best is None:
         plan = explicit("cpu")
         return _with_reason(plan, f"{seen} → {plan.summary}", warnings + [_no_build(hw, top)])
@@ -218,18 +220,23 @@ def _who_serves(gpu, driver, windows, linux, arm=False):
     return None
 
 
+def _counted(gpus):
+    """'2× AMD Instinct MI300X (gfx942) + Radeon RX 7900 XTX (gfx1100)'"""
+    counts = {}
+    for g in gpus:
+        counts[g.describe()] = counts.get(g.describe(), 0) + 1
+    return " + ".join(f"{n}× {d}" if n > 1 else d for d, n in counts.items())
+
+
 def _nvidia_seen(hw):
     nv = hw.nvidia
-    counts = {}
-    for g in nv.gpus:
-        counts[g.describe()] = counts.get(g.describe(), 0) + 1
-    gpus = " + ".join(f"{n}× {d}" if n > 1 else d for d, n in counts.items()) or "NVIDIA GPU"
+    gpus = _counted(nv.gpus) or "NVIDIA GPU"
     where = " (WSL)" if hw.wsl else ""
     return f"{gpus}, driver {nv.driver}{where}"
 
 
 def _amd(hw):
-    names = ", ".join(g.describe() for g in hw.amd)
+    names = _counted(hw.amd)
     if hw.system != "Linux":
         plan = explicit("cpu")
         return _with_reason(plan, f"{names} → {plan.summary}",
@@ -240,9 +247,10 @@ def _amd(hw):
             if (archs <= set(ix.gfx)) if whole else (archs & set(ix.gfx)):
                 plan = Plan(index=ix.key, requirement=tb.requirement(ix.first, ix.last), first=ix.first,
                             last=ix.last)
-                missing = ", ".join(sorted(archs - set(ix.gfx)))
-                warnings = [] if whole else [f"{missing} has no kernels in {ix.label}; PyTorch will not "
-                                             "use it"]
+                missing = _counted([g for g in hw.amd if g.arch not in ix.gfx])
+                warnings = [] if whole else [f"{missing} has no kernels in {ix.label}: PyTorch cannot use "
+                                             "it, and may fail if a program does; HIP_VISIBLE_DEVICES "
+                                             "(the numbers of the other GPUs) hides it"]
                 return _with_reason(plan, f"{names} → {plan.summary}", warnings)
     plan = explicit("cpu")
     return _with_reason(plan, f"{names} → {plan.summary}",
@@ -288,6 +296,11 @@ def suitability(hw, plan, torch_info):
         return True, f"PyTorch {version} ({ix.label}) suits this machine"
     if want.kind == "cpu":
         return True, f"PyTorch {version} suits this machine"
+    have = tb.INDEXES.get(key)
+    if have is not None and have.kind == "rocm" and hw.amd:
+        missing = [g for g in hw.amd if g.arch not in have.gfx]
+        if missing:
+            return False, f"PyTorch {version} ({have.label}) has no kernels for {_counted(missing)}"
     if key == want.key or (want.kind == "rocm" and key.startswith("rocm")) or key == "xpu" == want.kind:
         return True, f"PyTorch {version} suits this machine"
     what = "the CPU build" if key == "cpu" else key

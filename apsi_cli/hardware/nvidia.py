@@ -31,9 +31,10 @@ _BUS = re.compile(r"([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]
 
 # Compute capability by model name, for drivers too old to report it. Only GPUs such drivers run.
 _CC_BY_NAME = [
-    (r"\bK80\b", (3, 7)), (r"\bK40|\bK20|GTX 7[0-9]{2}\b|GTX TITAN( X| Black|$)", (3, 5)),
+    (r"GTX 75[0-9]|GTX 745|\bM10\b", (5, 0)),             # Maxwell, before the Kepler GTX 7xx below
+    (r"\bK80\b", (3, 7)), (r"\bK40|\bK20|GTX 7[0-9]{2}\b|GTX TITAN( Black| Z|$)|Tesla K\d", (3, 5)),
+    (r"GTX 6[0-9]{2}\b|GRID K\d", (3, 0)),
     (r"GTX 9[0-9]{2}\b|GTX TITAN X\b|\bM40\b|\bM60\b|\bM4\b|Quadro M", (5, 2)),
-    (r"GTX 750|\bM10\b", (5, 0)),
     (r"\bP100\b", (6, 0)), (r"GTX 10[0-9]{2}|TITAN Xp?\b|\bP40\b|\bP4\b|Quadro P", (6, 1)),
     (r"\bV100\b|TITAN V\b|Quadro GV100", (7, 0)),
     (r"RTX 20[0-9]{2}|GTX 16[0-9]{2}|TITAN RTX|\bT4\b|Quadro RTX|\bT[0-9]{3,4}\b", (7, 5)),
@@ -130,11 +131,12 @@ def _state(r, exe, module, deadline, after_field=False):
                           fix="run `nvidia-smi` to see where it stops, and reboot")
     if MISMATCH in text:
         lib = re.search(r"NVML library version:\s*([0-9.]+)", r.out)
-        loaded = f" (kernel module {module[0]}" if module else " ("
-        libs = f"libraries {lib.group(1)})" if lib else "its libraries are another version)"
+        versions = ([f"kernel module {module[0]}"] if module else []) + \
+            ([f"libraries {lib.group(1)}"] if lib else [])
+        seen = f" ({', '.join(versions)})" if versions else ""
         return NvidiaInfo(status="mismatch", driver=module[0] if module else None, source=exe,
-                          note=f"the NVIDIA driver was updated but the old one still runs{loaded}, "
-                               f"{libs}; nvidia-smi and CUDA refuse to work until it is replaced",
+                          note=f"the NVIDIA driver was updated but the old one still runs{seen}; "
+                               "nvidia-smi and CUDA refuse to work until it is replaced",
                           fix="reboot (or unload and reload the nvidia kernel modules)")
     if NOT_LOADED in text:
         return _not_loaded(exe, module)

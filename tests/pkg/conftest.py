@@ -74,10 +74,12 @@ def wheels(tmp_path_factory):
     w["tv-cu128"] = helpers.make_wheel(fam, "torchvision", "0.22.0+cu128", requires=["torch==2.7.0"])
     w["ta-cu128"] = helpers.make_wheel(fam, "torchaudio", "2.7.0+cu128", requires=["torch==2.7.0"])
     w["tv-cpu"] = helpers.make_wheel(fam, "torchvision", "0.28.0+cpu", requires=["torch==2.13.0"])
+    # torchaudio's last release, which pairs with PyTorch 2.11 and every later one
+    w["ta-cpu"] = helpers.make_wheel(fam, "torchaudio", "2.11.1+cpu", requires=["torch>=2.11"])
     base = root / "whl"
     helpers.make_index(base, "cu126", [w["cu126"], w["tv-cu126"], w["ta-cu126"]])
     helpers.make_index(base, "cu128", [w["cu128"], w["tv-cu128"], w["ta-cu128"]])
-    helpers.make_index(base, "cpu", [w["cpu"], w["tv-cpu"]])
+    helpers.make_index(base, "cpu", [w["cpu"], w["tv-cpu"], w["ta-cpu"]])
     helpers.make_index(base, "rocm6.2", [w["rocm6.2"]])
     partial = root / "partial"                     # a mirror that lacks cu128
     helpers.make_index(partial, "cu126", [w["cu126"]])
@@ -107,7 +109,8 @@ def venv(tmp_path_factory):
 def target(venv, wheels, monkeypatch, tmp_path):
     """The venv as Apsi's Python, with no torch in it, isolated from this machine's pip settings."""
     helpers.remove_torch(venv["site"])
-    helpers.remove_dists(venv["site"], ("torchvision", "torchaudio", "needs_any_torch", "needs_new_torch"))
+    helpers.remove_dists(venv["site"], ("torchvision", "torchaudio", "needs_any_torch", "needs_new_torch",
+                                       "needs_torch_26"))
     env = helpers.isolated_pip_env(venv["cache"])
     for k in [k for k in os.environ if k.startswith("PIP_")]:
         monkeypatch.delenv(k)

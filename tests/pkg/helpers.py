@@ -48,6 +48,15 @@ esac
     return path
 
 
+ROCMINFO = FIXTURES.parent / "rocminfo"
+
+
+def fake_rocminfo(path, fixture):
+    """An executable at `path` that prints what rocminfo prints on the machine `fixture`."""
+    _write_exe(path, f"#!/bin/sh\n/bin/cat '{ROCMINFO / fixture / 'rocminfo.txt'}'\n")
+    return path
+
+
 def hanging_nvidia_smi(path):
     _write_exe(path, "#!/bin/sh\nexec /bin/sleep 60\n")
     return path
@@ -124,11 +133,13 @@ class mps:
 '''
 
 
-def make_torch_wheel(folder, version, cuda=None, hip=None, broken=False, requires=()):
-    """Write torch-VERSION-py3-none-any.whl into `folder`; returns its path."""
+def make_torch_wheel(folder, version, cuda=None, hip=None, broken=False, requires=(), reports=None):
+    """Write torch-VERSION-py3-none-any.whl into `folder`; returns its path. `reports`: the version its
+    torch/version.py gives, when that differs from the wheel's (a mislabelled wheel)."""
     files = {
         "torch/__init__.py": _INIT_BROKEN if broken else _INIT,
-        "torch/version.py": (f"__version__ = {version!r}\ncuda = {cuda!r}\nhip = {hip!r}\nxpu = None\n"
+        "torch/version.py": (f"__version__ = {reports or version!r}\ncuda = {cuda!r}\nhip = {hip!r}\n"
+                             "xpu = None\n"
                              f"git_version = 'stand-in'\n"),
         "torch/cuda.py": _CUDA,
         "torch/backends/__init__.py": _BACKENDS,

@@ -36,6 +36,9 @@ EXPECTED = {
     "rtx4090-driver560": ("cu126", "torch>=2.6,<2.15",
                           "NVIDIA GeForce RTX 4090 (compute 8.9), driver 560.35.03 → "
                           "torch-cuda: PyTorch 2.6–2.14 + CUDA 12.6"),
+    "rtx5090-driver575": ("cu128", "torch>=2.7,<2.12",          # cu128 reaches 2.11, cu129 only 2.8
+                          "NVIDIA GeForce RTX 5090 (compute 12.0), driver 575.57.08 → "
+                          "torch-cu128: PyTorch 2.7–2.11 + CUDA 12.8"),
     "rtx5090-driver570": ("cu128", "torch>=2.7,<2.12",
                           "NVIDIA GeForce RTX 5090 (compute 12.0), driver 570.124.04 → "
                           "torch-cu128: PyTorch 2.7–2.11 + CUDA 12.8"),
@@ -47,9 +50,9 @@ EXPECTED = {
     "kepler-k80-driver470": ("cpu", "torch>=2.3",
                              "2× Tesla K80 (compute 3.7 from its name), driver 470.256.02 → "
                              "torch: PyTorch ≥ 2.3 + the CPU build"),
-    "gh200-driver570": ("cu126", "torch>=2.6,<2.15",
+    "gh200-driver570": ("cu126", "torch>=2.9,<2.15",            # cu126's aarch64 wheels start with 2.9
                         "NVIDIA GH200 480GB (compute 9.0), driver 570.124.06 → "
-                        "torch-cuda: PyTorch 2.6–2.14 + CUDA 12.6"),
+                        "torch-cuda: PyTorch 2.9–2.14 + CUDA 12.6"),
     "jetson-thor": ("cu132", "torch>=2.12",
                     "NVIDIA Thor (compute 11.0), driver 580.00 → torch-cu132: PyTorch ≥ 2.12 + CUDA 13.2"),
     "jetson-orin": ("cpu", "torch>=2.3",
@@ -100,6 +103,15 @@ def test_machines_where_nothing_is_chosen(machine, monkeypatch, fixture):
     assert hw.gpus == () and "foo" not in plan.stop and "\x00" not in plan.stop
 
 
+def test_nvml_mismatch_without_the_module_version(machine, monkeypatch):
+    machine("nvml-mismatch")
+    monkeypatch.setenv("APSI_NVIDIA_SYS_VERSION", "/nonexistent/version")    # no kernel module file
+    plan = torch_choice.choose(hardware.detect())
+    assert plan.stop.startswith("the NVIDIA driver was updated but the old one still runs (libraries "
+                                "560.35); nvidia-smi and CUDA refuse to work until it is replaced. "
+                                "Fix: reboot")
+
+
 def test_fixture_details_read_from_nvidia_smi(machine):
     machine("a100x2-driver580")
     nv = hardware.detect().nvidia
@@ -114,6 +126,40 @@ def test_old_driver_retries_without_compute_cap(machine):
     assert hw.nvidia.status == "ok"
     assert hw.nvidia.gpus[0].compute_cap == (5, 2) and hw.nvidia.gpus[0].compute_cap_source == "name"
     assert torch_choice.choose(hw).warnings == ()      # 470 runs CUDA 11.8 (minor-version compatibility)
+
+
+@pytest.mark.parametrize("name, cc", [
+    ("NVIDIA GeForce GTX 750 Ti", (5, 0)),     # Maxwell, although a GTX 7xx
+    ("NVIDIA GeForce GTX 780 Ti", (3, 5)),
+    ("NVIDIA GeForce GTX TITAN X", (5, 2)),    # Maxwell, not the Kepler GTX TITAN
+    ("NVIDIA GeForce GTX TITAN Black", (3, 5)),
+    ("NVIDIA GeForce GTX 680", (3, 0)),
+    ("Tesla K40m", (3, 5)),
+    ("Tesla K80", (3, 7)),
+    ("NVIDIA GeForce GTX 970", (5, 2)),
+    ("NVIDIA GeForce GTX 1080 Ti", (6, 1)),
+    ("Quadro K2200", None),                    # Quadro K is Kepler or Maxwell: not guessed
+])
+def test_compute_capability_from_the_model_name(name, cc):
+    from apsi_cli.hardware import nvidia
+
+    assert nvidia.cc_from_name(name) == cc
+
+
+def test_a_maxwell_gtx_750_ti_on_470_gets_cu118_not_the_kepler_message(machine, tmp_path):
+    # the driver predates compute_cap, so the model name decides: a GTX 7xx that is no Kepler
+    bindir = machine(None)
+    (tmp_path / "q.csv").write_text("NVIDIA GeForce GTX 750 Ti, 470.256.02, 2048 MiB\n")
+    helpers._write_exe(bindir / "nvidia-smi", f"""#!/bin/sh
+case "$*" in
+  *compute_cap*) echo 'Field "compute_cap" is not a valid field to query.'; exit 2 ;;
+  *--query-gpu*) /bin/cat '{tmp_path / "q.csv"}' ;;
+  *) exit 1 ;;
+esac
+""")
+    plan = torch_choice.choose(hardware.detect())
+    assert (plan.index, plan.warnings) == ("cu118", ())
+    assert plan.reason.startswith("NVIDIA GeForce GTX 750 Ti (compute 5.0 from its name), driver 470.256.02")
 
 
 def test_kepler_is_told_no_build_exists_not_to_update_the_driver(machine):
@@ -178,6 +224,12 @@ def test_overrides_for_ci_without_a_gpu(machine, monkeypatch):
     plan = torch_choice.choose(hw)
     assert plan.reason == ("GPU 0 (compute 8.9 given), driver 550.54.15 → "
                            "torch-cuda: PyTorch 2.6–2.14 + CUDA 12.6")
+    monkeypatch.delenv("APSI_GPU_COMPUTE_CAPABILITY")
+    plan = torch_choice.choose(hardware.detect())             # the driver alone: CUDA 12.x, no CUDA 13
+    assert (plan.index, plan.warnings) == ("cu126", (
+        "no GPU models are known (APSI_CUDA_DRIVER_VERSION is set, so nvidia-smi was not asked), so only "
+        "the driver version was checked; APSI_GPU_COMPUTE_CAPABILITY tells Apsi what they are",))
+    monkeypatch.setenv("APSI_GPU_COMPUTE_CAPABILITY", "8.9")
     monkeypatch.delenv("APSI_CUDA_DRIVER_VERSION")
     plan = torch_choice.choose(hardware.detect())
     assert plan.index is None and "set APSI_CUDA_DRIVER_VERSION too" in plan.stop
@@ -294,6 +346,13 @@ def _nv(driver, *ccs, system="Linux"):
     ("450.80.02", (7, 5), "cu118"),     # the CUDA 11.x minimum
     ("450.80.01", (7, 5), None),        # below every build: CPU with a warning
     ("560.28.03", (6, 1), "cu126"),     # Pascal on the last index that has it
+    ("575.57.08", (12, 0), "cu128"),    # RTX 5090 on 575: cu128 reaches 2.11, cu129 only 2.8
+    ("560.35.03", (10, 0), "cu128"),    # B200 below 580: Blackwell needs cu128 or newer
+    ("579.99", (8, 9), "cu126"),        # just below 580: no CUDA 13 build runs
+    ("580.95.05", (6, 1), "cu126"),     # GTX 1080 on 580: CUDA 13 has no Pascal kernels
+    ("580.95.05", (7, 5), "cu132"),     # Turing is the oldest CUDA 13 architecture
+    ("580.95.05", (12, 0), "cu132"),    # Blackwell on 580
+    ("470.256.02", (8, 6), "cu118"),    # R470 runs CUDA 11.x only (minor-version compatibility)
 ])
 def test_choice_table(driver, cc, index):
     plan = torch_choice.choose(_nv(driver, cc))
@@ -301,6 +360,20 @@ def test_choice_table(driver, cc, index):
     if index is None:
         assert plan.warnings[0].startswith("driver 450.80.01 is older than every CUDA build needs (CUDA 11.8 "
                                            "needs 450.80.02 or newer)")
+
+
+def test_rtx5090_on_575_gets_the_cu128_range_to_2_11():
+    plan = torch_choice.choose(_nv("575.57.08", (12, 0)))
+    assert (plan.requirement, plan.warnings) == ("torch>=2.7,<2.12", ())
+    assert plan.reason == ("GPU 12.0 (compute 12.0), driver 575.57.08 → "
+                           "torch-cu128: PyTorch 2.7–2.11 + CUDA 12.8")
+
+
+def test_mixed_gpus_get_the_newest_release_that_covers_them_all():
+    # V100 + RTX 5090 on 575: cu128 dropped Volta in 2.11, but its 2.8-2.10 wheels run on both
+    plan = torch_choice.choose(_nv("575.57.08", (12, 0), (7, 0)))
+    assert (plan.index, plan.requirement, plan.warnings) == ("cu128", "torch>=2.8,<2.11", ())
+    assert plan.reason.endswith("→ torch-cu128: PyTorch 2.8–2.10 + CUDA 12.8")
 
 
 def test_windows_driver_numbers():
@@ -339,6 +412,39 @@ def test_amd_intel_and_macos():
     mac = torch_choice.choose(Hardware("Darwin", "arm64", apple_mps=True))
     assert mac.default_index and mac.reason == ("macOS on Apple silicon (MPS) → torch: PyTorch from the "
                                                 "default index (CPU, and MPS on Apple silicon)")
+
+
+ROCM = "→ torch-rocm: PyTorch 2.11–2.13 + ROCm 7.2"
+# fixture in tests/fixtures/rocminfo -> (index, reasoning line, warnings)
+AMD_EXPECTED = {
+    "mi300x-x2": ("rocm7.2", f"2× AMD Instinct MI300X (gfx942) {ROCM}", ()),
+    "mi355x": ("rocm7.2", f"AMD Instinct MI355X (gfx950) {ROCM}", ()),
+    "strix-halo": ("rocm7.2", f"AMD Radeon Graphics (gfx1151) {ROCM}", ()),
+    "strix-point": ("rocm7.2", f"AMD Radeon 890M Graphics (gfx1150) {ROCM}", ()),
+    "rx9070xt": ("rocm7.2", f"AMD Radeon RX 9070 XT (gfx1201) {ROCM}", ()),
+    "rx7900xtx-with-igpu": (
+        "rocm7.2", f"Radeon RX 7900 XTX (gfx1100) + AMD Radeon Graphics (gfx1036) {ROCM}",
+        ("AMD Radeon Graphics (gfx1036) has no kernels in ROCm 7.2: PyTorch cannot use it, and may fail if "
+         "a program does; HIP_VISIBLE_DEVICES (the numbers of the other GPUs) hides it",)),
+    "rx580": ("cpu", "Radeon RX 580 Series (gfx803) → torch: PyTorch ≥ 2.3 + the CPU build",
+              ("no ROCm build Apsi knows has kernels for gfx803: installing the CPU build; `apsi pkg install "
+               "torch --index-url URL` takes any index",)),
+}
+
+
+def test_every_rocminfo_fixture_has_an_expectation():
+    assert {p.name for p in helpers.ROCMINFO.iterdir() if p.is_dir()} == set(AMD_EXPECTED)
+
+
+@pytest.mark.parametrize("fixture", sorted(AMD_EXPECTED))
+def test_choice_for_amd_machines(machine, fixture):
+    bindir = machine(None)
+    helpers.fake_rocminfo(bindir / "rocminfo", fixture)
+    hw = hardware.detect()
+    if hw.system != "Linux":
+        pytest.skip("rocminfo is asked on Linux only")
+    plan = torch_choice.choose(hw)
+    assert (plan.index, plan.reason, plan.warnings) == AMD_EXPECTED[fixture]
 
 
 def test_rocminfo_parsing():
@@ -384,6 +490,15 @@ def test_suitability():
     ok, why = torch_choice.suitability(pascal, torch_choice.choose(pascal), {"version": "2.9.0+cu130",
                                                                              "cuda": "13.0"})
     assert not ok and why == "PyTorch 2.9.0+cu130 has no kernels for GPU 6.1 (compute 6.1)"
+
+
+def test_an_installed_rocm_build_without_kernels_for_the_gpu_does_not_suit():
+    strix = Hardware("Linux", "x86_64", amd=(GPU(name="AMD Radeon Graphics", vendor="amd", arch="gfx1151"),))
+    plan = torch_choice.choose(strix)
+    ok, why = torch_choice.suitability(strix, plan, {"version": "2.9.1+rocm6.4", "hip": "6.4"})
+    assert not ok
+    assert why == "PyTorch 2.9.1+rocm6.4 (ROCm 6.4) has no kernels for AMD Radeon Graphics (gfx1151)"
+    assert torch_choice.suitability(strix, plan, {"version": "2.10.0+rocm7.1", "hip": "7.1"})[0]
 
 
 def test_table_is_consistent():

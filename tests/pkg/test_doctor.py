@@ -230,6 +230,17 @@ def test_doctor_nvml_mismatch_and_hang_are_broken(target, machine, monkeypatch, 
     assert code == 1 and rep["ok"] is False
     status, detail, how = checks(rep, "gpu")[0]
     assert status == "fail" and detail.startswith(says) and fix in how
+    nv = rep["hardware"]["nvidia"]
+    assert nv["note"] == detail and nv["fix"] == how and nv["lost"] == []
+
+
+def test_doctor_a_lost_gpu_is_broken_and_named(target, machine):
+    machine("one-gpu-lost")
+    code, rep = doctor_json()
+    assert code == 1
+    assert rep["hardware"]["nvidia"]["lost"] == ["GPU 0000:41:00.0"]
+    assert ("fail", "nvidia-smi cannot reach GPU 0000:41:00.0 (lost: it fell off the bus or hung)",
+            "reboot to recover it") in checks(rep, "gpu")
 
 
 def test_doctor_family_pep668_index_and_overrides(target, wheels, machine, monkeypatch, tmp_path):
@@ -263,14 +274,14 @@ def test_setup_in_a_subfolder_edits_the_projects_apsi_toml(target, machine, tmp_
     (project / "src").mkdir(parents=True)
     toml = project / "apsi.toml"
     toml.write_text('# my project\n[run]\nread = ["../data"]\nallow = ["net"]\n\n[pkg]\n')
-    toml.chmod(0o644)
+    toml.chmod(0o640)                                  # not the default: it must be kept
     monkeypatch.chdir(project / "src")
     r = CliRunner().invoke(cli, ["setup"], input="n\ny\npython\n", terminal_width=200)
     assert r.exit_code == 0, r.output
     assert f"This folder is inside the project at {project}" in r.output
     assert f'Added python to [run] allow in {toml}.' in r.output
     assert toml.read_text() == '# my project\n[run]\nread = ["../data"]\nallow = ["net", "python"]\n\n[pkg]\n'
-    assert stat.S_IMODE(os.stat(toml).st_mode) == 0o644
+    assert stat.S_IMODE(os.stat(toml).st_mode) == 0o640
     assert not (project / "src" / "apsi.toml").exists()
 
 

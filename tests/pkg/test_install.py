@@ -280,6 +280,32 @@ def test_a_wheel_with_another_build_tag_is_refused(target, wheels, machine, tmp_
     assert target.torch() == "2.6.0+cu126"
 
 
+def test_the_build_installed_is_checked_after_the_install(target, wheels, machine, tmp_path):
+    # a wheel named +cu128 whose torch/version.py says it is a CPU build: pip succeeds, Apsi does not
+    machine(None)
+    odd = helpers.make_torch_wheel(tmp_path / "w", "2.7.0+cu128", reports="2.7.0+cpu")
+    helpers.make_index(tmp_path / "odd", "cu128", [odd])
+    url = f"{(tmp_path / 'odd').as_uri()}/cu128"
+    r = target.apsi("pkg", "install", "torch-cu128", "--torch-index", (tmp_path / "odd").as_uri())
+    assert r.returncode == 1
+    assert (f"error: pip reported success, but the PyTorch in {target.python} is now 2.7.0+cpu (cpu), not "
+            f"the 2.7.0+cu128 (cu128) wheel Apsi downloaded from {url}.") in r.stderr, r.all
+    assert "Installed PyTorch" not in r.stdout
+
+
+def test_a_package_left_needing_the_old_pytorch_is_named(target, wheels, machine, tmp_path):
+    # pip exits 0 after "ERROR: pip's dependency resolver …": Apsi says which package that leaves behind
+    machine(None)
+    target.pip_install(wheels["wheel"]["cu126"])
+    target.pip_install(helpers.make_wheel(tmp_path / "w", "needs-torch-26", "1.0", requires=["torch==2.6.0"]))
+    r = target.apsi("pkg", "install", "torch-cu128")
+    assert r.returncode == 0, r.all
+    assert ("! needs-torch-26 1.0 needs torch==2.6.0, and PyTorch is now 2.7.0+cu128 (pip's dependency "
+            "resolver said so above): it may not work. Update it with `apsi pkg install needs-torch-26`") \
+        in r.stderr, r.all
+    assert target.torch() == "2.7.0+cu128"
+
+
 def test_the_family_moves_with_the_build(target, wheels, machine):
     machine(None)
     target.pip_install(wheels["wheel"]["cu126"])
@@ -302,6 +328,24 @@ def test_asking_for_torchvision_keeps_the_build_and_takes_it_from_the_same_index
     assert target.torch() == "2.6.0+cu126"
     assert helpers.installed(target.python, "torchvision") == "0.21.0+cu126"
     assert helpers.installed(target.python, "torchaudio") == "2.6.0+cu126"
+
+
+def test_torchaudio_2_11_pairs_with_every_later_pytorch(target, wheels, machine):
+    # torchaudio 2.11 is its last release: a build of 2.12 or newer takes it along, not a torchaudio 2.13
+    # that does not exist
+    machine(None)
+    target.pip_install(wheels["wheel"]["cu126"])
+    target.pip_install(wheels["wheel"]["ta-cu126"])
+    r = target.apsi("pkg", "install", "torch")
+    assert r.returncode == 0, r.all
+    assert "with torchaudio==2.11.*" in r.stdout
+    assert "Installed PyTorch 2.13.0+cpu (CPU) with torchaudio 2.11.1+cpu" in r.stdout
+    assert helpers.installed(target.python, "torchaudio") == "2.11.1+cpu"
+    helpers.remove_dists(target.site, ("torchaudio",))
+    r = target.apsi("pkg", "install", "torchaudio")
+    assert r.returncode == 0, r.all
+    assert "torchaudio==2.11.*: paired with the installed PyTorch 2.13.0+cpu" in r.stdout
+    assert helpers.installed(target.python, "torchaudio") == "2.11.1+cpu"
 
 
 def test_packages_that_depend_on_torch_never_replace_the_build(target, wheels, machine):

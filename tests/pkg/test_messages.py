@@ -42,3 +42,25 @@ def test_family_pairing():
         "torchvision 0.22.0+cpu is a cpu build, PyTorch a cu128 one")
     assert installer.family_mismatch("2.7.0", {"torchaudio": "2.6.0"}) == (
         "torchaudio 2.6.0 belongs to another PyTorch (this one pairs with torchaudio 2.7)")
+    # torchaudio 2.11 is the last release; it pairs with every later PyTorch, and from 2.11.1 on with any
+    # CUDA build of the same major version (pytorch/audio#4226)
+    assert torch_builds.family_pin("torchaudio", "2.14.0+cu132") == "torchaudio==2.11.*"
+    assert torch_builds.family_pin("torchaudio", "2.11.0+cu130") == "torchaudio==2.11.*"
+    assert torch_builds.family_pin("torchaudio", "2.10.0+cu128") == "torchaudio==2.10.*"
+    assert installer.family_mismatch("2.14.0+cu132", {"torchaudio": "2.11.1+cu130"}) == ""
+    assert installer.family_mismatch("2.14.0+cu132", {"torchaudio": "2.11.0+cu130"}) == (
+        "torchaudio 2.11.0+cu130 is a cu130 build, PyTorch a cu132 one")
+    assert installer.family_mismatch("2.14.0+cu132", {"torchaudio": "2.11.1+cu126"}) == (
+        "torchaudio 2.11.1+cu126 is a cu126 build, PyTorch a cu132 one")
+    assert installer.family_mismatch("2.13.0+cu130", {"torchaudio": "2.10.0+cu130"}) == (
+        "torchaudio 2.10.0+cu130 belongs to another PyTorch (this one pairs with torchaudio 2.11)")
+    assert installer.family_mismatch("2.11.0+cu130", {"torchaudio": "2.12.0+cu130"}) == (
+        "torchaudio 2.12.0+cu130 belongs to another PyTorch (this one pairs with torchaudio 2.11)")
+
+
+def test_a_torchaudio_the_index_lacks_says_it_is_the_last_release():
+    err = "ERROR: No matching distribution found for torchaudio==2.11.*\n"
+    msg = pipcmd.explain_failure(err, "torch-2.14.0+cu132-cp312-cp312-linux_x86_64.whl", URL, INFO)
+    assert msg.startswith(f"the index from {URL} has no torchaudio==2.11.* for Python 3.12.3 on "
+                          "linux-x86_64. torchaudio 2.11 is torchaudio's last release")
+    assert "apsi pkg uninstall torchaudio" in msg
