@@ -475,8 +475,11 @@ class Compiler:
 
     def format_spec(self, spec):
         pieces = [spec] if isinstance(spec, str) else spec
+        # a field inside the spec (`{x:>{w}}`) shows its value the Apsi way too: Python's text of
+        # a function would land in the spec and in its error message ("<function f at 0x…>")
         return ast.JoinedStr([ast.Constant(x) if isinstance(x, str) else
-                              ast.FormattedValue(self.expr(x.expr), -1, None) for x in pieces])
+                              ast.FormattedValue(self.shown(x.expr, plain=lambda v: v), -1, None)
+                              for x in pieces])
 
     def e_Unary(self, e):
         return ast.UnaryOp(UNOPS[e.op](), self.expr(e.operand))

@@ -43,6 +43,24 @@ def _bce(ops, pred, target):
 ELEMENTWISE = {"mse": _mse, "mae": _mae, "huber": _huber, "cross_entropy": _cross_entropy, "bce": _bce}
 
 
+def checked_loss(value):
+    """What a loss function written in Apsi returned: one number, a tensor or a plain number. Only
+    values of known types go on to NumPy (which would read protocols from any other object)."""
+    from apsi_lang.errors import ApsiError
+    from apsi_layers.nn import foreign
+    from apsi_layers.nn.tensor import Tensor, describe
+
+    if type(value) is Tensor:
+        if value.data.size != 1:
+            raise ApsiError(f"fit: the loss function must return one number, but it returned a tensor "
+                            f"of shape {value.shape}; reduce it, e.g. with mean(...)")
+        return value
+    if type(value) in (int, float) or (foreign.TYPES and isinstance(value, foreign.TYPES)):
+        return value
+    raise ApsiError(f"fit: the loss function must return one number (a scalar tensor), but it returned "
+                    f"{describe(value)}")
+
+
 def vae_loss(ops, out, x):
     """Bernoulli reconstruction (bce from logits, summed over features) plus KL(q(z|x) || N(0, 1))
     summed over the latent, both averaged over the batch."""
@@ -58,7 +76,7 @@ def vae_loss(ops, out, x):
 def loss_value(ops, loss, pred, target, keep=None, lead=1):
     """The loss of one batch: `loss` a name of NAMES or a function fn(pred, target)."""
     if not isinstance(loss, str):
-        return loss(pred, target)
+        return checked_loss(loss(pred, target))
     if loss == "vae":
         return vae_loss(ops, pred, target)
     fn = ELEMENTWISE[loss]
