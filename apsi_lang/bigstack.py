@@ -85,8 +85,9 @@ def stack_sizes():
         memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (AttributeError, ValueError, OSError):
         memory = 0
-    memory = min(memory, 64 << 30) & ~((1 << 20) - 1)      # whole MiB
-    return [s for s in (memory, memory // 2) if s > STACK_BYTES] + [STACK_BYTES]
+    memory = min(memory, 64 << 30)
+    sizes = (s & ~((1 << 20) - 1) for s in (memory, memory // 2))      # whole MiB
+    return [s for s in sizes if s > STACK_BYTES] + [STACK_BYTES]
 
 
 def _wait(thread, done):

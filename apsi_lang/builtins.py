@@ -228,7 +228,7 @@ def apsi_exit(code=0):
 
 def apsi_input(prompt=""):
     try:
-        return _py.input(prompt)
+        return _py.input(apsi_str(prompt))     # (Python's input writes str(prompt): <function …>)
     except EOFError:
         return None
 

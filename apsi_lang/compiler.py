@@ -401,9 +401,12 @@ class Compiler:
         owner = self.scope.owner_of(e.id)
         if owner is None:
             self.fail(f"undefined name '{e.id}'{self.suggest(e.id)}", e)
-        if owner.is_module and e.id in self.own and (e.id in self.known or e.id in PY_BUILTINS):
+        if owner.is_module and (e.id in self.own and (e.id in self.known or e.id in PY_BUILTINS)
+                                or self.full_access and e.id in self.module_names and e.id in PY_BUILTINS):
             # the program's own top-level name shadowing a builtin: before its `let` runs, a plain
-            # read would find the builtin; this one says the name is not assigned yet
+            # read would find the builtin; this one says the name is not assigned yet. (The same for
+            # a module's name that its file declares but never bound, where frames hold Python's
+            # builtins underneath: with permission 'python'.)
             return self.helper("_gv", [ast.Constant(py_name(e.id))], e)
         return ast.Name(py_name(e.id), ast.Load())
 
