@@ -158,3 +158,14 @@ def test_numpy_text_scalars_cannot_format(project):
     refused('b.maketrans(b, b)', "python", extra={"b": np.bytes_(b"x")})
     run("let t = s.upper()", extra={"s": s})
     run("s.format(1)", "python", extra={"s": s})
+
+
+@pytest.mark.parametrize("ret", ["{shape: [1, 99]}", "{:}", "[[1.0]]", "print", "r"])
+def test_a_lambda_layer_returns_a_tensor(project, ret):
+    # the output shape was np.shape(result): a record's `shape` field, or NumPy on an unchecked value
+    dunder = Record(**{"__array_interface__": {"data": (8, False), "shape": (1,), "typestr": "<f8",
+                                               "version": 3}, "shape": (1, 7)})
+    refused(f"use layers\nlet net = sequential([dense(2, inputs=2), lambda_layer(fn(x) => {ret})])\n"
+            "net.init(seed=0)", extra={"r": dunder}, match="must return a tensor")
+    run("use layers\nlet net = sequential([dense(2, inputs=2), lambda_layer(fn(x) => x * 2)])\n"
+        "let p = net.init(seed=0)")
