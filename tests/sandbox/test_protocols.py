@@ -169,3 +169,35 @@ def test_a_lambda_layer_returns_a_tensor(project, ret):
             "net.init(seed=0)", extra={"r": dunder}, match="must return a tensor")
     run("use layers\nlet net = sequential([dense(2, inputs=2), lambda_layer(fn(x) => x * 2)])\n"
         "let p = net.init(seed=0)")
+
+
+class _Spy:
+    """A Python object that notes every NumPy/DLPack protocol anything asks it for."""
+
+    def __init__(self):
+        self.asked = []
+
+    def __getattr__(self, name):
+        if name.startswith(("__array", "__dlpack", "__cuda_array")):
+            self.asked.append(name)
+        raise AttributeError(name)
+
+
+def test_no_nn_function_asks_an_unchecked_value_for_a_protocol(project):
+    from apsi_layers.apsi_modules import nn_module
+
+    exports = nn_module()
+    t = exports["array"]([[1.0, 2.0], [3.0, 4.0]])
+    asked = {}
+    for name, fn in sorted(exports.items()):
+        for place in ("alone", "in a list", "first", "second", "third"):
+            spy = _Spy()
+            args = {"alone": [spy], "in a list": [[spy, 1.0]], "first": [spy, t],
+                    "second": [t, spy], "third": [t, t, spy]}[place]
+            try:
+                fn(*args)
+            except Exception:
+                pass
+            if spy.asked:
+                asked[f"{name} ({place})"] = sorted(set(spy.asked))
+    assert not asked, asked
