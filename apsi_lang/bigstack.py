@@ -6,6 +6,11 @@ the main thread's stack (8 MiB on Linux) overflows, killing the process, long be
 calls. Programs therefore run on a thread with a large stack (address space reserved, not memory
 used), where running out of calls is the Apsi error "too many nested calls" instead.
 
+One C recursion has no limit at all: hashing a tuple hashes its items, so a tuple nested N deep used
+as a map key takes N C frames (about 56 bytes each, a little more than the 48 bytes of memory each
+level of the tuple holds). The stack is therefore as large as the machine's memory where the system
+lets a thread reserve that much: a tuple deep enough to overflow it does not fit in memory.
+
     result = bigstack.call(fn)      # fn() on the big-stack thread; its exception re-raised here
 
 Ctrl-C reaches the main thread only; it is passed on to the program's thread as KeyboardInterrupt.
@@ -14,7 +19,7 @@ Ctrl-C reaches the main thread only; it is passed on to the program's thread as 
 import sys
 
 RECURSION_LIMIT = 6000
-STACK_BYTES = 512 * 1024 * 1024     # ~85 KiB of C stack per nested call at the limit
+STACK_BYTES = 512 * 1024 * 1024     # at least: ~85 KiB of C stack per nested call at the limit
 SAFE_LIMIT = 1500                   # where the default 8 MiB stack holds even calls through C
 GRACE_SECONDS = 2.0                 # how long a Ctrl-C waits for the program to stop
 
@@ -53,19 +58,36 @@ def call(fn):
 
 
 def _start(threading, target):
+    """The program's thread, started with the largest stack the system grants (see above)."""
+    for size in stack_sizes():
+        try:
+            old = threading.stack_size(size)
+        except (ValueError, RuntimeError, OverflowError):
+            continue
+        try:
+            thread = threading.Thread(target=target, name="apsi-program", daemon=True)
+            sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
+            thread.start()
+            return thread
+        except (RuntimeError, MemoryError):
+            continue        # (more address space than the system lets a thread reserve)
+        finally:
+            threading.stack_size(old)
+    return None
+
+
+def stack_sizes():
+    """Stack sizes to try, largest first: the machine's memory (capped at 64 GiB), half of it, and
+    STACK_BYTES, which any system grants."""
+    import os
+
     try:
-        old = threading.stack_size(STACK_BYTES)
-    except (ValueError, RuntimeError):
-        return None
-    try:
-        thread = threading.Thread(target=target, name="apsi-program", daemon=True)
-        sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
-        thread.start()
-        return thread
-    except (RuntimeError, MemoryError):
-        return None
-    finally:
-        threading.stack_size(old)
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        memory = 0
+    memory = min(memory, 64 << 30)
+    sizes = (s & ~((1 << 20) - 1) for s in (memory, memory // 2))      # whole MiB
+    return [s for s in sizes if s > STACK_BYTES] + [STACK_BYTES]
 
 
 def _wait(thread, done):

@@ -59,6 +59,25 @@ def apsi_reversed(seq):
     return list(_py.reversed(seq))
 
 
+def apsi_enumerate(items, start=0):
+    """enumerate(xs), lazy as Python's, but never of another lazy enumerate/zip (see _unchained)."""
+    return _py.enumerate(_unchained(items), start)
+
+
+def apsi_zip(*seqs, strict=False):
+    return _py.zip(*[_unchained(s) for s in seqs], strict=strict)
+
+
+def _unchained(items):
+    # `e = enumerate(e)` a million times would build a chain that CPython frees (and iterates)
+    # recursively in C, one C frame per link, and the interpreter would crash on the stack's end:
+    # an enumerate or zip given another one takes its remaining items as a list instead
+    return list(items) if type(items) in _LAZY else items
+
+
+_LAZY = (_py.enumerate, _py.zip)
+
+
 def apsi_set(items=()):
     """set(xs): a function, not Python's set type (a type object would be one more thing to guard)."""
     return _py.set(items)
@@ -209,7 +228,7 @@ def apsi_exit(code=0):
 
 def apsi_input(prompt=""):
     try:
-        return _py.input(prompt)
+        return _py.input(apsi_str(prompt))     # (Python's input writes str(prompt): <function …>)
     except EOFError:
         return None
 
@@ -218,7 +237,7 @@ _BUILTINS_PY = {
     "print": apsi_print, "len": _py.len, "range": _py.range, "str": apsi_str, "repr": apsi_repr,
     "int": _py.int, "float": _py.float, "bool": _py.bool, "list": _py.list, "tuple": _py.tuple,
     "abs": _py.abs, "min": _py.min, "max": _py.max, "sum": _py.sum, "round": _py.round,
-    "sorted": _py.sorted, "reversed": apsi_reversed, "enumerate": _py.enumerate, "zip": _py.zip,
+    "sorted": _py.sorted, "reversed": apsi_reversed, "enumerate": apsi_enumerate, "zip": apsi_zip,
     "map": apsi_map, "filter": apsi_filter, "any": _py.any, "all": _py.all, "type": apsi_type,
     "error": error, "fields": fields, "get": get, "has": has, "input": apsi_input, "exit": apsi_exit,
     "clock": clock,

@@ -401,9 +401,12 @@ class Compiler:
         owner = self.scope.owner_of(e.id)
         if owner is None:
             self.fail(f"undefined name '{e.id}'{self.suggest(e.id)}", e)
-        if owner.is_module and e.id in self.own and (e.id in self.known or e.id in PY_BUILTINS):
+        if owner.is_module and (e.id in self.own and (e.id in self.known or e.id in PY_BUILTINS)
+                                or self.full_access and e.id in self.module_names and e.id in PY_BUILTINS):
             # the program's own top-level name shadowing a builtin: before its `let` runs, a plain
-            # read would find the builtin; this one says the name is not assigned yet
+            # read would find the builtin; this one says the name is not assigned yet. (The same for
+            # a module's name that its file declares but never bound, where frames hold Python's
+            # builtins underneath: with permission 'python'.)
             return self.helper("_gv", [ast.Constant(py_name(e.id))], e)
         return ast.Name(py_name(e.id), ast.Load())
 
@@ -475,8 +478,11 @@ class Compiler:
 
     def format_spec(self, spec):
         pieces = [spec] if isinstance(spec, str) else spec
+        # a field inside the spec (`{x:>{w}}`) shows its value the Apsi way too: Python's text of
+        # a function would land in the spec and in its error message ("<function f at 0x…>")
         return ast.JoinedStr([ast.Constant(x) if isinstance(x, str) else
-                              ast.FormattedValue(self.expr(x.expr), -1, None) for x in pieces])
+                              ast.FormattedValue(self.shown(x.expr, plain=lambda v: v), -1, None)
+                              for x in pieces])
 
     def e_Unary(self, e):
         return ast.UnaryOp(UNOPS[e.op](), self.expr(e.operand))

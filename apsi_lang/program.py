@@ -24,6 +24,8 @@ def safe_mod(a, b):
     of a function or any other object would show its Python text, with a memory address)."""
     if type(a) is not str and type(a) is not bytes:
         return a % b
+    if type(b) is dict:         # "%(name)s" % {"name": x}
+        return a % {k: v if type(v) in (int, float, str) else show(v) for k, v in b.items()}
     values = b if type(b) is tuple else (b,)
     values = tuple(v if type(v) in (int, float, str) else show(v) for v in values)
     return a % (values if type(b) is tuple else values[0])

@@ -100,7 +100,7 @@ def _describe(exc):
         return f"index out of range ({_apsi_words(text)})"
     if isinstance(exc, KeyError):
         key = exc.args[0] if exc.args else "?"
-        return f"no key {show(key, True)} in the map (m.get(key, default) gives a default instead)"
+        return f"no key {_brief(key)} in the map (m.get(key, default) gives a default instead)"
     if isinstance(exc, TypeError):
         m = _NOT_CALLABLE.fullmatch(str(exc))
         if m:
@@ -122,6 +122,26 @@ def _describe(exc):
     return f"{type(exc).__name__}: {exc}"
 
 
+def _brief(value, limit=200):
+    """A value's text for a message: cut short, and never an error of its own (this runs on the main
+    thread, whose stack is small: a key nested a million deep is not shown)."""
+    try:
+        text = show(value, True) if _depth_below(value, 100) else "(a value nested too deeply to show)"
+    except RecursionError:
+        text = "(a value nested too deeply to show)"
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _depth_below(value, limit):
+    """Whether `value`'s containers nest less than `limit` deep (looked at without recursion)."""
+    level = [value]
+    for _ in range(limit):
+        level = [x for v in level if type(v) in (list, tuple) for x in v][:10000]
+        if not level:
+            return True
+    return False
+
+
 _NOT_CALLABLE = re.compile(r"'(\w+)' object is not callable")
 _REWORDS = [   # CPython's messages that name Python types or syntax, in Apsi's words
     (re.compile(r"unsupported operand type\(s\) for ([^:]+): '(\w+)' and '(\w+)'"),
@@ -136,6 +156,9 @@ _REWORDS = [   # CPython's messages that name Python types or syntax, in Apsi's 
      lambda m: f"int({_text(m.group(1))}): the text is not a whole number"),
     (re.compile(r"could not convert string to float: (.*)", re.S),
      lambda m: f"float({_text(m.group(1))}): the text is not a number"),
+    (re.compile(r"unsupported format string passed to (\w+)\.__format__"),
+     lambda m: f"a format spec (the part after ':' in f\"{{x:>8}}\") works on numbers and text, not on "
+               f"{a_type_named(m.group(1))}: format its text instead, f\"{{str(x):>8}}\""),
     (re.compile(r"bad operand type for unary (.): '(\w+)'"),
      lambda m: f"'{m.group(1)}' does not work on {a_type_named(m.group(2))}"),
 ]

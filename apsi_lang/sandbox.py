@@ -49,10 +49,11 @@ def _all_but(tp, *dangerous):
     return frozenset(_public(tp) - set(dangerous))
 
 
-# Plain data types. String formatting walks attributes; maketrans returns a dict (a raw Python
-# container Apsi cannot otherwise make, and one NumPy reads protocols from).
+# Plain data types. String formatting walks attributes ("{0.__class__}"); maketrans returns a dict
+# (a raw Python container Apsi cannot otherwise make, and one NumPy reads protocols from).
+TEXT_DANGEROUS = ("format", "format_map", "maketrans")
 ALLOWED = {
-    str: _all_but(str, "format", "format_map", "maketrans"),
+    str: _all_but(str, *TEXT_DANGEROUS),
     list: _all_but(list), tuple: _all_but(tuple), dict: _all_but(dict, "fromkeys"),
     set: _all_but(set), frozenset: _all_but(frozenset),
     bytes: _all_but(bytes, "maketrans", "fromhex"), bytearray: _all_but(bytearray, "maketrans", "fromhex"),
@@ -60,10 +61,12 @@ ALLOWED = {
     float: _all_but(float, "fromhex"), complex: _all_but(complex),
     range: _all_but(range), slice: _all_but(slice), type(None): frozenset(),
 }
-# NumPy arrays and scalars: all but what writes files, pickles, reinterprets or exposes raw memory.
+# NumPy arrays and scalars: all but what writes files, pickles, reinterprets or exposes raw memory,
+# and what the plain types above refuse (numpy.str_ is a str: its format() walks attributes too).
 NUMPY_DANGEROUS = ("tofile", "dump", "dumps", "ctypes", "data", "base", "setflags", "getfield",
                    "setfield", "view", "resize", "put", "itemset", "newbyteorder", "byteswap", "tobytes",
-                   "tostring", "to_device", "device", "flags", "flat")
+                   "tostring", "to_device", "device", "flags", "flat",
+                   *TEXT_DANGEROUS, "fromhex", "from_bytes", "fromkeys")
 
 _cache = {}          # type -> frozenset of allowed names (None for records: every field)
 _sets = {}           # frozenset of names -> set of types allowing all of them

@@ -11,7 +11,7 @@ optimizer never sees them. Names given with name= can therefore not be "state".
 """
 
 from apsi_lang.errors import ApsiError
-from apsi_lang.values import Record, show
+from apsi_lang.values import Record, field_name_problem, show
 
 RESERVED = "state"
 
@@ -109,8 +109,10 @@ class Layer:
 def check_name(name, kind):
     if name is None:
         return kind
-    if not isinstance(name, str) or not name.isidentifier():
-        raise ApsiError(f"{kind}: name must be a name like \"encoder\", got {show(name, True)}")
+    # the name becomes a field of the parameter record: the rules of record fields (no leading '_')
+    if not isinstance(name, str) or field_name_problem(name):
+        raise ApsiError(f"{kind}: name must be a name like \"encoder\" (letters, digits and '_', not "
+                        f"starting with '_' or a digit), got {show(name, True)}")
     if name == RESERVED:
         raise ApsiError(f"{kind}: the name \"state\" is reserved for running statistics; choose another")
     return name

@@ -71,6 +71,7 @@ def graph_arg(fn, graph, nodes):
     import numpy as np
 
     from apsi_lang.values import Record
+    from apsi_layers.nn.tensor import to_plain
 
     n = nodes
     if isinstance(graph, Record):
@@ -83,7 +84,8 @@ def graph_arg(fn, graph, nodes):
     else:
         edges = graph
     try:
-        e = np.asarray(getattr(edges, "data", edges))
+        # (only a tensor, an array or lists of numbers reach NumPy: see nn.tensor.to_plain)
+        e = np.asarray(to_plain(edges))
         if e.dtype.kind == "f" and np.all(e == np.round(e)):
             e = e.astype(np.int64)
     except (TypeError, ValueError):

@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from apsi_lang.errors import ApsiError
 from apsi_layers.nn.tensor import Tensor
 
 
@@ -52,7 +53,12 @@ class _Builder:
         """The per-sample output shape of fn on a batch of zeros (lambda layers cannot say it)."""
         shape = (2,) + tuple(3 if s is None else s for s in input_shape)
         y = fn(Tensor(np.zeros(shape)))
-        out = tuple(np.shape(y.data if type(y) is Tensor else y))[1:]
+        if type(y) is not Tensor and not isinstance(y, np.ndarray):
+            # (np.shape would read a record's `shape` field, or give NumPy an unchecked value)
+            from apsi_layers.nn.tensor import describe
+
+            raise ApsiError(f"lambda_layer: the function must return a tensor, but it returned {describe(y)}")
+        out = tuple((y.data if type(y) is Tensor else y).shape)[1:]
         if len(out) == len(input_shape):    # an unknown axis that kept its place stays unknown
             out = tuple(None if i is None else o for i, o in zip(input_shape, out, strict=True))
         return out

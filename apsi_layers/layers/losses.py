@@ -75,13 +75,16 @@ def loss_value(ops, loss, pred, target, keep=None, lead=1):
 
 
 def _one_number(value):
-    """What a loss function gave, when it is one number (a 0-d tensor or a float)."""
-    shape = getattr(value, "shape", None)
-    if shape is not None:
-        if tuple(shape) == ():
+    """What a loss function gave, when it is one number (a 0-d tensor or a float). Only values of
+    known types go on: NumPy or torch would read array protocols from any other object."""
+    from apsi_layers.nn import foreign
+    from apsi_layers.nn.tensor import Tensor
+
+    if type(value) is Tensor or (foreign.TYPES and isinstance(value, foreign.TYPES)):
+        if tuple(value.shape) == ():
             return value
-        what = f"a tensor of shape {list(shape)}"
-    elif isinstance(value, int | float) and not isinstance(value, bool):
+        what = f"a tensor of shape {list(value.shape)}"
+    elif type(value) in (int, float):
         return value
     else:
         what = show(value, True)

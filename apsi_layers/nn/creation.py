@@ -5,6 +5,7 @@ import numpy as np
 from apsi_lang.errors import ApsiError
 from apsi_lang.values import type_name
 
+from . import foreign
 from .tensor import Tensor, describe, plain_array, to_plain
 
 _DTYPES = {"float": np.float64, "float64": np.float64, "int": np.int64, "int64": np.int64, "bool": bool}
@@ -64,17 +65,29 @@ def full(shape, value):
 
 def zeros_like(x):
     """Zeros with x's shape."""
-    return Tensor(np.zeros(np.shape(x.data if type(x) is Tensor else x)))
+    return Tensor(np.zeros(_shape_of(x, "zeros_like")))
 
 
 def ones_like(x):
     """Ones with x's shape."""
-    return Tensor(np.ones(np.shape(x.data if type(x) is Tensor else x)))
+    return Tensor(np.ones(_shape_of(x, "ones_like")))
+
+
+def _shape_of(x, fn):
+    # (np.shape would read a record's `shape` field, or hand NumPy an unchecked value)
+    if type(x) is Tensor:
+        return x.data.shape
+    if foreign.TYPES and isinstance(x, foreign.TYPES):      # a torch tensor (the torch backend)
+        return tuple(x.shape)
+    return plain_array(x, fn, "x").shape
 
 
 def arange(start, stop=None, step=1):
     """Evenly spaced values in [start, stop): arange(5), arange(1, 5), arange(0, 1, 0.25).
     Int arguments give an int tensor (usable as indices), floats a float64 one."""
+    for arg, value in (("start", start), ("stop", stop), ("step", step)):
+        if not (type(value) in (int, float) or (value is None and arg == "stop")):
+            raise ApsiError(f"arange: {arg} must be a number, got {describe(value)}")
     if step == 0:
         raise ApsiError("arange: step must not be 0")
     values = np.arange(start, stop, step) if stop is not None else np.arange(start)

@@ -127,3 +127,40 @@ def test_cli_message(tmp_path):
     code, out, err = cli(["t.apsi"], tmp_path)
     assert code == 1 and "'.numpy' of a tensor is not available to Apsi code" in err
     assert "--allow-python" in err and "File \"" not in err
+
+
+@pytest.mark.parametrize("attr", ["numpy()", "data", "tape", "resize((9,), refcheck=false)", "view()",
+                                  "setflags(write=true)", "tobytes()", "ctypes", "base"])
+def test_use_nn_inside_an_if_or_a_function_of_a_module(project, attr):
+    # nn is loaded only when the line runs: what the compiler knew then decides nothing
+    refused(f"if true:\n    use nn as n\nlet t = n.array([1.0, 2.0])\nt.{attr}", "python")
+    refused(f"if true:\n    use nn as n\nfn poke(t):\n    return t.{attr}\npoke(n.array([1.0]))", "python")
+    (project / "early.apsi").write_text(f"let poke = fn(t) => t.{attr}\n")
+    refused("use early\nif true:\n    use nn as n\npoke(n.array([1.0]))", "python")
+
+
+@pytest.mark.parametrize("code", [
+    # layers, optimizers, fit results and errors: their allow-lists and nothing more
+    "use layers\nlet net = mlp(2, 2, hidden=[4])\nnet.build", "use layers\nmlp(2, 2).apply",
+    "use layers\nmlp(2, 2).children()", "use layers\nmlp(2, 2).settings", "use layers\nmlp(2, 2).fail('x')",
+    "use layers\nlambda_layer(fn(x) => x).fn", "use layers\nmlp(2, 2).layers[0].units",
+    "use nn\nadam(lr=0.1).update", "use nn\nadam(lr=0.1).init_state", "use nn\nsgd(lr=0.1).current_lr()",
+    "use nn\nadam(lr=0.1).step.update", "use nn\nadam(lr=0.1).hyper.keys().mapping",
+    "try:\n    1 / 0\ncatch e:\n    e.args", "try:\n    1 / 0\ncatch e:\n    e.with_traceback",
+    "try:\n    error('x')\ncatch e:\n    e.add_note('y')", "try:\n    [][1]\ncatch e:\n    e.message.format",
+    'let m = {"a": 1}\nm.keys().mapping', 'let m = {"a": 1}\nm.items().isdisjoint([])',
+    "zip([1]).gi_frame", "enumerate([1]).gi_code", "range(3).count.name", "(1).to_bytes.name",
+    "use nn\ngrad(fn(x) => x).name", "use nn\nlet g = cosine_lr\ng.defaults",
+])
+def test_objects_nn_and_layers_return_expose_only_their_lists(project, code):
+    refused(code, "python")
+
+
+def test_their_listed_attributes_give_apsi_values(project, capsys):
+    run("use nn\nuse layers\nlet net = mlp(2, 2, hidden=[4])\nlet o = adam(lr=0.1)\n"
+        "print(net.kind, net.name, net.options, net.input_shape, type(net.layers[0]), type(net.init))\n"
+        "print(o.name, o.lr, o.steps, o.hyper)\ntry:\n    error('x')\ncatch e:\n    print(e.message, e.kind)")
+    assert capsys.readouterr().out == (
+        'mlp mlp {} [2] layer function\n'
+        'adam 0.1 0 {"b1": 0.9, "b2": 0.999, "eps": 1e-08, "weight_decay": 0.0, "amsgrad": false}\n'
+        "x error\n")

@@ -31,6 +31,19 @@ DEEP = "let t = []\nfor i in range(30000):\n    t = [t]\n"
     "let t = ()\nfor i in range(30000):\n    t = (t,)\nlet u = ()\nfor i in range(30000):\n"
     "    u = (u,)\nprint(t == u)",
     "use nn\nfn f(x):\n    return tree_map(f, [x])\nf(1.0)",
+    "fn f(x):\n    return any(map(f, [x]))\nf(0)",
+    'fn f(x):\n    return "".join(map(f, [x]))\nf(0)',
+    "fn f(x):\n    return list(zip(*map(f, [x])))\nf(0)",
+    "fn f(x):\n    return sorted([x, x], key=fn(y) => f(y))\nf(0)",
+    DEEP + "let u = []\nfor i in range(30000):\n    u = [u]\nprint(sorted([t, u]))",
+    DEEP + "let u = []\nfor i in range(30000):\n    u = [u]\nprint(max(t, u))",
+    DEEP + "print([1].index(t))",
+    DEEP + "error(t)",
+    "let r = {a: 1}\nfor i in range(30000):\n    r = {a: r}\nlet s = {a: 1}\nfor i in range(30000):\n"
+    "    s = {a: s}\nprint(r == s)",
+    "let m = {:}\nfor i in range(30000):\n    m = {\"a\": m}\nprint(m)",
+    "let xs = []\nxs.append(xs)\nprint(xs)",
+    "let t = ()\nfor i in range(1000000):\n    t = (t,)\nprint(set([t]))",
 ])
 def test_deep_recursion_is_an_apsi_error(tmp_path, code):
     (tmp_path / "deep.apsi").write_text(code)
@@ -81,3 +94,51 @@ def test_call_returns_raises_and_nests():
         bigstack.call(lambda: 1 / 0)
     with pytest.raises(SystemExit):
         bigstack.call(lambda: sys.exit(4))
+
+
+@pytest.mark.parametrize("code", [
+    # CPython frees (and steps through) a chain of enumerate objects recursively in C, one frame
+    # per link: Apsi's enumerate and zip take another one's items as a list, so no chain forms
+    "let z = enumerate([1])\nfor i in range(1000000):\n    z = enumerate(z)\nfor x in z:\n    print(1)",
+    "let z = zip([1])\nfor i in range(1000000):\n    z = zip(z, [2])\nprint(len(list(z)))",
+    "let z = enumerate([1])\nfor i in range(1000000):\n    z = enumerate(z)\nprint(2)",
+])
+def test_iterator_chains_never_crash(tmp_path, code):
+    (tmp_path / "chain.apsi").write_text(code)
+    rc, out, err = cli(["chain.apsi"], tmp_path, timeout=120)
+    assert rc in (0, 1) and "Fatal" not in err, (rc, err[-300:])
+    assert rc == 0 or "too many nested calls" in err
+
+
+def test_enumerate_and_zip_still_behave_as_pythons(tmp_path):
+    rc, out, err = cli(["-e", 'let z = zip([1, 2, 3], "abc")\nfor x in z:\n    break\n'
+                        'print(list(enumerate(z, 10)), list(zip([1], [2], strict=true)), type(zip([1])))'],
+                       tmp_path)
+    assert (rc, out) == (0, '[(10, (2, "b")), (11, (3, "c"))] [(1, 2)] zip\n'), err
+
+
+@pytest.mark.slow
+def test_a_tuple_deeper_than_the_old_stack_hashes(tmp_path):
+    """Hashing a tuple has no recursion limit in CPython (one C frame per level, ~56 bytes): the
+    program's stack is as large as memory, so 10 million levels (beyond 512 MiB) still hash."""
+    if bigstack.stack_sizes()[0] < 2 << 30:
+        pytest.skip("this machine has too little memory for the test")
+    (tmp_path / "deep.apsi").write_text("let t = ()\nfor i in range(10000000):\n    t = (t,)\n"
+                                        "let m = {:}\nm[t] = 1\nprint(t in m)\n")
+    rc, out, err = cli(["deep.apsi"], tmp_path, timeout=300)
+    assert (rc, out) == (0, "true\n"), (rc, err[-300:])
+
+
+def test_stack_sizes_try_memory_first_and_end_at_the_safe_size():
+    sizes = bigstack.stack_sizes()
+    assert sizes[-1] == bigstack.STACK_BYTES and sizes == sorted(sizes, reverse=True)
+    assert all(s % (1 << 20) == 0 for s in sizes)
+
+
+@pytest.mark.parametrize("lookup", ["m[t]", "m.pop(t)", "set([1]).remove(t)"])
+def test_a_missing_deep_key_is_named_briefly(tmp_path, lookup):
+    # the key is shown in the message, which is written on the main thread (a small stack)
+    (tmp_path / "key.apsi").write_text("let t = ()\nfor i in range(1000000):\n    t = (t,)\n"
+                                       f"let m = {{(1): 2}}\nprint({lookup})\n")
+    rc, out, err = cli(["key.apsi"], tmp_path)
+    assert rc == 1 and "no key (a value nested too deeply to show) in the map" in err, err[-300:]

@@ -73,3 +73,38 @@ def test_through_the_repl(project):
 def test_python_builtins_stay_reachable_with_python_only_through_pyimport(project, capsys):
     run('print(pyimport("builtins").len([1, 2]))', "python")
     assert capsys.readouterr().out == "2\n"
+
+
+def test_a_modules_unbound_name_never_falls_through_even_with_python(project):
+    (project / "helpers.apsi").write_text("if false:\n    let eval = 0\n    let open = 1\n")
+    (project / "main.apsi").write_text('use helpers\nprint(eval("1 + 1"))\n')
+    for flags in ([], ["--allow-python"], ["--allow-all"]):
+        code, out, err = cli([*flags, "main.apsi"], project)
+        assert code == 1 and f"'eval' {UNBOUND}" in err and out == "", (flags, err)
+
+
+@pytest.mark.parametrize("name", ["print", "len", "str", "range", "enumerate", "zip", "set", "type"])
+def test_apsis_own_builtins_are_unbound_too_before_their_let(project, name):
+    refused(f"{name}\nif false:\n    let {name} = 0", match=f"'{name}' {UNBOUND}")
+    refused(f"fn f():\n    return {name}\nlet g = f()\nlet {name} = 1", match=f"'{name}' {UNBOUND}")
+
+
+@pytest.mark.parametrize("code", [
+    "fn f(x=open):\n    return x\nif false:\n    let open = 0",           # a default value
+    "let g = fn(x=exec) => x\nif false:\n    let exec = 0",
+    "let xs = [1 for k in [vars]]\nlet vars = 0",                         # a comprehension's source
+    "let r = {a: locals}\nlet locals = 0",                                # a record literal
+    "let m = {(memoryview): 1}\nlet memoryview = 0",                      # a map key
+    'print(f"{dir}")\nlet dir = 0',                                      # an f-string field
+    "let a, b = delattr, 1\nlet delattr = 0",
+    "if false:\n    let __import__ = 0",
+])
+def test_more_places_a_name_is_read(project, code):
+    message = refused(code) if "__import__" not in code else None
+    if message is not None:
+        assert UNBOUND in message, message
+    else:
+        from apsi_lang.errors import ApsiSyntaxError
+
+        with pytest.raises(ApsiSyntaxError):
+            run(code)
