@@ -172,7 +172,16 @@ def _exists_on_type(tp, name):
         return True
 
 
+# What to write instead, for the refusals a Python user meets first (no access is widened by these).
+_INSTEAD = {(str, "format"): "use an f-string: f\"{x} and {y:.2f}\"",
+            (str, "format_map"): "use an f-string: f\"{m[\"k\"]}\""}
+
+
 def refusal(obj, name):
+    instead = _INSTEAD.get((type(obj), name))
+    if instead:
+        return (f"'.{name}' of {a_type(obj)} is not available to Apsi code: {instead} (full access to "
+                "Python objects needs permission 'python': --allow-python)")
     names = sorted(allowed_attrs(type(obj)) or ())
     shown = ", ".join(names[:12]) + (", …" if len(names) > 12 else "")
     options = f" (available: {shown})" if names else ""
