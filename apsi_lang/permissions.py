@@ -211,7 +211,7 @@ def denial_message(permission, what, path=None, name=None, reason="outside"):
     flag = f"--allow-{permission}"
     where = ""
     if path is not None and permission in PATH_PERMISSIONS:
-        folder = os.path.dirname(path.rstrip("/")) or "."
+        folder = os.path.dirname(path.rstrip("/")) or ("/" if path.startswith("/") else ".")
         if reason != "outside":
             return (f"{what} needs permission 'write' for {path}: it is a protected file in the project "
                     f"folder ({reason}); if this program should change it, run with "
