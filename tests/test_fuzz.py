@@ -184,6 +184,13 @@ def test_new_syntax_compiles(source):
     ("let x = 1\nmatch x:\n    pass", "no 'match' statement"),
     ("let y = []\nlet m = {x: 1 for x in y}", "no map or set comprehensions"),
     ("let s = {1, 2}", "no set literal"),
+    ('let f = open("x")', "read_text(path)"),
+    ('print(os.path.exists("x"))', "exists, list_dir"),
+    ("print(sys.argv)", "the list 'args'"),
+    ("print(json.dumps(1))", "read_json(path)"),
+    ("print(random())", "with 'use nn'"),
+    ('print(getattr({a: 1}, "a"))', "get(r, name, default)"),
+    ("print(hex(255))", 'f"{n:x}"'),
 ])
 def test_python_forms_are_refused_with_the_apsi_way(source, hint):
     err = compile_only(source)
