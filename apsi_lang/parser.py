@@ -101,6 +101,11 @@ class Parser:
             message += " (Apsi writes 'else if' as 'elif')"
         elif _walrus(prev, t) or _walrus(t, self.peek() if t is self.tok else None):
             message += f" ({NO_WALRUS})"
+        elif prev is not None and self.i >= 2 and _glued(self.toks[self.i - 2], prev, ("++", "--")):
+            message += f" (Apsi has no '{prev.value * 2}': write x {prev.value}= 1)"
+        elif prev is not None and self.i >= 2 and _glued(self.toks[self.i - 2], prev, ("===", "!==")) \
+                or _glued(prev, t, ("===", "!==")):
+            message += " (Apsi compares with == and !=)"
         elif t.kind == "KEYWORD" and t.value == "for" and prev is not None and self._in_braces():
             message += f" ({NO_COMPREHENSION})"
         text = self.lines[t.line - 1] if 0 < t.line <= len(self.lines) else None
@@ -733,6 +738,12 @@ class Parser:
         from .fstrings import parse_fstring
 
         return parse_fstring(t, self.filename, self.lines)
+
+
+def _glued(a, b, spellings):
+    """Tokens `a` and `b` written with no space between them spell one of `spellings` (`x++`)."""
+    return (a is not None and b is not None and a.kind == b.kind == "OP" and a.line == b.line
+            and b.col == a.col + len(str(a.value)) and str(a.value) + str(b.value) in spellings)
 
 
 def _walrus(a, b):

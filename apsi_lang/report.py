@@ -91,7 +91,8 @@ def _describe(exc):
         if type(obj) is Record:
             return f"record has no field '{name}' (its fields: {', '.join(vars(obj)) or 'none'})"
         if name is not None:
-            return f"{a_type(obj)} has no field or method '{name}'"
+            hint = " (len(x) gives the length)" if name in ("length", "len", "size") else ""
+            return f"{a_type(obj)} has no field or method '{name}'{hint}"
     if isinstance(exc, IndexError):
         text = str(exc)
         m = re.fullmatch(r"(\w+) index out of range", text)

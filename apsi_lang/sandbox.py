@@ -158,7 +158,14 @@ def set_attr(obj, name, value):
     if name.startswith("_"):
         raise ApsiError(f"cannot set '.{name}': names starting with '_' belong to Python's internals",
                         kind="permission")
-    if type(obj) is Record or allowed("python"):
+    if type(obj) is Record:
+        if name not in vars(obj):       # a record's fields are fixed: a typo must not add one
+            raise ApsiError(f"record has no field '{name}' (its fields: {', '.join(vars(obj)) or 'none'}): "
+                            f"a record's fields are fixed; make a new record with {{...r, {name}: …}}, "
+                            "or use a map for keys added as you go")
+        setattr(obj, name, value)
+        return
+    if allowed("python"):
         setattr(obj, name, value)
         return
     raise ApsiError(f"cannot set '.{name}' on {a_type(obj)}: only record fields can be assigned "
