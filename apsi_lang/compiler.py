@@ -13,6 +13,7 @@ from . import sandbox
 from . import syntax as S
 from .builtins import BUILTINS
 from .errors import ApsiSyntaxError
+from .parser import PYTHON_MODULES
 from .plain import is_plain, plain_names
 from .scopes import Scope, assigned_in_nested, binds, declarations, field_reads
 
@@ -33,13 +34,8 @@ PYTHON_SPELLINGS = {
     "pass the record to the function", "dict": "a map is written {:} or {\"key\": value}",
     "isinstance": "compare type(x) with a name, like type(x) == \"int\"",
     # Python modules and builtins a newcomer reaches for, and the Apsi builtin that does the job
+    **PYTHON_MODULES,
     "open": "files are read and written whole: read_text(path), write_text(path, text), append_text",
-    "math": "the math functions are builtins: sqrt(x), floor(x), pi, …, with no 'math.'",
-    "os": "the file functions are builtins: exists, list_dir, make_dir, delete, getenv",
-    "sys": "the command-line arguments are the list 'args'; exit(code) stops the program",
-    "json": "read_json(path) and write_json(path, value) are builtins",
-    "csv": "read_csv(path) is a builtin (with 'use nn', load_csv gives a tensor)",
-    "random": "random numbers come with 'use nn': rand(n), randn(n), randint(lo, hi, n), permutation(n)",
     "getattr": "a record's field by a computed name: get(r, name, default)",
     "hasattr": "has(r, name) asks whether a record has a field",
     "setattr": "records have fixed fields: make a new one with {...r, name: value}, or use a map",

@@ -29,6 +29,17 @@ PYTHON_WORDS = {
     "exec": "Apsi cannot run text as code",
     "match": "Apsi has no 'match' statement: use if/elif/else",
 }
+# Python modules a newcomer imports first, and where Apsi has what they give
+PYTHON_MODULES = {
+    "math": "the math functions are builtins: sqrt(x), floor(x), pi, …, with no 'math.'",
+    "os": "the file functions are builtins: exists, list_dir, make_dir, delete, getenv",
+    "sys": "the command-line arguments are the list 'args'; exit(code) stops the program",
+    "json": "read_json(path) and write_json(path, value) are builtins",
+    "csv": "read_csv(path) is a builtin (with 'use nn', load_csv gives a tensor)",
+    "random": "random numbers come with 'use nn': rand(n), randn(n), randint(lo, hi, n), permutation(n)",
+    "numpy": "Apsi's tensors come with 'use nn' (array, zeros, matmul with @, grad)",
+    "np": "Apsi's tensors come with 'use nn' (array, zeros, matmul with @, grad)",
+}
 NO_WALRUS = "Apsi has no ':=': give the value a name with 'let' on the line before"
 NO_CHAINED = "Apsi has no chained assignment (a = b = 1): assign each name on its own"
 NO_COMPREHENSION = ("Apsi has no map or set comprehensions: build it in a for loop "
@@ -95,7 +106,10 @@ class Parser:
     def fail(self, message, t=None, incomplete=None):
         t = t or self.tok
         prev = self.toks[self.i - 1] if self.i > 0 and t is self.tok else None
-        if prev is not None and prev.kind == "NAME" and prev.value in PYTHON_WORDS and prev.line == t.line:
+        if prev is not None and prev.kind == "NAME" and prev.value in ("import", "from") \
+                and t.kind == "NAME" and t.value in PYTHON_MODULES and prev.line == t.line:
+            message += f" (Apsi has no 'import': {PYTHON_MODULES[t.value]})"
+        elif prev is not None and prev.kind == "NAME" and prev.value in PYTHON_WORDS and prev.line == t.line:
             message += f" ({PYTHON_WORDS[prev.value]})"
         elif t.kind == "KEYWORD" and t.value == "if" and prev is not None and prev.value == "else":
             message += " (Apsi writes 'else if' as 'elif')"
