@@ -115,20 +115,48 @@ def _describe(exc):
                     if "record" in (a + b) else "")
             return f"cannot compare {a} with {b} using '{m.group(1)}'{hint}"
     if isinstance(exc, (TypeError, ValueError, OverflowError)):
+        text = _LOCALS.sub("", str(exc))              # outer.<locals>.inner() is inner()
+        text = _TYPE_METHOD.sub(r"\1", text)         # list.append() is append()
         for pattern, words in _REWORDS:
-            m = pattern.fullmatch(str(exc))
+            m = pattern.fullmatch(text)
             if m:
                 return words(m)
-        return _apsi_words(str(exc))
+        return _apsi_words(text)
     if isinstance(exc, MemoryError):
         return "out of memory"
     return f"{type(exc).__name__}: {exc}"
+
+
+_LOCALS = re.compile(r"(?:[\w<>]+\.<locals>\.)+")
+_TYPE_METHOD = re.compile(r"\b(?:list|str|dict|set|tuple|frozenset|int|float)\.(\w+\(\))")
+
+
+def _fn(name):
+    return "fn(…) => …" if name == "<lambda>" else f"{name}()"
+
+
+def _plural(n, word):
+    return f"{n} {word}" + ("" if n == "1" else "s")
 
 
 _EMPTY_POPS = {"pop from an empty set": "pop() of an empty set: check len(s) first",
                "popitem(): dictionary is empty": "popitem() of an empty map: check len(m) first"}
 _NOT_CALLABLE = re.compile(r"'(\w+)' object is not callable")
 _REWORDS = [   # CPython's messages that name Python types or syntax, in Apsi's words
+    (re.compile(r"(\S+)\(\) takes (\d+) positional arguments? but (\d+) (?:was|were) given"),
+     lambda m: f"{_fn(m.group(1))} takes {_plural(m.group(2), 'positional argument')} but was given "
+               f"{m.group(3)}"),
+    (re.compile(r"(\S+)\(\) takes from (\d+) to (\d+) positional arguments but (\d+) were given"),
+     lambda m: f"{_fn(m.group(1))} takes {m.group(2)} to {m.group(3)} arguments but was given {m.group(4)}"),
+    (re.compile(r"(\S+)\(\) missing (\d+) required positional arguments?: (.*)"),
+     lambda m: f"{_fn(m.group(1))} needs {_plural(m.group(2), 'more argument')}: {m.group(3)}"),
+    (re.compile(r"(\S+)\(\) missing (\d+) required keyword-only arguments?: (.*)"),
+     lambda m: f"{_fn(m.group(1))} needs the keyword {'argument' if m.group(2) == '1' else 'arguments'} "
+               f"{m.group(3)} (name=value, after a bare '*' in its parameters)"),
+    (re.compile(r"(\S+)\(\) got an unexpected keyword argument '(\w+)'"),
+     lambda m: f"{_fn(m.group(1))} has no parameter named '{m.group(2)}'"),
+    (re.compile(r"(\S+)\(\) got multiple values for argument '(\w+)'"),
+     lambda m: f"{_fn(m.group(1))} was given '{m.group(2)}' twice (by position and by name)"),
     (re.compile(r"unsupported operand type\(s\) for ([^:]+): '(\w+)' and '(\w+)'"),
      lambda m: f"'{m.group(1).strip()}' does not work on {a_type_named(m.group(2))} and "
                f"{a_type_named(m.group(3))}"),
