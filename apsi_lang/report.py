@@ -91,7 +91,11 @@ def _describe(exc):
         if type(obj) is Record:
             return f"record has no field '{name}' (its fields: {', '.join(vars(obj)) or 'none'})"
         if name is not None:
-            hint = " (len(x) gives the length)" if name in ("length", "len", "size") else ""
+            hint = ""
+            if name in ("length", "len", "size"):
+                hint = " (len(x) gives the length)"
+            elif type(obj) is dict:
+                hint = f" (a map's entries are read as m[\"{name}\"]; read_json gives maps)"
             return f"{a_type(obj)} has no field or method '{name}'{hint}"
     if isinstance(exc, IndexError):
         text = str(exc)
