@@ -112,7 +112,7 @@ fn build(n):
         let s = f"{i * 0.5}:{i}"
         total += len(s)
     return len(parts) + total
-let r = build(1000000) + build(1000000) + build(1000000)
+let r = build(1000000) + build(1000000)
 """, """
 def build(n):
     parts = []
