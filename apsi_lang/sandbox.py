@@ -181,7 +181,7 @@ def _exists_on_type(tp, name):
 
 # What to write instead, for the refusals a Python user meets first (no access is widened by these).
 _INSTEAD = {(str, "format"): "use an f-string: f\"{x} and {y:.2f}\"",
-            (str, "format_map"): "use an f-string: f\"{m[\"k\"]}\""}
+            (str, "format_map"): "use an f-string: f\"{m['k']}\""}
 
 
 def refusal(obj, name):
