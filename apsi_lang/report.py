@@ -242,7 +242,8 @@ _NO_ORDER = re.compile(r"'(\S+)' not supported between instances of '(\w+)' and 
 
 def a_type_named(name):
     name = {"NoneType": "none", "Record": "record", "builtin_function_or_method": "function",
-            "dict": "map", "SimpleNamespace": "record"}.get(name, name)
+            "dict": "map", "SimpleNamespace": "record", "Tensor": "tensor", "bool_": "bool",
+            "float64": "float", "int64": "int", "frozenset": "set", "ApsiError": "error"}.get(name, name)
     return "none" if name == "none" else ("an " if name[:1] in "aeiou" else "a ") + name
 
 
