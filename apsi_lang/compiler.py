@@ -13,6 +13,7 @@ from . import sandbox
 from . import syntax as S
 from .builtins import BUILTINS
 from .errors import ApsiSyntaxError
+from .parser import PYTHON_MODULES
 from .plain import is_plain, plain_names
 from .scopes import Scope, assigned_in_nested, binds, declarations, field_reads
 
@@ -32,6 +33,16 @@ PYTHON_SPELLINGS = {
     "null": "Apsi writes 'none'", "nil": "Apsi writes 'none'", "self": "Apsi has no classes or self: "
     "pass the record to the function", "dict": "a map is written {:} or {\"key\": value}",
     "isinstance": "compare type(x) with a name, like type(x) == \"int\"",
+    # Python modules and builtins a newcomer reaches for, and the Apsi builtin that does the job
+    **PYTHON_MODULES,
+    "open": "files are read and written whole: read_text(path), write_text(path, text), append_text",
+    "getattr": "a record's field by a computed name: get(r, name, default)",
+    "hasattr": "has(r, name) asks whether a record has a field",
+    "setattr": "records have fixed fields: make a new one with {...r, name: value}, or use a map",
+    "frozenset": "a set is made with set(xs)",
+    "bin": "an f-string formats an int in binary: f\"{n:b}\"",
+    "hex": "an f-string formats an int in hex: f\"{n:x}\"",
+    "oct": "an f-string formats an int in octal: f\"{n:o}\"",
 }
 
 
@@ -158,6 +169,8 @@ class Compiler:
         return ast.Expr(self.helper("_use", [ast.Constant(s.name)], s))
 
     def s_Del(self, s):
+        for t in s.targets:
+            self.note_index(t)
         return ast.Delete([self.at(ast.Subscript(self.expr(t.obj), self.index(t.index), ast.Del()), t)
                            for t in s.targets])
 
@@ -196,6 +209,7 @@ class Compiler:
             self.resolve_store(t)
             return self.at(ast.Name(py_name(t.id), ast.Store()), t)
         if isinstance(t, S.Index):
+            self.note_index(t)
             return self.at(ast.Subscript(self.expr(t.obj), self.index(t.index), ast.Store()), t)
         if isinstance(t, S.Attr):
             if not self.full_access:
@@ -429,11 +443,11 @@ class Compiler:
             first_source = self.expr(e.clauses[0][1])
             self.scope = Scope(outer, set())
             generators = []
-            for i, (names, source, conditions) in enumerate(e.clauses):
+            for i, (names, source, conditions, pattern) in enumerate(e.clauses):
                 source_py = first_source if i == 0 else self.expr(source)
                 self.scope.declared |= set(names)
                 self.scope.bound |= set(names)
-                target = self.store_names(names, e)
+                target = self.pattern(pattern, e) if pattern is not None else self.store_names(names, e)
                 ifs = [self.root(c) for c in conditions]
                 generators.append(ast.comprehension(target, source_py, ifs, 0))
             elt = self.root(e.elt)
@@ -469,8 +483,9 @@ class Compiler:
                 shown = self.helper("_repr" if part.conv == "r" else "_show", [self.expr(part.expr)], e)
                 spec = self.format_spec(part.spec) if part.spec else None
                 values.append(ast.FormattedValue(shown, -1, spec))
-            elif part.spec:
-                values.append(ast.FormattedValue(self.expr(part.expr), -1, self.format_spec(part.spec)))
+            elif part.spec:                      # {true:>6} is '  true': see program._fmtv
+                shown = self.shown(part.expr, plain=lambda x: x, helper="_fmtv")
+                values.append(ast.FormattedValue(shown, -1, self.format_spec(part.spec)))
             else:
                 shown = self.shown(part.expr, plain=lambda x: x)
                 values.append(ast.FormattedValue(shown, -1, None))
@@ -509,17 +524,17 @@ class Compiler:
     def e_IfExpr(self, e):
         return ast.IfExp(self.expr(e.test), self.expr(e.body), self.expr(e.orelse))
 
-    def shown(self, e, plain):
+    def shown(self, e, plain, helper="_show"):
         """Apsi's text for a value. A value known to be an int, float or str (apsi_lang.plain) is
         formatted by CPython directly; for another plain name, ints/floats/strs take CPython's own
         path after a type test (their Apsi text is Python's); only other types pay for `show`."""
         if self.plain(e):
             return plain(self.expr(e))
         if not isinstance(e, S.Name):
-            return self.helper("_show", [self.expr(e)], e)
+            return self.helper(helper, [self.expr(e)], e)
         test = self.at(ast.Compare(self.helper("_type", [self.expr(e)], e), [ast.In()],
                                    [self.at(ast.Name("_PLAIN", ast.Load()), e)]), e)
-        return self.at(ast.IfExp(test, plain(self.expr(e)), self.helper("_show", [self.expr(e)], e)), e)
+        return self.at(ast.IfExp(test, plain(self.expr(e)), self.helper(helper, [self.expr(e)], e)), e)
 
     def plain(self, e):
         return is_plain(e, self.name_is_plain, self.apsi_builtin)
@@ -572,12 +587,15 @@ class Compiler:
         obj = self.at(ast.IfExp(test, again(), slow), e)
         return ast.Attribute(obj, e.name, ast.Load())
 
-    def e_Index(self, e):
+    def note_index(self, e):
         spec = _operand(e.obj), _operand(e.index)
         if None not in spec:        # an IndexError here can name the index and the length
             from .report import INDEXES
 
             INDEXES[(self.filename, e.line, e.col)] = spec
+
+    def e_Index(self, e):
+        self.note_index(e)
         return ast.Subscript(self.expr(e.obj), self.index(e.index), ast.Load())
 
     def index(self, i):
@@ -606,16 +624,31 @@ class Compiler:
         self.fail("'*' spreads a list only inside a call's arguments: f(*xs)", e)
 
 
-def _operand(e):
-    """How to read a simple operand again after an error: ("name", python name), ("const", value)."""
+def _operand(e, depth=0):
+    """How to read an operand again after an error, when reading it has no side effect:
+    ("name", python name), ("const", value), ("index", obj, index), ("field", obj, name),
+    ("len", x), ("binary", op, left, right) for + - * // %, ("neg", x); None for anything else
+    (report.index_message evaluates these on plain values only)."""
+    if depth > 8:
+        return None
+    sub = lambda x: _operand(x, depth + 1)
     if isinstance(e, S.Name):
         return ("name", py_name(e.id))
-    if isinstance(e, S.Const) and type(e.value) is int:
+    if isinstance(e, S.Const) and type(e.value) in (int, str):
         return ("const", e.value)
-    if isinstance(e, S.Unary) and e.op == "-" and isinstance(e.operand, S.Const) \
-            and type(e.operand.value) is int:
-        return ("const", -e.operand.value)
-    return None
+    parts = None
+    if isinstance(e, S.Unary) and e.op == "-":
+        parts = ("neg", sub(e.operand))
+    elif isinstance(e, S.Index) and not isinstance(e.index, S.Slice | S.TupleLit):
+        parts = ("index", sub(e.obj), sub(e.index))
+    elif isinstance(e, S.Attr):
+        parts = ("field", sub(e.obj), e.name)
+    elif isinstance(e, S.Binary) and e.op in ("+", "-", "*", "//", "%"):
+        parts = ("binary", e.op, sub(e.left), sub(e.right))
+    elif isinstance(e, S.Call) and isinstance(e.func, S.Name) and e.func.id == "len" \
+            and len(e.args) == 1 and not e.kwargs and not isinstance(e.args[0], S.Splat):
+        parts = ("len", sub(e.args[0]))
+    return None if parts is None or None in parts else parts
 
 
 _SCOPES = (ast.FunctionDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)

@@ -65,7 +65,8 @@ def parse_fstring(tok, filename, lines):
         elif c == "{":
             end, colon = _field_end(raw, i + 1)
             if end is None:
-                fail("'{' in f-string is never closed: write '{{' for a brace", i)
+                fail("'{' in f-string is never closed: write '{{' for a brace (a string inside the braces "
+                     "takes the other quote: f\"{m['k']}\")", i)
             expr_text = raw[i + 1:colon if colon is not None else end]
             spec = raw[colon + 1:end] if colon is not None else ""
             expr_text, conv = _conversion(expr_text, place, i + 1, filename)

@@ -27,7 +27,23 @@ PYTHON_WORDS = {
     "await": "Apsi has no async functions",
     "print": "print is a function in Apsi: print(x)",
     "exec": "Apsi cannot run text as code",
+    "match": "Apsi has no 'match' statement: use if/elif/else",
 }
+# Python modules a newcomer imports first, and where Apsi has what they give
+PYTHON_MODULES = {
+    "math": "the math functions are builtins: sqrt(x), floor(x), pi, …, with no 'math.'",
+    "os": "the file functions are builtins: exists, list_dir, make_dir, delete, getenv",
+    "sys": "the command-line arguments are the list 'args'; exit(code) stops the program",
+    "json": "read_json(path) and write_json(path, value) are builtins",
+    "csv": "read_csv(path) is a builtin (with 'use nn', load_csv gives a tensor)",
+    "random": "random numbers come with 'use nn': rand(n), randn(n), randint(lo, hi, n), permutation(n)",
+    "numpy": "Apsi's tensors come with 'use nn' (array, zeros, matmul with @, grad)",
+    "np": "Apsi's tensors come with 'use nn' (array, zeros, matmul with @, grad)",
+}
+NO_WALRUS = "Apsi has no ':=': give the value a name with 'let' on the line before"
+NO_CHAINED = "Apsi has no chained assignment (a = b = 1): assign each name on its own"
+NO_COMPREHENSION = ("Apsi has no map or set comprehensions: build it in a for loop "
+                    "(let m = {:} … m[k] = v), or make a list [… for …] and call set(…)")
 COMPARE_OPS = {"==", "!=", "<", "<=", ">", ">="}
 AUG_OPS = {"+=", "-=", "*=", "/=", "//=", "%=", "**=", "@=", "&=", "|=", "^=", "<<=", ">>="}
 BINARY_LEVELS = [("|",), ("^",), ("&",), ("<<", ">>"), ("+", "-"), ("*", "/", "//", "%", "@")]
@@ -90,14 +106,38 @@ class Parser:
     def fail(self, message, t=None, incomplete=None):
         t = t or self.tok
         prev = self.toks[self.i - 1] if self.i > 0 and t is self.tok else None
-        if prev is not None and prev.kind == "NAME" and prev.value in PYTHON_WORDS and prev.line == t.line:
+        if prev is not None and prev.kind == "NAME" and prev.value in ("import", "from") \
+                and t.kind == "NAME" and t.value in PYTHON_MODULES and prev.line == t.line:
+            message += f" (Apsi has no 'import': {PYTHON_MODULES[t.value]})"
+        elif prev is not None and prev.kind == "NAME" and prev.value in PYTHON_WORDS and prev.line == t.line:
             message += f" ({PYTHON_WORDS[prev.value]})"
         elif t.kind == "KEYWORD" and t.value == "if" and prev is not None and prev.value == "else":
             message += " (Apsi writes 'else if' as 'elif')"
+        elif _walrus(prev, t) or _walrus(t, self.peek() if t is self.tok else None):
+            message += f" ({NO_WALRUS})"
+        elif prev is not None and self.i >= 2 and _glued(self.toks[self.i - 2], prev, ("++", "--")):
+            message += f" (Apsi has no '{prev.value * 2}': write x {prev.value}= 1)"
+        elif prev is not None and self.i >= 2 and _glued(self.toks[self.i - 2], prev, ("===", "!==")) \
+                or _glued(prev, t, ("===", "!==")):
+            message += " (Apsi compares with == and !=)"
+        elif t.kind == "KEYWORD" and t.value == "for" and prev is not None and self._in_braces():
+            message += f" ({NO_COMPREHENSION})"
         text = self.lines[t.line - 1] if 0 < t.line <= len(self.lines) else None
         err = ApsiSyntaxError(message, self.filename, t.line, t.col, text)
         err.incomplete = self.at_input_end() if incomplete is None else incomplete
         raise err
+
+    def _in_braces(self):
+        """The innermost open bracket before the current token is a '{' (a record or map literal)."""
+        depth = 0
+        for t in reversed(self.toks[:self.i]):
+            if t.kind == "OP" and t.value in (")", "]", "}"):
+                depth += 1
+            elif t.kind == "OP" and t.value in ("(", "[", "{"):
+                if depth == 0:
+                    return t.value == "{"
+                depth -= 1
+        return False
 
     def at_input_end(self):
         """Only the end of the input is left: more lines could complete what failed (the REPL waits)."""
@@ -169,7 +209,10 @@ class Parser:
         if self.at_op("="):
             self.advance()
             targets = self.assign_targets(expr)
-            return S.Assign(t.line, t.col, targets, self.expr_or_tuple())
+            value = self.expr_or_tuple()
+            if self.at_op("="):
+                self.fail(NO_CHAINED)
+            return S.Assign(t.line, t.col, targets, value)
         if self.tok.kind == "OP" and self.tok.value in AUG_OPS:
             op = self.advance().value[:-1]
             self.assign_targets(expr, single=True)
@@ -213,6 +256,8 @@ class Parser:
             self.advance()
             if self.at_op("=") or self.at_kw("in"):
                 break
+        if len(pattern) == 1 and isinstance(pattern[0], list):
+            pattern, flat = pattern[0], False     # `for (a, b) in …` is `for a, b in …`
         stars = [p for p in pattern if isinstance(p, tuple)]
         if len(stars) > 1:
             self.fail("only one '*name' may take the rest in a destructuring")
@@ -231,29 +276,24 @@ class Parser:
             return ("*", name)
         if self.at_op("("):
             self.advance()
-            inner = []
+            inner, comma = [], False
             while True:
                 inner.append(self.target_item(names, "a name"))
                 if not self.at_op(","):
                     break
                 self.advance()
+                comma = True
                 if self.at_op(")"):
                     break
             self.expect_op(")", " to close the nested names")
+            if not comma and not isinstance(inner[0], tuple):
+                return inner[0]                   # `(x)` is `x`, as in Python; `(x,)` unpacks one
             if len([p for p in inner if isinstance(p, tuple)]) > 1:
                 self.fail("only one '*name' may take the rest in a destructuring")
             return inner
         name = self.expect_name(what).value
         names.append(name)
         return name
-
-    def name_list(self, first_what, next_what):
-        """`a` or `a, b, …` (the targets of let, for and comprehension clauses)."""
-        names = [self.expect_name(first_what).value]
-        while self.at_op(","):
-            self.advance()
-            names.append(self.expect_name(next_what).value)
-        return names
 
     def let_stmt(self):
         t = self.advance()
@@ -262,7 +302,10 @@ class Parser:
             self.fail(f"expected '=' after 'let {', '.join(names)}': a variable needs a value "
                       "(use 'let x = none' for an empty one)")
         self.advance()
-        return S.Let(t.line, t.col, names, self.expr_or_tuple(), pattern)
+        value = self.expr_or_tuple()
+        if self.at_op("="):
+            self.fail(NO_CHAINED)
+        return S.Let(t.line, t.col, names, value, pattern)
 
     def block(self, what):
         """After ':' — an indented block, or simple statements on the same line."""
@@ -619,14 +662,14 @@ class Parser:
         clauses = []
         while self.at_kw("for"):
             self.advance()
-            names = self.name_list("a loop variable after 'for'", "a loop variable")
+            names, pattern = self.targets("a loop variable after 'for'", "a loop variable")
             self.expect_kw("in", " after the loop variable")
             source = self.or_expr()
             conditions = []
             while self.at_kw("if"):
                 self.advance()
                 conditions.append(self.or_expr())
-            clauses.append((names, source, conditions))
+            clauses.append((names, source, conditions, pattern))
         self.expect_op("]", " to close the list")
         return S.ListComp(t.line, t.col, elt, clauses)
 
@@ -659,6 +702,9 @@ class Parser:
                 self.fail(f"in a map the keys are values: write \"{kt.value}\" for the text, or ({kt.value}) "
                           "for the variable (a {name: …} with field names is a record)")
             keys.append(self.expr())
+            if len(keys) == 1 and self.at_op(",", "}"):
+                self.fail("expected ':' after the key in a map {key: value}: Apsi has no set literal, "
+                          "write set([a, b]) for a set")
             self.expect_op(":", " after the key in a map {key: value}")
             values.append(self.expr())
             if not self.at_op("}"):
@@ -706,6 +752,18 @@ class Parser:
         from .fstrings import parse_fstring
 
         return parse_fstring(t, self.filename, self.lines)
+
+
+def _glued(a, b, spellings):
+    """Tokens `a` and `b` written with no space between them spell one of `spellings` (`x++`)."""
+    return (a is not None and b is not None and a.kind == b.kind == "OP" and a.line == b.line
+            and b.col == a.col + len(str(a.value)) and str(a.value) + str(b.value) in spellings)
+
+
+def _walrus(a, b):
+    """`a`, `b` are the ':' and '=' of a Python `:=` (the lexer has no such operator)."""
+    return (a is not None and b is not None and a.kind == b.kind == "OP" and a.value == ":"
+            and b.value == "=" and a.line == b.line and b.col == a.col + 1)
 
 
 def _tok_at(node):

@@ -14,7 +14,7 @@ from .builtins import BUILTINS
 from .compiler import apsi_name, compile_tree
 from .errors import ApsiError, ApsiSyntaxError
 from .parser import Parser
-from .report import SOURCES, describe, unbound_message
+from .report import SOURCES, describe, describe_at, unbound_message  # noqa: F401 (program.describe)
 from .scopes import declarations
 from .values import Record, a_type, show
 
@@ -87,7 +87,7 @@ def new_namespace(program_dir, args=(), echo_to=None):
     ns.update(_use_as=use_as, _Rspread=_record_spread, _FIELD=_FIELD, _kwargs=_kwargs)
     ns.update(_use=use, _echo=echo, _gv=global_value, _chk=sandbox.check, _ga=sandbox.get_attr,
               _sa=sandbox.set_attr, _augattr=_augattr, _R=Record, _show=show, _repr=_repr, _type=type,
-              _pystr=str, _PLAIN=frozenset({int, float, str}), _mod=safe_mod,
+              _pystr=str, _PLAIN=frozenset({int, float, str}), _mod=safe_mod, _fmtv=_fmtv,
               _catch=_catch, _Catchable=Exception, _assert_fail=_assert_fail)
     return ns
 
@@ -118,6 +118,23 @@ def _kwargs(m):
     return m
 
 
+_SHOWN_TYPES = frozenset({bool, type(None), list, tuple, dict, set, frozenset, Record, bytes})
+
+
+def _fmtv(value):
+    """The value an f-string's `{x:spec}` formats: Apsi's text for what Python would format its own
+    way (`{true:>6}` is '  true', not '     1'; a list, a map, none take a str spec); numbers,
+    strings and tensors as they are."""
+    t = type(value)
+    if t is int or t is float or t is str:
+        return value
+    if t in _SHOWN_TYPES or callable(value) and show(value).startswith("<fn"):
+        return show(value)
+    if getattr(value, "shape", None) == () and str(getattr(value, "dtype", "")) == "bool":
+        return show(value)          # a NumPy/nn boolean scalar: true/false, not True/1
+    return value
+
+
 def _repr(value):
     return show(value, quoted=True)
 
@@ -139,7 +156,7 @@ def _catch(exc):
     """What `catch e:` binds: an ApsiError whose .message is the Apsi-level description."""
     if isinstance(exc, ApsiError):
         return exc
-    wrapped = ApsiError(describe(exc), kind=type(exc).__name__)
+    wrapped = ApsiError(describe_at(exc), kind=type(exc).__name__)
     wrapped.__cause__ = exc
     return wrapped
 

@@ -91,7 +91,12 @@ def _describe(exc):
         if type(obj) is Record:
             return f"record has no field '{name}' (its fields: {', '.join(vars(obj)) or 'none'})"
         if name is not None:
-            return f"{a_type(obj)} has no field or method '{name}'"
+            hint = ""
+            if name in ("length", "len", "size"):
+                hint = " (len(x) gives the length)"
+            elif type(obj) is dict:
+                hint = f" (a map's entries are read as m[\"{name}\"]; read_json gives maps)"
+            return f"{a_type(obj)} has no field or method '{name}'{hint}"
     if isinstance(exc, IndexError):
         text = str(exc)
         m = re.fullmatch(r"(\w+) index out of range", text)
@@ -100,6 +105,8 @@ def _describe(exc):
         return f"index out of range ({_apsi_words(text)})"
     if isinstance(exc, KeyError):
         key = exc.args[0] if exc.args else "?"
+        if key in _EMPTY_POPS:
+            return _EMPTY_POPS[key]
         return f"no key {_brief(key)} in the map (m.get(key, default) gives a default instead)"
     if isinstance(exc, TypeError):
         m = _NOT_CALLABLE.fullmatch(str(exc))
@@ -112,11 +119,13 @@ def _describe(exc):
                     if "record" in (a + b) else "")
             return f"cannot compare {a} with {b} using '{m.group(1)}'{hint}"
     if isinstance(exc, (TypeError, ValueError, OverflowError)):
+        text = _LOCALS.sub("", str(exc))              # outer.<locals>.inner() is inner()
+        text = _TYPE_METHOD.sub(r"\1", text)         # list.append() is append()
         for pattern, words in _REWORDS:
-            m = pattern.fullmatch(str(exc))
+            m = pattern.fullmatch(text)
             if m:
                 return words(m)
-        return _apsi_words(str(exc))
+        return _apsi_words(text)
     if isinstance(exc, MemoryError):
         return "out of memory"
     return f"{type(exc).__name__}: {exc}"
@@ -142,8 +151,36 @@ def _depth_below(value, limit):
     return False
 
 
+_LOCALS = re.compile(r"(?:[\w<>]+\.<locals>\.)+")
+_TYPE_METHOD = re.compile(r"\b(?:list|str|dict|set|tuple|frozenset|int|float)\.(\w+\(\))")
+
+
+def _fn(name):
+    return "fn(…) => …" if name == "<lambda>" else f"{name}()"
+
+
+def _plural(n, word):
+    return f"{n} {word}" + ("" if n == "1" else "s")
+
+
+_EMPTY_POPS = {"pop from an empty set": "pop() of an empty set: check len(s) first",
+               "popitem(): dictionary is empty": "popitem() of an empty map: check len(m) first"}
 _NOT_CALLABLE = re.compile(r"'(\w+)' object is not callable")
 _REWORDS = [   # CPython's messages that name Python types or syntax, in Apsi's words
+    (re.compile(r"(\S+)\(\) takes (\d+) positional arguments? but (\d+) (?:was|were) given"),
+     lambda m: f"{_fn(m.group(1))} takes {_plural(m.group(2), 'positional argument')} but was given "
+               f"{m.group(3)}"),
+    (re.compile(r"(\S+)\(\) takes from (\d+) to (\d+) positional arguments but (\d+) were given"),
+     lambda m: f"{_fn(m.group(1))} takes {m.group(2)} to {m.group(3)} arguments but was given {m.group(4)}"),
+    (re.compile(r"(\S+)\(\) missing (\d+) required positional arguments?: (.*)"),
+     lambda m: f"{_fn(m.group(1))} needs {_plural(m.group(2), 'more argument')}: {m.group(3)}"),
+    (re.compile(r"(\S+)\(\) missing (\d+) required keyword-only arguments?: (.*)"),
+     lambda m: f"{_fn(m.group(1))} needs the keyword {'argument' if m.group(2) == '1' else 'arguments'} "
+               f"{m.group(3)} (name=value, after a bare '*' in its parameters)"),
+    (re.compile(r"(\S+)\(\) got an unexpected keyword argument '(\w+)'"),
+     lambda m: f"{_fn(m.group(1))} has no parameter named '{m.group(2)}'"),
+    (re.compile(r"(\S+)\(\) got multiple values for argument '(\w+)'"),
+     lambda m: f"{_fn(m.group(1))} was given '{m.group(2)}' twice (by position and by name)"),
     (re.compile(r"unsupported operand type\(s\) for ([^:]+): '(\w+)' and '(\w+)'"),
      lambda m: f"'{m.group(1).strip()}' does not work on {a_type_named(m.group(2))} and "
                f"{a_type_named(m.group(3))}"),
@@ -161,6 +198,54 @@ _REWORDS = [   # CPython's messages that name Python types or syntax, in Apsi's 
                f"{a_type_named(m.group(1))}: format its text instead, f\"{{str(x):>8}}\""),
     (re.compile(r"bad operand type for unary (.): '(\w+)'"),
      lambda m: f"'{m.group(1)}' does not work on {a_type_named(m.group(2))}"),
+    (re.compile(r"bad operand type for (\w+)\(\): '(\w+)'"),
+     lambda m: f"{m.group(1)}() does not work on {a_type_named(m.group(2))}"),
+    (re.compile(r"object of type '(\w+)' has no len\(\)"),
+     lambda m: f"len() of {a_type_named(m.group(1))}: only a list, str, tuple, map, set or tensor has a "
+               "length"),
+    (re.compile(r"unhashable type: '(\w+)'"),
+     lambda m: f"{a_type_named(m.group(1))} cannot be a map key or a set item (it can change): keys are "
+               "text, numbers, tuples, …" + (" — use tuple(xs)" if m.group(1) == "list" else "")),
+    (re.compile(r"can't multiply sequence by non-int of type '(\w+)'"),
+     lambda m: f"'*' repeats a list or str by an int only, not by {a_type_named(m.group(1))}"),
+    (re.compile(r"'(\w+)' object cannot be interpreted as an integer"),
+     lambda m: f"expected an int here, not {a_type_named(m.group(1))}"
+               + (": convert it with int(x)" if m.group(1) in ("float", "str") else "")),
+    (re.compile(r"'(\w+)' object is not iterable"),
+     lambda m: f"{a_type_named(m.group(1))} cannot be looped over or spread: only a list, str, tuple, "
+               "map, set or range can"),
+    (re.compile(r"cannot unpack non-iterable (\w+) object"),
+     lambda m: f"cannot destructure {a_type_named(m.group(1))}: only a list, tuple or other sequence "
+               "can be split into names"),
+    (re.compile(r"(list|tuple|string) indices must be integers(?: or slices)?, not (\w+)"),
+     lambda m: f"a {'str' if m.group(1) == 'string' else m.group(1)} index must be an int, not "
+               f"{a_type_named(m.group(2))}" + (": convert it with int(i)" if m.group(2) == "float" else "")),
+    (re.compile(r"'(\w+)' object is not subscriptable"),
+     lambda m: "a record's fields are read as r.name, not r[\"name\"] (get(r, name) takes a computed name)"
+               if m.group(1) in ("Record", "record") else
+               f"{a_type_named(m.group(1))} cannot be indexed with [ ]"),
+    (re.compile(r"'(\w+)' object does not support item assignment"),
+     lambda m: "a record's fields are set as r.name = value, not r[\"name\"]"
+               if m.group(1) in ("Record", "record") else
+               f"{a_type_named(m.group(1))} cannot be changed with [ ] = (a str or tuple is fixed: make a "
+               "new one)"),
+    (re.compile(r"sequence item (\d+): expected str instance, (\w+) found"),
+     lambda m: f"join: item {m.group(1)} is {a_type_named(m.group(2))}, not a str: convert the items "
+               "first, like \", \".join([str(x) for x in xs])"),
+    (re.compile(r"(max|min)\(\) (?:arg is an empty sequence|iterable argument is empty)"),
+     lambda m: f"{m.group(1)}() of an empty list: check len(xs) first, or give default=…"),
+    (re.compile(r"(.*) is not in list", re.S),
+     lambda m: f"{_text(m.group(1))} is not in the list (check with x in xs first)"),
+    (re.compile(r"Unknown format code '(.)' for object of type '(\w+)'"),
+     lambda m: f"the format code '{m.group(1)}' does not work on {a_type_named(m.group(2))}"
+               + (" (true/false/none and lists format as text: use :>6, :<6, :^6)"
+                  if m.group(2) == "str" else "")),
+    (re.compile(r"Invalid format specifier '(.*)' for object of type '(\w+)'", re.S),
+     lambda m: f"the format specifier {_text(repr(m.group(1)))} does not work on {a_type_named(m.group(2))}"),
+    (re.compile(r"substring not found"),
+     lambda m: "the text is not in the str (s.find(t) gives -1 instead of an error)"),
+    (re.compile(r"ord\(\) expected a character, but string of length (\d+) found"),
+     lambda m: f"ord() needs a str of one character, not of length {m.group(1)}"),
 ]
 
 
@@ -172,7 +257,7 @@ def _text(py_repr):
         value = ast.literal_eval(py_repr)
     except (ValueError, SyntaxError):
         return py_repr
-    return show(value, quoted=True) if type(value) is str else py_repr
+    return show(value, quoted=True)
 
 
 _NO_ORDER = re.compile(r"'(\S+)' not supported between instances of '(\w+)' and '(\w+)'")
@@ -180,7 +265,8 @@ _NO_ORDER = re.compile(r"'(\S+)' not supported between instances of '(\w+)' and 
 
 def a_type_named(name):
     name = {"NoneType": "none", "Record": "record", "builtin_function_or_method": "function",
-            "dict": "map", "SimpleNamespace": "record"}.get(name, name)
+            "dict": "map", "SimpleNamespace": "record", "Tensor": "tensor", "bool_": "bool",
+            "float64": "float", "int64": "int", "frozenset": "set", "ApsiError": "error"}.get(name, name)
     return "none" if name == "none" else ("an " if name[:1] in "aeiou" else "a ") + name
 
 
@@ -217,11 +303,9 @@ def render_runtime_error(exc):
         out.extend(_source_lines(filename, line, col))
     if repeated:
         out.append(f"  [the frame above repeated {repeated} more times]")
-    message = describe(exc)
+    message = describe_at(exc, frames)
     if frames:
         filename, line, col, _, frame = frames[-1]
-        if isinstance(exc, IndexError):
-            message = index_message(filename, line, col, frame) or message
         called = _called(exc.__traceback__)
         if called and not isinstance(exc, ApsiError) and not message.startswith(called + ":"):
             message = f"{called}: {message}"   # a Python library's message: name the function called
@@ -230,6 +314,32 @@ def render_runtime_error(exc):
         loc = ""
     out.append(f"{loc}error: {message}")
     return "\n".join(out)
+
+
+def describe_at(exc, frames=None):
+    """describe(exc), made exact by the Apsi frame where it happened: an index out of range names
+    the index and the length, `s.remove(x)` of a set says set (what `catch e` and tracebacks show)."""
+    message = describe(exc)
+    if not isinstance(exc, IndexError | KeyError):
+        return message
+    frames = _frames(exc.__traceback__) if frames is None else frames
+    if not frames:
+        return message
+    filename, line, col, _, frame = frames[-1]
+    if isinstance(exc, IndexError):
+        return index_message(filename, line, col, frame) or message
+    if exc.args and _word_at(filename, line, col) == "remove":
+        return f"{show(exc.args[0], True)} is not in the set (s.discard(x) removes it only if it is there)"
+    return message
+
+
+def _word_at(filename, line, col):
+    """The name that starts at (line, col) of an Apsi file (a method's name in `s.remove(x)`), or ''."""
+    text = SOURCES.get(filename, [])
+    if not col or not 0 < line <= len(text):
+        return ""
+    m = re.match(r"\w+", text[line - 1][col - 1:])
+    return m.group(0) if m else ""
 
 
 def _source_lines(filename, line, col):
@@ -256,21 +366,65 @@ def index_message(filename, line, col, frame):
     spec = INDEXES.get((filename, line, col))
     if spec is None:
         return None
-    values = []
-    for kind, value in spec:
-        if kind == "const":
-            values.append(value)
-        elif value in frame.f_locals:
-            values.append(frame.f_locals[value])
-        elif value in frame.f_globals:
-            values.append(frame.f_globals[value])
-        else:
-            return None
-    obj, index = values
+    try:
+        obj, index = (_reread(part, frame) for part in spec)
+    except _Unknown:
+        return None
     if type(index) is not int or type(obj) not in (list, tuple, str):
         return None
     return f"index {index} is out of range for {a_type(obj)} of length {len(obj)}" + \
         (" (the last is at -1, the first at 0)" if len(obj) else " (it is empty)")
+
+
+class _Unknown(Exception):
+    """An operand cannot be read again safely (not a plain value, or not there any more)."""
+
+
+_SEQUENCES = (list, tuple, str)
+
+
+def _reread(spec, frame):
+    """The value of an operand the compiler described (compiler._operand), read from the frame.
+    Only plain Apsi values are touched (ints, lists, tuples, strings, records, maps), so reading
+    runs no user code and has no side effect."""
+    kind = spec[0]
+    if kind == "const":
+        return spec[1]
+    if kind == "name":
+        for scope in (frame.f_locals, frame.f_globals):
+            if spec[1] in scope:
+                return scope[spec[1]]
+        raise _Unknown
+    if kind == "neg":
+        x = _reread(spec[1], frame)
+        if type(x) is not int:
+            raise _Unknown
+        return -x
+    if kind == "len":
+        x = _reread(spec[1], frame)
+        if frame.f_globals.get("len", frame.f_builtins.get("len")) is not len or \
+                type(x) not in (*_SEQUENCES, dict):
+            raise _Unknown
+        return len(x)
+    if kind == "field":
+        x = _reread(spec[1], frame)
+        if type(x) is not Record or spec[2] not in vars(x):
+            raise _Unknown
+        return vars(x)[spec[2]]
+    if kind == "index":
+        x, i = _reread(spec[1], frame), _reread(spec[2], frame)
+        if type(x) in _SEQUENCES and type(i) is int and -len(x) <= i < len(x):
+            return x[i]
+        if type(x) is dict and type(i) in (int, str) and i in x:
+            return x[i]
+        raise _Unknown
+    if kind == "binary":
+        a, b = _reread(spec[2], frame), _reread(spec[3], frame)
+        if type(a) is not int or type(b) is not int or max(abs(a), abs(b)) > 1 << 64 \
+                or (spec[1] in ("//", "%") and b == 0):
+            raise _Unknown
+        return {"+": a + b, "-": a - b, "*": a * b, "//": a // b if b else 0, "%": a % b if b else 0}[spec[1]]
+    raise _Unknown
 
 
 def render_syntax_error(exc: ApsiSyntaxError):

@@ -161,7 +161,14 @@ def set_attr(obj, name, value):
     if name.startswith("_"):
         raise ApsiError(f"cannot set '.{name}': names starting with '_' belong to Python's internals",
                         kind="permission")
-    if type(obj) is Record or allowed("python"):
+    if type(obj) is Record:
+        if name not in vars(obj):       # a record's fields are fixed: a typo must not add one
+            raise ApsiError(f"record has no field '{name}' (its fields: {', '.join(vars(obj)) or 'none'}): "
+                            f"a record's fields are fixed; make a new record with {{...r, {name}: …}}, "
+                            "or use a map for keys added as you go")
+        setattr(obj, name, value)
+        return
+    if allowed("python"):
         setattr(obj, name, value)
         return
     raise ApsiError(f"cannot set '.{name}' on {a_type(obj)}: only record fields can be assigned "
@@ -175,7 +182,16 @@ def _exists_on_type(tp, name):
         return True
 
 
+# What to write instead, for the refusals a Python user meets first (no access is widened by these).
+_INSTEAD = {(str, "format"): "use an f-string: f\"{x} and {y:.2f}\"",
+            (str, "format_map"): "use an f-string: f\"{m['k']}\""}
+
+
 def refusal(obj, name):
+    instead = _INSTEAD.get((type(obj), name))
+    if instead:
+        return (f"'.{name}' of {a_type(obj)} is not available to Apsi code: {instead} (full access to "
+                "Python objects needs permission 'python': --allow-python)")
     names = sorted(allowed_attrs(type(obj)) or ())
     shown = ", ".join(names[:12]) + (", …" if len(names) > 12 else "")
     options = f" (available: {shown})" if names else ""

@@ -39,7 +39,7 @@ FString = node('FString', 'parts')  # parts: str pieces and FPart
 FPart = node('FPart', 'expr', 'spec', 'conv', defaults=(None,))  # conv: None, 'r' or 's'
 Name = node('Name', 'id')
 ListLit = node('ListLit', 'items')
-ListComp = node('ListComp', 'elt', 'clauses')  # clauses: (names, source, conditions)
+ListComp = node('ListComp', 'elt', 'clauses')  # clauses: (names, source, conditions, pattern)
 TupleLit = node('TupleLit', 'items')
 RecordLit = node('RecordLit', 'keys', 'values')  # a key None: the value is a record spread, {...r}
 MapLit = node('MapLit', 'keys', 'values')        # {"a": 1}, {(k): v}, {:}

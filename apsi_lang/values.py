@@ -122,6 +122,10 @@ def show(value, quoted=False):
         return "{" + ", ".join(f"{show(k, True)}: {show(v, True)}" for k, v in value.items()) + "}"
     if t in _VIEWS:         # m.keys(), m.values(), m.items() show as the lists they hold
         return show(list(value), quoted)
+    if t is zip or t is enumerate:      # lazy pairs: say how to see them, not Python's <zip object>
+        return f"<{t.__name__}: list(…) gives its items>"
+    if t is bytes:          # s.encode(): no bytes literal in Apsi, so the numbers (b.decode() is the text)
+        return "bytes([" + ", ".join([str(b) for b in value]) + "])"
     if t is set or t is frozenset:
         return "set([" + ", ".join(sorted(show(v, True) for v in value)) + "])"
     if callable(value) and not hasattr(type(value), "__apsi_type__") and (

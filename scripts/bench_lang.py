@@ -22,19 +22,19 @@ from pathlib import Path
 from apsi_lang import program
 
 CASES = {
-    "fib(30), recursive": (
+    "fib(35), recursive": (
         """
 fn fib(n):
     if n < 2:
         return n
     return fib(n - 1) + fib(n - 2)
-let r = fib(30)
+let r = fib(35)
 """, """
 def fib(n):
     if n < 2:
         return n
     return fib(n - 1) + fib(n - 2)
-r = fib(30)
+r = fib(35)
 """),
     "nested numeric loops": (
         """
@@ -44,7 +44,7 @@ fn work(n):
         for j in range(n):
             total += (i * j) % 7
     return total
-let r = work(1800)
+let r = work(4500)
 """, """
 def work(n):
     total = 0
@@ -52,7 +52,7 @@ def work(n):
         for j in range(n):
             total += (i * j) % 7
     return total
-r = work(1800)
+r = work(4500)
 """),
     "list building": (
         """
@@ -61,14 +61,18 @@ fn build(n):
     for i in range(n):
         xs.append(i * 2 + 1)
     return xs
-let r = len(build(4000000))
+let r = 0
+for k in range(15):
+    r += len(build(1000000))
 """, """
 def build(n):
     xs = []
     for i in range(n):
         xs.append(i * 2 + 1)
     return xs
-r = len(build(4000000))
+r = 0
+for k in range(15):
+    r += len(build(1000000))
 """),
     "string building": (
         """
@@ -80,7 +84,9 @@ fn build(n):
     for i in range(n):
         s += "ab"
     return ",".join(parts) + s
-let r = len(build(1500000))
+let r = 0
+for k in range(4):
+    r += len(build(1500000))
 """, """
 def build(n):
     parts = []
@@ -90,7 +96,9 @@ def build(n):
     for i in range(n):
         s += "ab"
     return ",".join(parts) + s
-r = len(build(1500000))
+r = 0
+for k in range(4):
+    r += len(build(1500000))
 """),
     # f-strings interpolating numbers and text: CPython's own formatting when the value is known plain
     "f-string building": (
@@ -104,7 +112,7 @@ fn build(n):
         let s = f"{i * 0.5}:{i}"
         total += len(s)
     return len(parts) + total
-let r = build(1000000)
+let r = build(1000000) + build(1000000)
 """, """
 def build(n):
     parts = []
@@ -115,7 +123,7 @@ def build(n):
         s = f"{i * 0.5}:{i}"
         total += len(s)
     return len(parts) + total
-r = build(1000000)
+r = build(1000000) + build(1000000)
 """),
     # maps: a word count over a long text
     "word count (map)": (
@@ -131,7 +139,7 @@ fn count(words):
     return [len(counts), seen]
 let vocab = [f"w{i % 997}" for i in range(5000)]
 let words = []
-for k in range(600):
+for k in range(1100):
     words.extend(vocab)
 let r = count(words)
 """, """
@@ -146,7 +154,7 @@ def count(words):
     return [len(counts), seen]
 vocab = [f"w{i % 997}" for i in range(5000)]
 words = []
-for k in range(600):
+for k in range(1100):
     words.extend(vocab)
 r = count(words)
 """),
@@ -164,7 +172,7 @@ fn walk(points, reps):
 let pts = []
 for i in range(1000):
     pts.append({x: i, y: 2.0, z: 1})
-let r = walk(pts, 2500)
+let r = walk(pts, 8000)
 """, """
 from types import SimpleNamespace as Rec
 def walk(points, reps):
@@ -176,7 +184,7 @@ def walk(points, reps):
 pts = []
 for i in range(1000):
     pts.append(Rec(x=i, y=2.0, z=1))
-r = walk(pts, 2500)
+r = walk(pts, 8000)
 """)
 
 

@@ -71,7 +71,10 @@ TOKENS = sorted(KEYWORDS) + OPERATORS + ["\n", "    ", "\t", ";", "#", '"', "'",
                                         "{:}", '{"k": 1}', "{(k): v}", "{...r, n: 1}", "...", "**", "**kw",
                                         "*rest", "(a, b)", " is ", " is not ", "del ", "else:", " as ",
                                         "use helpers as h", "!s", "=}", "{x=}", "{x!r:>4}", "&&", "||",
-                                        "def ", "lambda ", "True", "except", '"""', "\\"]
+                                        "def ", "lambda ", "True", "except", '"""', "\\",
+                                        # bracketed targets, and the Python forms refused with a hint
+                                        "for (a, (b, c)) in ", "(x,)", " for (x, y) in ", ":=", "a = b = ",
+                                        "match ", "{x for x in y}", "{k: v for k in y}", "{1, 2}"]
 CHARS = string.printable + "é²٣中\x00\u200b"
 
 
@@ -156,6 +159,8 @@ def test_random_text(source):
     "let r = {a: 1}\nlet s = {" + "...r, " * 3000 + "}",
     'f"""' + "{x\n" * 50 + '"""',
     "for " + ", ".join(f"(a{i}, *b{i})" for i in range(200)) + " in []: pass",
+    "print([1 for " + "(" * 150 + "a, b" + ")" * 150 + " in []])",
+    "for " + "(" * 150 + "a" + ")" * 150 + " in []: pass",
 ])
 def test_deep_nesting_is_an_apsi_error_or_compiles(source):
     compile_only(source)
@@ -166,9 +171,30 @@ def test_deep_nesting_is_an_apsi_error_or_compiles(source):
     "for x in []:\n    pass\nelse:\n    pass", "let x = 1\nprint(x is none, x is not none)",
     "let m = {:}\nm[1] = 2\ndel m[1]", 'let m = {"a": 1, (2): [3]}', "fn f(a, *, b=1, **kw): return kw",
     "let r = {a: 1}\nlet s = {...r, b: 2}", "use helpers as h\nh.shout", 'let x = 1\nprint(f"{x!r} {x=}")',
+    "for (a, (b, c)) in []: pass", "for (a,) in []: pass", "let (r,) = [1]", "print([x for (x, y) in []])",
+    "print([i for i, (x, *ys) in []])", 'let t = true\nprint(f"{t:>6}")',
 ])
 def test_new_syntax_compiles(source):
     assert compile_only(source) is None
+
+
+@pytest.mark.parametrize("source, hint", [
+    ("let a = 0\nwhile a := 1: pass", "Apsi has no ':='"),
+    ("let a = 0\nlet b = 0\na = b = 1", "no chained assignment"),
+    ("let x = 1\nmatch x:\n    pass", "no 'match' statement"),
+    ("let y = []\nlet m = {x: 1 for x in y}", "no map or set comprehensions"),
+    ("let s = {1, 2}", "no set literal"),
+    ('let f = open("x")', "read_text(path)"),
+    ('print(os.path.exists("x"))', "exists, list_dir"),
+    ("print(sys.argv)", "the list 'args'"),
+    ("print(json.dumps(1))", "read_json(path)"),
+    ("print(random())", "with 'use nn'"),
+    ('print(getattr({a: 1}, "a"))', "get(r, name, default)"),
+    ("print(hex(255))", 'f"{n:x}"'),
+])
+def test_python_forms_are_refused_with_the_apsi_way(source, hint):
+    err = compile_only(source)
+    assert err is not None and hint in err.message
 
 
 def test_huge_literals():

@@ -97,13 +97,13 @@ def load_params(path, like=None, max_mb=MAX_MB):
     path = shown                # below, messages only: they name the file as the program wrote it
     for name, data in pairs:
         if not _NAME.fullmatch(name):
-            raise ApsiError(f"load_params: {path}: entry {name!r} is not a parameter name (dotted "
+            raise ApsiError(f"load_params: {shown}: entry {name!r} is not a parameter name (dotted "
                             "field names and list positions, like 'layers.0.w'; none starts with '_')")
         if data.dtype.kind not in "biuf":
-            raise ApsiError(f"load_params: {path}: entry {name!r} has dtype {data.dtype}, not numbers")
+            raise ApsiError(f"load_params: {shown}: entry {name!r} has dtype {data.dtype}, not numbers")
     params = tree.unflatten([(name, Tensor(_nn_dtype(data))) for name, data in pairs])
     if like is not None:
-        _check_like(path, pairs, like)
+        _check_like(shown, pairs, like)
     return params
 
 

@@ -24,8 +24,14 @@ def _reduce(name, fwd, x, axis, keepdims):
     axis = _axis(axis)
     try:
         return apply(name, fwd, (x,), {"axis": axis, "keepdims": bool(keepdims)})
-    except (ValueError, IndexError, TypeError) as e:
-        raise ApsiError(f"{name}: axis={axis!r} does not fit a tensor of shape {x.shape}: {e}") from None
+    except (ValueError, IndexError, TypeError):
+        raise ApsiError(_axis_message(name, x, axis)) from None
+
+
+def _axis_message(name, x, axis, lists=True):
+    """NumPy's 'axis 5 is out of bounds for array of dimension 2', in nn's words."""
+    return (f"{name}: axis={axis!r} does not fit a tensor of shape {x.shape}: an axis is an int from "
+            f"{-x.ndim} to {x.ndim - 1}{', a list of them (each once)' if lists else ''}, or none for all")
 
 
 def sum(x, axis=None, keepdims=False):  # noqa: A001
@@ -133,5 +139,5 @@ def _arg(name, np_fn, x, axis, keepdims):
         return foreign.call(name, x, axis=axis, keepdims=keepdims)
     try:
         return Tensor(np_fn(x.data, axis=_axis(axis), keepdims=bool(keepdims)))
-    except (ValueError, IndexError, TypeError) as e:
-        raise ApsiError(f"{name}: axis={axis!r} does not fit a tensor of shape {x.shape}: {e}") from None
+    except (ValueError, IndexError, TypeError):
+        raise ApsiError(_axis_message(name, x, axis, lists=False)) from None

@@ -3,6 +3,8 @@
 Each op's gradient rule is another op of this file (its linear adjoint), so they nest to any order.
 """
 
+import re
+
 import numpy as np
 
 from apsi_lang.errors import ApsiError
@@ -129,7 +131,18 @@ def getitem(x, index):
     try:
         return apply("getitem", lambda d, index: d[index], (x,), {"index": index})
     except IndexError as e:
-        raise ApsiError(f"index: {e} (the tensor has shape {x.shape})") from None
+        raise ApsiError(f"{_index_words(str(e))} (the tensor has shape {x.shape})") from None
+
+
+_OUT_OF_BOUNDS = re.compile(r"index (-?\d+) is out of bounds for axis (\d+) with size (\d+)")
+
+
+def _index_words(text):
+    """NumPy's 'index 5 is out of bounds for axis 0 with size 1', as Apsi says it for lists."""
+    m = _OUT_OF_BOUNDS.fullmatch(text)
+    if m:
+        return f"index {m.group(1)} is out of range for axis {m.group(2)}, of length {m.group(3)}"
+    return "index: " + text.replace("array", "tensor")
 
 
 def index_add(g, index, shape):

@@ -109,6 +109,11 @@ def test_nan_first_in_the_backward_pass_is_named():
     (lambda: nn.full([2], "a"), "full: value must be a number"),
     (lambda: nn.permutation(-1), "permutation: n must be an int >= 0"),
     (lambda: nn.mean(nn.zeros(2, 2), 5), "mean: axis=5 does not fit"),
+    # NumPy's "out of bounds for array of dimension 2" said in nn's words
+    (lambda: nn.sum(nn.zeros(2, 2), 5), r"sum: axis=5 does not fit a tensor of shape \(2, 2\): an axis is an "
+                                        r"int from -2 to 1, a list of them"),
+    (lambda: nn.argmax(nn.zeros(2, 2), 2), r"argmax: axis=2 does not fit .*: an axis is an int from -2 to 1, "
+                                           r"or none for all"),
 ])
 def test_numpy_messages_name_the_nn_function(call, message):
     with pytest.raises(ApsiError, match=message):

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from apsi_lang import permissions
+from apsi_lang.errors import ApsiError
 
 from .helpers import cli, refused, refused_at_compile, run
 
@@ -126,9 +127,12 @@ def test_generator_and_frame_attributes_are_refused(project):
 
 # ---- attribute setting ----------------------------------------------------------------------
 
-def test_only_records_take_new_fields(project, capsys):
-    run("let r = {a: 1}; r.b = 2; r.a += 1; print(r)")
-    assert capsys.readouterr().out == "{a: 2, b: 2}\n"
+def test_only_records_take_field_stores(project, capsys):
+    run("let r = {a: 1}; r.a = 5; r.a += 1; print(r)")
+    assert capsys.readouterr().out == "{a: 6}\n"
+    # a record's fields are fixed (a typo must not add one): the message says how to add one
+    with pytest.raises(ApsiError, match=r"record has no field 'b' \(its fields: a\).*\{\.\.\.r, b: …\}"):
+        run("let r = {a: 1}; r.b = 2")
     refused('let s = "x"; s.size = 1', "python", match="only record fields can be assigned")
     refused("print.x = 1", "python")
     refused("let f = fn() => 1; f.extra = 1", "python")
