@@ -105,7 +105,7 @@ def _describe(exc):
         return f"index out of range ({_apsi_words(text)})"
     if isinstance(exc, KeyError):
         key = exc.args[0] if exc.args else "?"
-        if key in _EMPTY_POPS:
+        if type(key) is str and key in _EMPTY_POPS:      # never hash a key of the program here (deep tuples)
             return _EMPTY_POPS[key]
         return f"no key {_brief(key)} in the map (m.get(key, default) gives a default instead)"
     if isinstance(exc, TypeError):
@@ -329,7 +329,7 @@ def describe_at(exc, frames=None):
     if isinstance(exc, IndexError):
         return index_message(filename, line, col, frame) or message
     if exc.args and _word_at(filename, line, col) == "remove":
-        return f"{show(exc.args[0], True)} is not in the set (s.discard(x) removes it only if it is there)"
+        return f"{_brief(exc.args[0])} is not in the set (s.discard(x) removes it only if it is there)"
     return message
 
 
