@@ -105,11 +105,16 @@ PY_TEXT = re.compile(r"<(class|function|built-in|bound method|method|module) ")
     "use nn\nzeros(f)", "use nn\nmean(array([1.0]), axis=print)", "use nn\nsum(array([1.0]), f)",
     "use nn\nrandn(2, seed=f)", "use nn\nlinspace(0, 1, getenv)", "use nn\nclip_by_global_norm({w: 1.0}, f)",
     'print(f"{1:{print}}")', 'print(f"{1:{f}}")', 'print(f"{1!r:>{f}}")', "[1].index(f)",
-    "set([1]).remove(f)", "int(f)", 'print(f"{f:>9}")', "use nn\nsgd(lr=[f]).step({w: 1.0}, {w: 1.0})",
+    "set([1]).remove(f)", "int(f)", "use nn\nsgd(lr=[f]).step({w: 1.0}, {w: 1.0})",
 ])
 def test_messages_never_show_pythons_text_of_functions(project, code):
     message = refused("fn f(): pass\n" + code)
     assert not ADDRESS.search(message) and not PY_TEXT.search(message), message
+
+
+def test_a_spec_on_a_function_pads_its_apsi_text(project, capsys):
+    run('fn f(): pass\nprint(f"[{f:>9}]")')
+    assert capsys.readouterr().out == "[   <fn f>]\n"
 
 
 def test_spec_fields_and_input_prompt_show_apsi_text(project, capsys, monkeypatch):
