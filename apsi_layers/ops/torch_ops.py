@@ -273,7 +273,7 @@ class TorchOps:
         if causal:  # SDPA takes one or the other; fold the causal triangle into the mask
             tq, tk = q.shape[-2], k.shape[-2]
             mask = mask & torch.ones(tq, tk, dtype=torch.bool, device=q.device).tril()
-        if q.device.type == "cpu":  # the CPU kernels give a row that may attend nowhere zeros
+        if _sdpa_zeroes_empty_rows(q.device):  # a row that may attend nowhere comes out as zeros
             return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         # GPU kernels may give NaN there: let such rows attend everywhere, then zero them (no sync)
         anywhere = mask.any(-1, keepdim=True)
@@ -356,6 +356,12 @@ def _full_precision_on_cpu(x):
         return
     with torch.autocast("cpu", enabled=False):
         yield lambda t: t.float() if t.is_floating_point() else t
+
+
+def _sdpa_zeroes_empty_rows(device):
+    """True where SDPA's kernels give zeros (not NaN) for a query row whose mask is all False: the CPU.
+    (A function, so the tests can run the GPU branch on the CPU.)"""
+    return device.type == "cpu"
 
 
 def _cpu_autocast(x):

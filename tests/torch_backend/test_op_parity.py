@@ -110,6 +110,18 @@ def test_attention(mask, causal, tq):
             normal(2, 2, tq, 3), normal(2, 2, 4, 3), normal(2, 2, 4, 5))
 
 
+@pytest.mark.parametrize("mask,causal,tq", [(PAD, False, 3), (PAD, True, 4),
+                                            (np.zeros((2, 1, 3, 4), bool), False, 3)],
+                         ids=["padding", "padding_causal", "all_masked"])
+def test_attention_as_on_a_gpu(monkeypatch, mask, causal, tq):
+    """The branch GPUs take (rows that may attend nowhere are computed unmasked, then zeroed), on the CPU."""
+    from apsi_layers.ops import torch_ops
+
+    monkeypatch.setattr(torch_ops, "_sdpa_zeroes_empty_rows", lambda device: False)
+    compare(lambda ops, q, k, v: ops.attention(q, k, v, mask=mask, causal=causal),
+            normal(2, 2, tq, 3), normal(2, 2, 4, 3), normal(2, 2, 4, 5))
+
+
 def test_losses():
     labels = rng.integers(0, 5, (2, 3))
     compare(lambda ops, x: ops.softmax_cross_entropy(x, ops.indices(labels)), normal(2, 3, 5))
