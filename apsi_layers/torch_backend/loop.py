@@ -15,7 +15,6 @@ import torch
 from apsi_lang.errors import ApsiError
 from apsi_lang.values import Record
 from apsi_layers.layers.context import Ctx, Graph
-from apsi_layers.layers.losses import loss_value
 from apsi_layers.layers.training.batches import epoch_batches, plain_batches, seeds
 from apsi_layers.layers.training.numpy_loop import replace_states
 from apsi_layers.layers.training.progress import progress
@@ -25,6 +24,7 @@ from apsi_layers.ops.torch_ops import TorchOps
 
 from . import convert, devices, nn_dispatch, precision, view
 from .compiled import Forward
+from .losses import loss_value
 from .optim import TorchOptimizer
 
 

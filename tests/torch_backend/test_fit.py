@@ -412,3 +412,28 @@ def test_verbose_prints_the_epochs_as_on_numpy(capsys):
     torch_lines = [line.split("  ")[:2] for line in capsys.readouterr().out.splitlines()]
     assert torch_lines == numpy_lines and len(torch_lines) == 2
     assert torch_lines[0] == ["epoch 1/2", torch_lines[0][1]] and torch_lines[0][1].startswith("loss ")
+
+
+@pytest.mark.parametrize("loss,kernel", [("mse", "mse_loss"), ("mae", "l1_loss"), ("huber", "huber_loss")])
+def test_named_losses_are_torch_functional_kernels(monkeypatch, loss, kernel):
+    import torch.nn.functional as F
+
+    from apsi_layers.torch_backend import losses
+
+    calls = []
+    real = losses.FUNCTIONAL[loss]
+    monkeypatch.setitem(losses.FUNCTIONAL, loss, lambda *a: calls.append(1) or real(*a))
+    assert real is getattr(F, kernel)
+    net = mlp(6, 3, hidden=[8])
+    targets = r.standard_normal((96, 3)) * 2.0                  # huber: beyond delta for some
+    a, b = both(net, net.init(seed=0), X, targets, loss=loss, epochs=2, batch_size=32, val=[X, targets])
+    assert np.allclose(a.history, b.history, rtol=0, atol=1e-14) and max_diff(a.params, b.params) < 1e-14
+    assert np.allclose(a.val_history, b.val_history, rtol=0, atol=1e-14)
+    assert len(calls) == 2 * 3 + 2 * 3                        # every step, and every validation batch
+    mask = np.ones((24, 5), dtype=bool)
+    mask[::2, 3:] = False                                      # a step mask restricts the loss
+    seqs = r.standard_normal((24, 5, 3))
+    seq_net = sequential(dense(4, inputs=[5, 3]), dense(2))
+    goal = r.standard_normal((24, 5, 2))
+    a, b = both(seq_net, seq_net.init(seed=0), seqs, goal, loss=loss, epochs=2, batch_size=8, mask=mask)
+    assert max_diff(a.params, b.params) < 1e-14
