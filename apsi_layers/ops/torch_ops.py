@@ -251,7 +251,7 @@ class TorchOps:
         c0 = self._state(c0, b, h, x)
         if mask is None:
             with _full_precision_on_cpu(x) as f:
-                ys, h_t, c_t = torch._VF.lstm(f(x), (f(h0)[None], f(c0)[None]), (w_ih, w_hh, b_ih, b_hh),
+                ys, h_t, c_t = _fused("lstm")(f(x), (f(h0)[None], f(c0)[None]), (w_ih, w_hh, b_ih, b_hh),
                                               True, 1, 0.0, torch.is_grad_enabled(), False, True)
             return ys, h_t[0], c_t[0]
         return _masked_lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, self._bool(mask))
@@ -261,7 +261,7 @@ class TorchOps:
         h0 = self._state(h0, b, h, x)
         if mask is None:
             with _full_precision_on_cpu(x) as f:
-                ys, h_t = torch._VF.gru(f(x), f(h0)[None], (w_ih, w_hh, b_ih, b_hh),
+                ys, h_t = _fused("gru")(f(x), f(h0)[None], (w_ih, w_hh, b_ih, b_hh),
                                         True, 1, 0.0, torch.is_grad_enabled(), False, True)
             return ys, h_t[0]
         return _masked_gru(x, h0, w_ih, w_hh, b_ih, b_hh, self._bool(mask))
@@ -356,6 +356,30 @@ def _full_precision_on_cpu(x):
         return
     with torch.autocast("cpu", enabled=False):
         yield lambda t: t.float() if t.is_floating_point() else t
+
+
+def _fused(cell):
+    """torch._VF.lstm / gru: the kernel behind torch.nn.LSTM / GRU. Under torch.compile it runs outside
+    the compiled graph, as torch.nn.LSTM does (TorchDynamo leaves RNN modules alone: Inductor cannot
+    lower oneDNN's fused RNN, and fails at run time with "expected Tensor() for op mkldnn_rnn_layer")."""
+    if _compiling():
+        return _EAGER[cell]
+    return getattr(torch._VF, cell)
+
+
+def _compiling():
+    compiler = getattr(torch, "compiler", None)
+    return compiler is not None and hasattr(compiler, "is_compiling") and compiler.is_compiling()
+
+
+def _outside_compile(cell):
+    def run(*args):
+        return getattr(torch._VF, cell)(*args)
+    disable = getattr(getattr(torch, "compiler", None), "disable", None)
+    return disable(run) if disable is not None else run
+
+
+_EAGER = {cell: _outside_compile(cell) for cell in ("lstm", "gru")}
 
 
 def _sdpa_zeroes_empty_rows(device):
