@@ -11,6 +11,7 @@ Only apsi_layers.torch_backend imports this module, so torch loads only when the
 
 import contextlib
 import math
+import warnings
 
 import numpy as np
 import torch
@@ -364,7 +365,24 @@ def _fused(cell):
     lower oneDNN's fused RNN, and fails at run time with "expected Tensor() for op mkldnn_rnn_layer")."""
     if _compiling():
         return _EAGER[cell]
-    return getattr(torch._VF, cell)
+    return _QUIET[cell]
+
+
+# cuDNN warns on every call whose weights are separate tensors (the layers keep them apart, in the
+# parameter tree) and advises nn.Module.flatten_parameters(), which means nothing to an Apsi program:
+# the weights are packed for the call, as the warning says, and the warning is kept from the user
+_UNFLATTENED = "RNN module weights are not part of single contiguous chunk of memory"
+
+
+def _quiet(cell):
+    def run(*args):
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=_UNFLATTENED)
+            return getattr(torch._VF, cell)(*args)
+    return run
+
+
+_QUIET = {cell: _quiet(cell) for cell in ("lstm", "gru")}
 
 
 def _compiling():
@@ -373,8 +391,7 @@ def _compiling():
 
 
 def _outside_compile(cell):
-    def run(*args):
-        return getattr(torch._VF, cell)(*args)
+    run = _quiet(cell)
     disable = getattr(getattr(torch, "compiler", None), "disable", None)
     return disable(run) if disable is not None else run
 

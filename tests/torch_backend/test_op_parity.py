@@ -205,3 +205,24 @@ def test_conversions():
     half = TorchOps("cpu", torch.float32)
     assert half.constant([1.5]).dtype == torch.float32 and half.zeros((2,)).dtype == torch.float32
     assert T.to_numpy(torch.ones(2, dtype=torch.bfloat16)).dtype == np.float32
+
+
+def test_cudnn_weight_packing_warning_is_kept_from_the_user(monkeypatch):
+    """On CUDA, torch warns on each fused RNN call with separate weight tensors (advising
+    flatten_parameters()); the backend keeps the weights apart on purpose, so the warning is dropped."""
+    import warnings
+
+    real = torch._VF.lstm
+
+    def warns(*args):
+        warnings.warn("RNN module weights are not part of single contiguous chunk of memory. This means "
+                      "they need to be compacted at every call", UserWarning, stacklevel=2)
+        return real(*args)
+
+    monkeypatch.setattr(torch._VF, "lstm", warns, raising=False)
+    H = 3
+    w = [normal(4 * H, 2), normal(4 * H, H), normal(4 * H), normal(4 * H)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ys, h, c = T.lstm(T.constant(normal(2, 4, 2)), None, None, *[T.constant(a) for a in w])
+    assert ys.shape == (2, 4, H)
