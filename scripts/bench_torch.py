@@ -22,13 +22,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = 1.10
 
-# n samples, batch size, epochs: sized so each side trains for about a second on a small CPU
+# n samples, batch size, epochs: sized so each side trains for about a second on a quiet 2-core CPU
+# (shorter runs are swamped by the noise of a shared machine)
 SIZES = {
-    "mlp": dict(n=4096, batch=128, epochs=4),
-    "cnn": dict(n=512, batch=64, epochs=2),
-    "lstm": dict(n=1024, batch=64, epochs=3),
-    "transformer_lm": dict(n=256, batch=32, epochs=3),
-    "gcn": dict(n=3000, batch=None, epochs=60),
+    "mlp": dict(n=4096, batch=128, epochs=20),
+    "cnn": dict(n=512, batch=64, epochs=24),
+    "lstm": dict(n=1024, batch=64, epochs=30),
+    "transformer_lm": dict(n=256, batch=32, epochs=4),
+    "gcn": dict(n=3000, batch=None, epochs=100),
 }
 SEQ, FEAT, CLASSES = 32, 16, 5
 VOCAB, D, HEADS, LAYERS, CONTEXT = 64, 64, 4, 2, 32
