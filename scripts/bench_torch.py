@@ -22,13 +22,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = 1.10
 
-# n samples, batch size, epochs: sized so each side trains for about a second on a small CPU
+# n samples, batch size, epochs: sized so each side trains for about a second on a quiet 2-core CPU
+# (shorter runs are swamped by the noise of a shared machine)
 SIZES = {
-    "mlp": dict(n=4096, batch=128, epochs=4),
-    "cnn": dict(n=512, batch=64, epochs=2),
-    "lstm": dict(n=1024, batch=64, epochs=3),
-    "transformer_lm": dict(n=256, batch=32, epochs=3),
-    "gcn": dict(n=3000, batch=None, epochs=60),
+    "mlp": dict(n=4096, batch=128, epochs=20),
+    "cnn": dict(n=512, batch=64, epochs=24),
+    "lstm": dict(n=1024, batch=64, epochs=30),
+    "transformer_lm": dict(n=256, batch=32, epochs=4),
+    "gcn": dict(n=3000, batch=None, epochs=100),
 }
 SEQ, FEAT, CLASSES = 32, 16, 5
 VOCAB, D, HEADS, LAYERS, CONTEXT = 64, 64, 4, 2, 32
@@ -263,6 +264,7 @@ def main():
     threads = args.threads or "default"
     print(f"fit(backend=\"torch\") vs a hand-written PyTorch loop, device {args.device}, {threads} torch "
           f"threads, best of {args.rounds} rounds, each side in its own process")
+    print(f"machine: {_load()}")
     print(f"{'model':<16}{'precision':<11}{'apsi':>10}{'pytorch':>10}{'ratio':>8}   target")
     for name in models:
         for precision in precisions:
@@ -274,6 +276,19 @@ def main():
             mark = "ok" if ratio <= TARGET else "over"
             print(f"{name:<16}{precision:<11}{best['apsi']:>9.3f}s{best['torch']:>9.3f}s{ratio:>7.2f}x"
                   f"   <= {TARGET:.2f}x {mark}", flush=True)
+    print(f"machine at the end: {_load()}")
+
+
+def _load():
+    """The conditions of the measurement: on a machine shared with other work the ratios are noise."""
+    import os
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    if not hasattr(os, "getloadavg"):
+        return f"{cores} cores"
+    one, five, _ = os.getloadavg()
+    busy = "  (busy: other processes share the CPU, the ratios are noisy)" if one > 0.5 * cores else ""
+    return f"{cores} cores, load average {one:.1f} (1 min), {five:.1f} (5 min){busy}"
 
 
 if __name__ == "__main__":

@@ -41,9 +41,13 @@ class CheckTorch(unittest.TestCase):
         self.assertTrue(lines[-1].endswith(" on cpu"))
         self.assertLess(result.largest, TOLERANCE)
         names = [r.name for r in result.rows]
-        for kind in ("mlp", "conv2d", "pooling", "batch_norm", "layer_norm", "rms_norm", "lstm", "gru",
-                     "attention", "transformer", "residual", "parallel", "dag", "siamese", "gcn", "sage",
-                     "gat", "gin", "vae"):
+        # every layer type the issue lists: dense, convolution, pooling, batch/layer/RMS norm, LSTM, GRU,
+        # attention, transformers, residual/parallel/DAG composition, siamese, GCN, GraphSAGE, GAT, GIN, VAE
+        for kind in ("mlp", "dense", "embedding", "conv1d", "conv2d", "pooling", "pooling1d",
+                     "batch_norm", "batch_norm2d", "layer_norm", "rms_norm", "dropout", "lstm", "lstm_mask",
+                     "gru", "gru_mask", "attention", "attention_mask", "transformer", "transformer_lm",
+                     "residual", "parallel", "dag", "siamese", "activation_fn", "lambda_layer", "gcn",
+                     "sage", "gat", "gin", "vae"):
             self.assertIn(kind, names)
         first = lines[0].split()
         self.assertEqual((first[1], first[3]), ("output", "gradient"))
@@ -76,6 +80,25 @@ class CheckTorch(unittest.TestCase):
         bad = CliRunner().invoke(check_torch, ["--device", "cuda:7"])
         self.assertEqual(bad.exit_code, 1)
         self.assertIn('device="cuda:7": PyTorch sees', bad.output)
+
+    def test_the_command_line_exits_1_when_a_layer_differs(self):
+        from click.testing import CliRunner
+
+        from apsi_cli.check_torch_cmd import check_torch
+        from apsi_layers.ops.torch_ops import TorchOps
+
+        real = TorchOps.__dict__["gru"]
+        TorchOps.gru = lambda self, *a, **k: tuple(t * (1 + 1e-9) for t in real(self, *a, **k))
+        try:
+            out = CliRunner().invoke(check_torch, ["--device", "cpu"])
+        finally:
+            TorchOps.gru = real
+        self.assertEqual(out.exit_code, 1, out.output)
+        last = out.output.strip().splitlines()[-1]
+        self.assertTrue(last.startswith("FAILED: 2 of "), last)
+        self.assertIn("gru (output", last)
+        self.assertIn("gru_mask (output", last)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -5,7 +5,7 @@ Modules, each with one job (only the ones that need torch import it, and only wh
     devices.py    devices() and device selection ("auto", "cpu", "cuda:1", "mps", "xpu")
     precision.py  fp64/fp32/tf32/bf16/fp16: weight dtype, autocast, loss scaling
     convert.py    parameter trees: nn tensors <-> torch tensors
-    losses.py     named losses on torch, and Apsi-written ones through nn's dispatch
+    losses.py     named losses on torch.nn.functional's kernels (mse, mae, huber)
     optim.py      nn optimizers and schedules -> torch.optim
     compiled.py   torch.compile with the eager fallback
     fit.py        fit_torch(plan) and predict_torch(plan), called by layers' fit/predict

@@ -15,7 +15,6 @@ import torch
 from apsi_lang.errors import ApsiError
 from apsi_lang.values import Record
 from apsi_layers.layers.context import Ctx, Graph
-from apsi_layers.layers.losses import loss_value
 from apsi_layers.layers.training.batches import epoch_batches, plain_batches, seeds
 from apsi_layers.layers.training.numpy_loop import replace_states
 from apsi_layers.layers.training.progress import progress
@@ -25,6 +24,7 @@ from apsi_layers.ops.torch_ops import TorchOps
 
 from . import convert, devices, nn_dispatch, precision, view
 from .compiled import Forward
+from .losses import loss_value
 from .optim import TorchOptimizer
 
 
@@ -78,9 +78,9 @@ def fit_loop(plan):
     mask = None if data.mask is None else s.tensor(data.mask)
     model, loss = view.torch_view(plan.model), plan.loss
     state_idx = [i for i in range(len(leaves)) if i not in set(train)]
+    trees = _TreeCache(plan.params)
 
-    def objective(current, xb, yb, maskb, keep, lead):
-        params = convert.rebuild(plan.params, current) if current else plan.params
+    def objective(params, xb, yb, maskb, keep, lead):
         ctx = Ctx(ops, training=True, rng=noise, graph=s.graph, mask=maskb)
         with s.autocast():
             out = model.apply(params, _x(plan, xb), ctx)
@@ -113,7 +113,7 @@ def fit_loop(plan):
                     yb = [y if full else y.index_select(0, rows) for y in ys]
                     maskb = None if mask is None else (mask if full else mask.index_select(0, rows))
                     keep, lead, yb = fixed if fixed is not None else _loss_positions(maskb, yb)
-                    value = _step(plan, opt, scaler, forward, leaves, weights, state_idx, step,
+                    value = _step(plan, opt, scaler, forward, trees, leaves, weights, state_idx, step,
                                   (xb, yb, maskb, keep, lead))
                     losses.append(value)
                     sizes.append(len(idx))
@@ -132,13 +132,36 @@ def fit_loop(plan):
                   seconds=time.perf_counter() - t0)
 
 
-def _step(plan, opt, scaler, forward, leaves, weights, state_idx, step, batch):
+class _TreeCache:
+    """The parameter tree over the current leaves, rebuilt only when a leaf was replaced.
+
+    The optimizer updates the weights in place, so most steps see the same tensors and can reuse the
+    tree (rebuilding its records each step is the largest Python cost of a small model's step); batch
+    norm's running statistics are new tensors after each step and make a new tree. The cached tree
+    holds its leaves, so their ids cannot be reused by other tensors while it is kept. Under
+    torch.compile the tree is rebuilt inside the traced function (the compiled graph has no Python)."""
+
+    def __init__(self, like):
+        self.like = like
+        self.ids = None
+        self.tree = None
+
+    def __call__(self, current):
+        if not current:
+            return self.like
+        ids = [id(t) for t in current]
+        if ids != self.ids:
+            self.tree, self.ids = convert.rebuild(self.like, current), ids
+        return self.tree
+
+
+def _step(plan, opt, scaler, forward, trees, leaves, weights, state_idx, step, batch):
     """One optimizer step; returns the batch loss as a device scalar (no sync)."""
     if opt is not None:
         opt.set_lr()
         _check_lr(opt, step)
         opt.zero_grad()
-    value, new_state = forward(leaves, *batch)
+    value, new_state = forward(trees(leaves), *batch)
     if opt is not None:
         (scaler.scale(value) if scaler is not None else value).backward()
         if plan.clip is not None:

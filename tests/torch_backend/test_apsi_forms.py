@@ -93,3 +93,90 @@ def test_torch_is_imported_only_when_used():
     assert out.stdout.strip() == "False"
     out = apsi("-e", "print(1)")
     assert out.stdout.strip() == "1"
+
+
+# runs the `apsi` command in this process, then says whether torch was imported
+LOADED = """
+import runpy, sys
+sys.argv = ["apsi"] + sys.argv[1:]
+try:
+    runpy.run_module("apsi", run_name="__main__")
+except SystemExit:
+    pass
+print("torch loaded:", "torch" in sys.modules, file=sys.__stdout__)
+"""
+
+
+@pytest.mark.parametrize("args,loaded", [
+    (["-e", "use layers; print(1)"], False),
+    (["--allow-python", "-e", "use layers; print(param_count(mlp(2, 1).init(seed=0)))"], False),
+    (["-e", "use layers; devices()"], False),                       # no `python`: the NumPy entry only
+    (["--allow-python", "-e", 'let t = pyimport("torch"); print(1)'], True),
+    (["--allow-python", "-e", "use layers; devices()"], True),
+])
+def test_the_apsi_command_imports_torch_only_when_it_is_used(args, loaded):
+    out = subprocess.run([sys.executable, "-c", LOADED, *args], capture_output=True, text=True, env=ENV,
+                         cwd=ROOT, timeout=300)
+    assert out.stdout.splitlines()[-1] == f"torch loaded: {loaded}", out.stdout + out.stderr
+
+
+OWN_FUNCTIONS = """
+use layers
+use nn
+let xs = [[1.0, 2.0, 0.5], [0.0, -1.0, 2.0], [3.0, 1.0, -2.0], [0.5, 0.5, 0.5]]
+let ys = [[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.0, 1.0]]
+let my_loss = fn(p, t) => mean((softmax(p) - t) ** 2) + 0.01 * mean(abs(p))
+let net = sequential(dense(8, inputs=3), activation(fn(v) => tanh(v) * 2.0),
+                     lambda_layer(fn(v) => v * sigmoid(v)), dense(2))
+let a = fit(net, net.init(seed=0), xs, ys, loss=my_loss, epochs=3, batch_size=2, verbose=false)
+let b = fit(net, net.init(seed=0), xs, ys, loss=my_loss, epochs=3, batch_size=2, verbose=false,
+            backend="torch", precision="fp64")
+print(b.backend, max([abs(a.history[i] - b.history[i]) for i in range(3)]) < 1e-14)
+let bad = sequential(dense(4, inputs=3), lambda_layer(fn(v) => grad(fn(y) => sum(y * y))(v)), dense(2))
+fit(bad, bad.init(seed=0), xs, ys, loss="mse", verbose=false, backend="torch")
+"""
+
+
+def test_apsi_written_loss_activation_and_lambda_run_on_torch(tmp_path):
+    (tmp_path / "own.apsi").write_text(OWN_FUNCTIONS)
+    out = apsi("--allow-python", "own.apsi", cwd=tmp_path)
+    assert out.stdout.splitlines() == ["torch true"], out.stderr
+    assert out.returncode == 1
+    assert "own.apsi:14:1: error: the torch backend has no implementation of nn." in out.stderr
+    assert "lambda_layer(fn, torch_fn=...)" in out.stderr and "Traceback (most recent call last):\n  File" \
+        not in out.stderr
+
+
+def test_the_issue_program_on_cuda_says_there_is_no_gpu(tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA GPU")
+    start = PROGRAM.index("let lm = ")
+    program = PROGRAM[:start] + ISSUE_FIT
+    (tmp_path / "train.apsi").write_text(program)
+    out = apsi("--allow-python", "train.apsi", cwd=tmp_path)
+    assert out.returncode == 1 and out.stdout == ""
+    error = out.stderr.strip().splitlines()[-1]
+    assert error.startswith('train.apsi:12:9: error: device="cuda": PyTorch sees no CUDA/ROCm GPU: '), error
+    assert "apsi pkg install torch-auto" in error and 'device="auto"' in error
+
+
+# the issue's first lines, exactly as written
+ISSUE_FIT = """let lm = transformer_lm(vocab, d=256, heads=8, layers=6, context=256, dropout=0.1)
+let r = fit(lm, lm.init(seed=0), inputs, targets, loss="cross_entropy",
+            opt=adamw(lr=3e-4, weight_decay=0.1), epochs=10, batch_size=64, clip=1.0,
+            schedule=fn(s) => cosine_lr(s, 20000, base=3e-4, warmup=500),
+            backend="torch", device="cuda", precision="bf16", compile=true)
+print("trained on", r.device, "· last loss", r.history[-1])
+"""
+
+
+def test_the_troubleshooting_table_lists_the_messages():
+    table = (ROOT / "docs" / "backends.md").read_text().split("## 8. Troubleshooting")[1]
+    for start in ("fit(backend=\"torch\") needs permission 'python'", 'backend="torch" needs PyTorch',
+                  'device="cuda": PyTorch sees no CUDA/ROCm GPU',
+                  'precision="fp64" is not supported on Apple MPS',
+                  "the torch backend has no implementation of",
+                  "torch.compile failed (…); continuing eagerly"):
+        assert f"| `{start}" in table, start

@@ -153,3 +153,53 @@ def test_without_torch_the_message_says_how_to_install(monkeypatch):
     assert e.value.message.startswith('backend="torch" needs PyTorch')
     assert "apsi pkg install torch-auto" in e.value.message
     assert rows(devices.devices()) == rows(devices.devices(with_torch=False))
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")      # a CPU-only build warns that CUDA is absent
+@pytest.mark.parametrize("kind", ["cuda", "xpu"])
+def test_autocast_and_loss_scaling_target_the_chosen_gpu(kind):
+    gpu = torch.device(kind, 0)
+    bf16 = precision.resolve(torch, "bf16", gpu)
+    cast = precision.autocast(torch, bf16, gpu)
+    assert (cast.device, cast.fast_dtype) == (kind, torch.bfloat16)
+    fp16 = precision.resolve(torch, "fp16", gpu)
+    cast = precision.autocast(torch, fp16, gpu)
+    assert (cast.device, cast.fast_dtype) == (kind, torch.float16)
+    scaler = precision.scaler(torch, fp16, gpu)
+    assert isinstance(scaler, torch.amp.GradScaler) and scaler._device == kind
+    assert precision.scaler(torch, bf16, gpu) is None                     # bf16 needs no loss scaling
+    assert isinstance(precision.autocast(torch, precision.resolve(torch, "fp32", gpu), gpu),
+                      type(__import__("contextlib").nullcontext()))
+
+
+def test_fit_and_torch_module_go_to_the_selected_gpu(two_nvidia, monkeypatch):
+    """With two (fake) NVIDIA GPUs, fit and torch_module ask for cuda:1 and move the data and weights
+    there; the fake stops at the first transfer, which names the device it was asked for."""
+    from apsi_lang import permissions
+    from apsi_layers.layers import fit, mlp
+    from apsi_layers.torch_backend import module
+
+    asked = []
+
+    def fake(real):
+        def move(data, *a, device=None, **k):
+            if device is not None and torch.device(device).type == "cuda":
+                asked.append(str(device))
+                raise RuntimeError("fake GPU: no kernels here")
+            return real(data, *a, device=device, **k)
+        return move
+
+    monkeypatch.setattr(torch, "as_tensor", fake(torch.as_tensor))
+    monkeypatch.setattr(torch.Tensor, "to", fake(torch.Tensor.to))
+    before = permissions.current()
+    permissions.set_current(permissions.Grants(granted=frozenset({"python"})))
+    try:
+        net = mlp(2, 1)
+        with pytest.raises(RuntimeError, match="fake GPU"):
+            fit(net, net.init(seed=0), [[1.0, 2.0]], [1.0], loss="mse", verbose=False, backend="torch",
+                device="cuda:1")
+        with pytest.raises(RuntimeError, match="fake GPU"):
+            module.torch_module(net, net.init(seed=0), device="cuda")
+    finally:
+        permissions.set_current(before)
+    assert asked[0] == "cuda:1" and asked[-1] == "cuda:0"

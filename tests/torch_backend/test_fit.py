@@ -57,9 +57,10 @@ def test_fp64_reproduces_the_numpy_fit():
     a, b = both(NET, P, X, Y, loss="cross_entropy", opt=nn.sgd(lr=0.1, momentum=0.9), epochs=3,
                 batch_size=16, seed=3, val=[X[:20], Y[:20]])
     assert (b.backend, b.device, b.steps) == ("torch", "cpu", a.steps)
-    assert np.allclose(a.history, b.history, rtol=0, atol=1e-12)
-    assert np.allclose(a.val_history, b.val_history, rtol=0, atol=1e-12)
-    assert max_diff(a.params, b.params) < 1e-12                   # weights and running statistics
+    # the issue's promise: fp64 matches NumPy to ~1e-15 (here 3 epochs of SGD with batch norm)
+    assert np.allclose(a.history, b.history, rtol=0, atol=1e-14)
+    assert np.allclose(a.val_history, b.val_history, rtol=0, atol=1e-14)
+    assert max_diff(a.params, b.params) < 1e-14                   # weights and running statistics
     assert all(type(v) is nn.Tensor and v.data.dtype == np.float64 for v in nn.tree.leaves(b.params))
     assert b.seconds > 0
 
@@ -164,14 +165,40 @@ def test_compile_missing_entirely(monkeypatch, capsys):
 
 
 @pytest.mark.slow
-def test_compile_for_real(capsys):
-    net = mlp(6, 2, hidden=[8])
-    res = fit(net, net.init(seed=0), X, Y, loss="cross_entropy", epochs=2, verbose=False, backend="torch",
-              compile=True)
-    eager = fit(net, net.init(seed=0), X, Y, loss="cross_entropy", epochs=2, verbose=False, backend="torch")
+@pytest.mark.parametrize("kind", ["mlp", "lstm", "transformer_lm"])
+def test_compile_for_real(capsys, kind):
+    import shutil
+
+    from torch._dynamo.utils import counters
+
+    from apsi_layers.layers import transformer_lm
+
+    if kind == "mlp":
+        net, x, y = mlp(6, 2, hidden=[8]), X, Y
+    elif kind == "lstm":
+        net, x, y = lstm_classifier(3, 2, units=4), r.standard_normal((32, 5, 3)), r.integers(0, 2, 32)
+    else:
+        net, x = transformer_lm(7, d=8, heads=2, layers=1, context=5), r.integers(0, 7, (32, 5))
+        y = x
+    torch._dynamo.reset()
+    counters.clear()
+    opts = dict(loss="cross_entropy", epochs=2, batch_size=16, verbose=False, backend="torch",
+                precision="fp64")
+    res = fit(net, net.init(seed=0), x, y, compile=True, **opts)
+    breaks = dict(counters["graph_break"])
+    eager = fit(net, net.init(seed=0), x, y, **opts)
     err = capsys.readouterr().err
-    if "torch.compile failed" not in err:          # a machine with a working compiler: same numbers
-        assert np.allclose(res.history, eager.history, rtol=1e-4)
+    if not (shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")):
+        assert "torch.compile failed" in err        # Inductor needs a C++ compiler on the CPU
+        return
+    assert "torch.compile failed" not in err, err
+    assert np.allclose(res.history, eager.history, rtol=0, atol=1e-10)
+    # the model is one graph: the parameter tree is built outside it; the fused LSTM runs beside it,
+    # as torch.nn.LSTM does under torch.compile
+    if kind == "lstm":
+        assert breaks and all("torch.compiler.disable" in reason for reason in breaks), breaks
+    else:
+        assert not breaks, breaks
 
 
 def test_apsi_losses_and_lambda_layers_run_on_torch():
@@ -261,3 +288,182 @@ def test_params_round_trip_between_backends():
     assert np.max(np.abs(a.data - b.data)) < 1e-12
     assert [n for n, _ in nn.flatten(res.params)] == [n for n, _ in nn.flatten(P)]
     assert isinstance(res.params, Record)
+
+
+def test_without_pytorch_fit_and_predict_say_how_to_install(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "torch", None)       # find_spec("torch") is None: not installed
+    for call in (lambda: fit(NET, P, X, Y, loss="cross_entropy", verbose=False, backend="torch"),
+                 lambda: predict(NET, P, X, backend="torch")):
+        with pytest.raises(ApsiError) as e:
+            call()
+        assert e.value.message.startswith('backend="torch" needs PyTorch')
+        assert "apsi pkg install torch-auto" in e.value.message
+    assert fit(NET, P, X, Y, loss="cross_entropy", verbose=False, backend="auto").backend == "numpy"
+
+
+class Probe(CustomLayer):
+    """Records, inside fit, the dtypes a layer meets and the autocast / matmul settings in force."""
+
+    kind = "probe"
+    seen = []
+
+    def params(self, rng, input_shape):
+        return {"s": rng.full((input_shape[-1],), 1.0)}, input_shape
+
+    def forward(self, params, x, ctx):
+        return x * params.s
+
+    def torch_forward(self, params, x, ctx):
+        Probe.seen.append(dict(weight=params.s.dtype, x=x.dtype, autocast=torch.is_autocast_enabled("cpu"),
+                               matmul=torch.get_float32_matmul_precision()))
+        return x * params.s
+
+
+@pytest.mark.parametrize("name,weight,x,autocast,matmul,scaled", [
+    ("fp64", torch.float64, torch.float64, False, "highest", False),
+    ("fp32", torch.float32, torch.float32, False, "highest", False),
+    ("tf32", torch.float32, torch.float32, False, "high", False),
+    ("bf16", torch.float32, torch.bfloat16, True, "highest", False),
+    ("fp16", torch.float32, torch.float16, True, "highest", True),
+])
+def test_each_precision_means_what_it_says_inside_fit(monkeypatch, name, weight, x, autocast, matmul, scaled):
+    scales = []
+
+    class Scaler(torch.amp.GradScaler):
+        def scale(self, outputs):
+            scales.append(self.get_scale())
+            return super().scale(outputs)
+
+    monkeypatch.setattr(torch.amp, "GradScaler", Scaler)
+    Probe.seen = []
+    net = sequential(dense(8, inputs=6), Probe(), dense(2))
+    before = torch.get_float32_matmul_precision()
+    res = fit(net, net.init(seed=0), X, Y, loss="cross_entropy", epochs=1, batch_size=48, verbose=False,
+              backend="torch", precision=name)
+    # the weights keep their dtype; the dense layer's output shows the autocast dtype
+    assert Probe.seen[0] == dict(weight=weight, x=x, autocast=autocast, matmul=matmul)
+    assert len(scales) == (2 if scaled else 0)              # GradScaler scales every step's loss
+    assert torch.get_float32_matmul_precision() == before    # TF32 is switched off again
+    assert all(type(v) is nn.Tensor and v.data.dtype == np.float64 for v in nn.tree.leaves(res.params))
+
+
+def test_the_loss_is_read_from_the_device_once_per_epoch(monkeypatch):
+    """No per-step synchronisation: Apsi's code reads a tensor's value only in _epoch_loss (and when it
+    hands the trained parameters back)."""
+    import sys
+
+    reads = []
+    for method in ("item", "tolist", "numpy", "cpu", "__bool__", "__float__", "__int__", "__index__"):
+        real = getattr(torch.Tensor, method)
+
+        def spy(self, *a, _real=real, _method=method, **k):
+            caller = sys._getframe(1)
+            if "apsi_layers" in caller.f_code.co_filename:
+                reads.append((_method, caller.f_code.co_name))
+            return _real(self, *a, **k)
+        monkeypatch.setattr(torch.Tensor, method, spy)
+    seqs, labels = r.standard_normal((32, 5, 3)), r.integers(0, 2, 32)
+    cases = [(NET, P, X, Y, dict(batch_size=16, val=[X, Y])),
+             (lstm_classifier(3, 2, units=4), None, seqs, labels, dict(batch_size=8, val=[seqs, labels])),
+             (gcn_classifier(6, 2, hidden=[4]), None, X[:8], Y[:8],
+              dict(graph=np.array([[0, 1, 2, 3], [1, 2, 3, 0]]), mask=np.arange(8) < 5))]
+    for net, params, x, y, opts in cases:
+        reads.clear()
+        fit(net, params or net.init(seed=0), x, y, loss="cross_entropy", epochs=3, verbose=False,
+            backend="torch", **opts)
+        during = [(m, fn) for m, fn in reads if fn not in ("_array", "_val_loss")]
+        assert during == [("cpu", "_epoch_loss"), ("numpy", "_epoch_loss")] * 3, (net, during)
+
+
+def test_the_hot_spots_are_single_torch_kernels(monkeypatch):
+    import torch.nn.functional as F
+
+    calls = {"sdpa": 0, "lstm": 0, "gru": 0, "index_add": 0}
+
+    def counted(key, real):
+        def run(*a, **k):
+            calls[key] += 1
+            return real(*a, **k)
+        return run
+
+    monkeypatch.setattr(F, "scaled_dot_product_attention",
+                        counted("sdpa", F.scaled_dot_product_attention))
+    monkeypatch.setattr(torch._VF, "lstm", counted("lstm", torch._VF.lstm), raising=False)
+    monkeypatch.setattr(torch._VF, "gru", counted("gru", torch._VF.gru), raising=False)
+    monkeypatch.setattr(torch.Tensor, "index_add", counted("index_add", torch.Tensor.index_add))
+    from apsi_layers.layers import transformer_lm
+
+    ids = r.integers(0, 7, (16, 5))
+    lm = transformer_lm(7, d=8, heads=2, layers=2, context=5)
+    fit(lm, lm.init(seed=0), ids, ids, loss="cross_entropy", epochs=1, batch_size=8, verbose=False,
+        backend="torch")
+    assert calls["sdpa"] == 2 * 2                              # layers x steps
+    seqs, labels = r.standard_normal((16, 5, 3)), r.integers(0, 2, 16)
+    for cell in ("lstm", "gru"):
+        net = lstm_classifier(3, 2, units=4, cell=cell)
+        fit(net, net.init(seed=0), seqs, labels, loss="cross_entropy", epochs=1, batch_size=8,
+            verbose=False, backend="torch")
+        assert calls[cell] == 2                                # one fused call per step, not per time step
+    g = gcn_classifier(6, 2, hidden=[4])
+    fit(g, g.init(seed=0), X[:8], Y[:8], loss="cross_entropy", epochs=1, verbose=False, backend="torch",
+        graph=np.array([[0, 1, 2, 3], [1, 2, 3, 0]]))
+    assert calls["index_add"] >= 2                             # the messages are summed with index_add
+
+
+def test_the_cpu_lstm_projects_all_inputs_in_one_matrix_product():
+    from torch.profiler import ProfilerActivity, profile
+
+    from apsi_layers.ops.torch_ops import TorchOps
+
+    steps, h = 10, 4
+    for dtype in (torch.float32, torch.float64):
+        w = [torch.randn(*s, dtype=dtype) for s in ((4 * h, 3), (4 * h, h), (4 * h,), (4 * h,))]
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            TorchOps("cpu", dtype).lstm(torch.randn(2, steps, 3, dtype=dtype), None, None, *w)
+        names = [e.name for e in prof.events()]
+        assert names.count("aten::lstm") == 1
+        if "aten::mkldnn_rnn_layer" not in names:                  # oneDNN's fused LSTM (float32)
+            # ATen's own loop: one product for the inputs of every step + one per step for h (a
+            # projection per step would make 2 * steps)
+            assert names.count("aten::linear") == steps + 1, (dtype, names.count("aten::linear"))
+
+
+def test_verbose_prints_the_epochs_as_on_numpy(capsys):
+    fit(NET, P, X, Y, loss="cross_entropy", epochs=2, batch_size=32, verbose=True)
+    numpy_lines = [line.split("  ")[:2] for line in capsys.readouterr().out.splitlines()]
+    fit(NET, P, X, Y, loss="cross_entropy", epochs=2, batch_size=32, verbose=True, backend="torch",
+        precision="fp64")
+    torch_lines = [line.split("  ")[:2] for line in capsys.readouterr().out.splitlines()]
+    assert torch_lines == numpy_lines and len(torch_lines) == 2
+    assert torch_lines[0] == ["epoch 1/2", torch_lines[0][1]] and torch_lines[0][1].startswith("loss ")
+
+
+@pytest.mark.parametrize("loss,kernel", [("mse", "mse_loss"), ("mae", "l1_loss"), ("huber", "huber_loss")])
+def test_named_losses_are_torch_functional_kernels(monkeypatch, loss, kernel):
+    import torch.nn.functional as F
+
+    from apsi_layers.torch_backend import losses
+
+    calls = []
+    real = losses.FUNCTIONAL[loss]
+    monkeypatch.setitem(losses.FUNCTIONAL, loss, lambda *a: calls.append(1) or real(*a))
+    assert real is getattr(F, kernel)
+    g = np.random.default_rng(7)                               # this test's own data, whatever ran before
+    net = mlp(6, 3, hidden=[8])
+    targets = g.standard_normal((96, 3)) * 2.0                  # huber: beyond delta for some
+    sgd = nn.sgd(lr=0.05, momentum=0.9)          # (Adam's g / sqrt(v) would magnify rounding in mae's steps)
+    a, b = both(net, net.init(seed=0), X, targets, loss=loss, opt=sgd, epochs=2, batch_size=32,
+                val=[X, targets])
+    assert np.allclose(a.history, b.history, rtol=0, atol=1e-14) and max_diff(a.params, b.params) < 1e-14
+    assert np.allclose(a.val_history, b.val_history, rtol=0, atol=1e-14)
+    assert len(calls) == 2 * 3 + 2 * 3                        # every step, and every validation batch
+    mask = np.ones((24, 5), dtype=bool)
+    mask[::2, 3:] = False                                      # a step mask restricts the loss
+    seqs = g.standard_normal((24, 5, 3))
+    seq_net = sequential(dense(4, inputs=[5, 3]), dense(2))
+    goal = g.standard_normal((24, 5, 2))
+    a, b = both(seq_net, seq_net.init(seed=0), seqs, goal, loss=loss, opt=sgd, epochs=2, batch_size=8,
+                mask=mask)
+    assert max_diff(a.params, b.params) < 1e-14

@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 
 from apsi_lang.errors import ApsiError  # noqa: E402
 from apsi_layers import nn  # noqa: E402
-from apsi_layers.layers import gcn_classifier, mlp, predict, resnet_mlp  # noqa: E402
+from apsi_layers.layers import gcn_classifier, lstm_classifier, mlp, predict, resnet_mlp  # noqa: E402
 from apsi_layers.torch_backend.module import ApsiModule, params_from_torch, torch_module  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -111,20 +111,51 @@ def test_torch_export_captures_it():
     assert torch.allclose(program.module()(x), m(x), atol=1e-6)
 
 
-NO_ONNX = importlib.util.find_spec("onnxruntime") is None or importlib.util.find_spec("onnx") is None
+def installed(*names):
+    return all(importlib.util.find_spec(n) is not None for n in names)
 
 
-@pytest.mark.skipif(NO_ONNX, reason="ONNX Runtime or onnx is not installed (torch.export is tested above)")
-def test_onnx_export_runs_in_onnxruntime(tmp_path):
-    import onnxruntime
+# torch.onnx.export itself needs the onnx packages (the default exporter also onnxscript)
+@pytest.mark.skipif(not installed("onnx", "onnxscript"), reason="torch.onnx.export needs onnx and onnxscript "
+                    "(pip install onnx onnxscript onnxruntime); torch.export is tested above")
+def test_onnx_export_and_onnxruntime(tmp_path):
+    import onnx
 
     m = torch_module(NET, P).eval()
     x = torch.randn(3, 16)
     path = tmp_path / "m.onnx"
     torch.onnx.export(m, (x,), str(path))
+    onnx.checker.check_model(onnx.load(str(path)))
+    if not installed("onnxruntime"):
+        pytest.skip("exported and checked; ONNX Runtime is not installed to run the export")
+    import onnxruntime
+
     session = onnxruntime.InferenceSession(str(path))
     got = session.run(None, {session.get_inputs()[0].name: x.numpy()})[0]
     assert np.allclose(got, m(x).detach().numpy(), atol=1e-5)
+
+
+def test_to_moves_and_casts_like_any_module():
+    m = torch_module(NET, P)
+    assert m.to(torch.float64) is m and all(t.dtype == torch.float64 for t in m.parameters())
+    x = torch.randn(3, 16, dtype=torch.float64)
+    assert m.eval()(x).dtype == torch.float64                 # forward follows the module's dtype
+    assert m.float()(x).dtype == torch.float32 and m.to("cpu").weights[0].device.type == "cpu"
+    twin = torch_module(NET, resnet_mlp(16, 4, width=32, blocks=2).init(seed=1))
+    twin.load_state_dict(m.state_dict())
+    assert torch.equal(twin.eval()(x), m(x))
+
+
+def test_forward_takes_a_step_mask():
+    net = lstm_classifier(3, 2, units=4)
+    p = net.init(seed=0)
+    m = torch_module(net, p, dtype="float64").eval()
+    x = np.random.default_rng(2).standard_normal((4, 5, 3))
+    mask = np.ones((4, 5), dtype=bool)
+    mask[1, 3:] = False
+    y = m(torch.as_tensor(x), mask=torch.as_tensor(mask)).detach().numpy()
+    assert np.max(np.abs(y - predict(net, p, x, mask=mask).data)) < 1e-12
+    assert np.max(np.abs(y - m(torch.as_tensor(x)).detach().numpy())) > 1e-6   # the mask mattered
 
 
 @pytest.mark.slow

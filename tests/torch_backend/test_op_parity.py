@@ -110,6 +110,18 @@ def test_attention(mask, causal, tq):
             normal(2, 2, tq, 3), normal(2, 2, 4, 3), normal(2, 2, 4, 5))
 
 
+@pytest.mark.parametrize("mask,causal,tq", [(PAD, False, 3), (PAD, True, 4),
+                                            (np.zeros((2, 1, 3, 4), bool), False, 3)],
+                         ids=["padding", "padding_causal", "all_masked"])
+def test_attention_as_on_a_gpu(monkeypatch, mask, causal, tq):
+    """The branch GPUs take (rows that may attend nowhere are computed unmasked, then zeroed), on the CPU."""
+    from apsi_layers.ops import torch_ops
+
+    monkeypatch.setattr(torch_ops, "_sdpa_zeroes_empty_rows", lambda device: False)
+    compare(lambda ops, q, k, v: ops.attention(q, k, v, mask=mask, causal=causal),
+            normal(2, 2, tq, 3), normal(2, 2, 4, 3), normal(2, 2, 4, 5))
+
+
 def test_losses():
     labels = rng.integers(0, 5, (2, 3))
     compare(lambda ops, x: ops.softmax_cross_entropy(x, ops.indices(labels)), normal(2, 3, 5))
@@ -193,3 +205,24 @@ def test_conversions():
     half = TorchOps("cpu", torch.float32)
     assert half.constant([1.5]).dtype == torch.float32 and half.zeros((2,)).dtype == torch.float32
     assert T.to_numpy(torch.ones(2, dtype=torch.bfloat16)).dtype == np.float32
+
+
+def test_cudnn_weight_packing_warning_is_kept_from_the_user(monkeypatch):
+    """On CUDA, torch warns on each fused RNN call with separate weight tensors (advising
+    flatten_parameters()); the backend keeps the weights apart on purpose, so the warning is dropped."""
+    import warnings
+
+    real = torch._VF.lstm
+
+    def warns(*args):
+        warnings.warn("RNN module weights are not part of single contiguous chunk of memory. This means "
+                      "they need to be compacted at every call", UserWarning, stacklevel=2)
+        return real(*args)
+
+    monkeypatch.setattr(torch._VF, "lstm", warns, raising=False)
+    H = 3
+    w = [normal(4 * H, 2), normal(4 * H, H), normal(4 * H), normal(4 * H)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ys, h, c = T.lstm(T.constant(normal(2, 4, 2)), None, None, *[T.constant(a) for a in w])
+    assert ys.shape == (2, 4, H)

@@ -7,6 +7,7 @@ otherwise it stays on NumPy without a word.
 """
 
 import importlib.util
+import sys
 
 from apsi_lang import permissions
 from apsi_lang.errors import ApsiError
@@ -38,8 +39,10 @@ def choose(fn, backend):
         return "numpy"
     permissions.require("python", what=f'{fn}(backend="torch")')
     if not _torch_installed():
-        raise ApsiError(f'{fn}: backend="torch" needs PyTorch, which is not installed: install it with '
-                        '`apsi pkg install torch-auto` (or use backend="numpy")')
+        # the message begins as docs/backends.md's troubleshooting table lists it
+        raise ApsiError(f'backend="torch" needs PyTorch, which is not installed in the Python that runs '
+                        f'Apsi ({sys.executable}): install it with `apsi pkg install torch-auto` (or give '
+                        f'{fn} backend="numpy")')
     if not _torch_backend_present():
         raise ApsiError(f'{fn}: backend="torch" needs PyTorch support in apsi_layers (apsi_layers/'
                         'torch_backend), which this installation lacks; use backend="numpy"')
