@@ -6,6 +6,7 @@ Usable from Python directly (`from apsi_layers import nn`); apsi_modules.py decl
 
 from . import foreign
 from . import graph as _graph  # installs Tensor's operators
+from . import heap as _heap
 from .autodiff import grad, hessian, jacobian, value_and_grad
 from .creation import (
     arange,
@@ -67,3 +68,5 @@ def round_values(x, ndigits=0):
     return np.round(as_tensor(x, "round").data, ndigits)
 
 __all__ = [name for name in dir() if not name.startswith("_")]
+
+_heap.keep_freed_memory()
