@@ -28,7 +28,7 @@ SIZES = {
     "mlp": dict(n=4096, batch=128, epochs=20),
     "cnn": dict(n=512, batch=64, epochs=24),
     "lstm": dict(n=1024, batch=64, epochs=30),
-    "transformer_lm": dict(n=256, batch=32, epochs=4),
+    "transformer_lm": dict(n=256, batch=32, epochs=10),
     "gcn": dict(n=3000, batch=None, epochs=100),
 }
 SEQ, FEAT, CLASSES = 32, 16, 5
