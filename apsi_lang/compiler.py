@@ -15,7 +15,7 @@ from .builtins import BUILTINS
 from .errors import ApsiSyntaxError
 from .parser import PYTHON_MODULES
 from .plain import is_plain, plain_names
-from .scopes import Scope, assigned_in_nested, binds, declarations, field_reads
+from .scopes import Scope, assigned_in_nested, binds, declarations, field_reads, loop_targets
 
 BINOPS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div, "//": ast.FloorDiv, "%": ast.Mod,
           "**": ast.Pow, "@": ast.MatMult, "&": ast.BitAnd, "|": ast.BitOr, "^": ast.BitXor,
@@ -92,17 +92,36 @@ class Compiler:
                     self.known |= exports
                     self.module_names |= exports
         self.own = declarations(body) | self.user
-        self.scope = Scope(None, self.own | self.known, is_module=True)
-        # REPL and -e inputs share globals with later inputs: their top-level names are never plain
+        # REPL and -e inputs share globals with later inputs: their top-level names are never plain,
+        # and never on the record fast path (a later input may rebind them)
         candidates = set() if self.echo else (self.own - self.user - self.known)
-        self.scope.plain = plain_names(body, candidates, self.apsi_builtin)
-        out = []
-        for stmt in body:
-            if self.echo and isinstance(stmt, S.ExprStmt):
-                out.append(self.at(ast.Expr(self.helper("_echo", [self.expr(stmt.expr)], stmt)), stmt))
-            else:
-                out.extend(self.stmt(stmt))
+        untracked = assigned_in_nested(body) | (self.own - candidates)
+        while True:
+            self.scope = Scope(None, self.own | self.known, is_module=True, rebound_inside=untracked)
+            self.scope.plain = plain_names(body, candidates, self.apsi_builtin)
+            if self.echo:
+                out = [self.at(ast.Expr(self.helper("_echo", [self.expr(stmt.expr)], stmt)), stmt)
+                       if isinstance(stmt, S.ExprStmt) else py for stmt in body for py in self.stmt(stmt)]
+                break
+            self.add_flags(body, body[0] if body else None)
+            out = self.block(body)
+            missed = _untracked_bindings(out, self.scope)     # the same safety net as in functions
+            if not missed:
+                break
+            untracked |= missed
         return ast.fix_missing_locations(ast.Module(body=out, type_ignores=[]))
+
+    def add_flags(self, body, node):
+        """Give each variable of this scope whose fields the code reads a flag (see flag_updates)."""
+        if self.full_access:
+            return
+        # a loop variable is rebound on every iteration: a flag update there costs more than the type
+        # test at the read (`root`) that it would save
+        per_iteration = loop_targets(body)
+        for name, fields in field_reads(body)[0].items():
+            if (name in self.scope.declared and name not in self.scope.rebound_inside
+                    and name not in per_iteration):
+                self.scope.flags[name] = (f"_ok_{py_name(name)}", self.attr_set(fields, node).id)
 
     def block(self, body, bound=()):
         """A block's statements; `bound`: names bound on entry (loop targets, a catch name)."""
@@ -122,21 +141,23 @@ class Compiler:
         return out or [ast.Pass()]
 
     def flag_updates(self, names, node, count=True):
-        """After a variable of this function is bound, `_ok_x = type(x) in TYPES` (the types allowing
-        every field the function reads on x), so later field reads test one local (see `root`)."""
+        """After a variable x of this scope is bound, `_ok_x = x if type(x) in TYPES else _NO` (the
+        types allowing every field the code reads on x): the flag holds the very value it checked.
+        A field read then tests `_ok_x is x` (see `root`), which a failed, partial or interrupted
+        binding can never make wrong: a flag left from an earlier value is simply not that value."""
         out = []
         for name in names:
             if name in self.scope.flags:
                 flag, types = self.scope.flags[name]
-                # _ok_x = type(x) is Record or type(x) in TYPES (records, the common case, skip the set)
-                kind = self.at(ast.Name(flag, ast.Store()), node)
-                first = self.helper("_type", [self.at(ast.Name(py_name(name), ast.Load()), node)], node)
-                is_record = self.at(ast.Compare(self.at(ast.NamedExpr(kind, first), node), [ast.Is()],
-                                                [self.at(ast.Name("_R", ast.Load()), node)]), node)
-                in_types = self.at(ast.Compare(self.at(ast.Name(flag, ast.Load()), node), [ast.In()],
-                                               [self.at(ast.Name(types, ast.Load()), node)]), node)
+                load = lambda n: self.at(ast.Name(n, ast.Load()), node)  # noqa: E731
+                # type(x) is Record or type(x) in TYPES: records, the common case, skip the set
+                kind = self.at(ast.NamedExpr(self.at(ast.Name(flag, ast.Store()), node),
+                                             self.helper("_type", [load(py_name(name))], node)), node)
+                is_record = self.at(ast.Compare(kind, [ast.Is()], [load("_R")]), node)
+                in_types = self.at(ast.Compare(load(flag), [ast.In()], [load(types)]), node)
                 test = self.at(ast.BoolOp(ast.Or(), [is_record, in_types]), node)
-                out.append(self.at(ast.Assign([self.at(ast.Name(flag, ast.Store()), node)], test), node))
+                value = self.at(ast.IfExp(test, load(py_name(name)), load("_NO")), node)
+                out.append(self.at(ast.Assign([self.at(ast.Name(flag, ast.Store()), node)], value), node))
                 self.scope.flag_sites[name] = self.scope.flag_sites.get(name, 0) + count
         return out
 
@@ -263,10 +284,7 @@ class Compiler:
             self.scope = Scope(outer, declarations(body) | names, bound=names,
                                rebound_inside=assigned_in_nested(body) | untracked)
             self.scope.plain = plain_names(body, declarations(body) - names, self.apsi_builtin)
-            if not self.full_access:
-                for name, fields in field_reads(body)[0].items():
-                    if name in self.scope.declared and name not in self.scope.rebound_inside:
-                        self.scope.flags[name] = (f"_ok_{py_name(name)}", self.attr_set(fields, node).id)
+            self.add_flags(body, node)
             try:
                 out = self.flag_updates(names, node, count=False) + self.block(body)
                 # safety net for the fast path: a flagged variable bound somewhere without its flag
@@ -374,13 +392,15 @@ class Compiler:
         it is compiled twice: `plain if type(p) in TYPES and … else guarded`, so record fields are
         read at CPython speed after one type test. Nested scopes are roots of their own, so an
         expression holding one is compiled once (the code never grows more than twice)."""
-        if self.full_access or self.scope.is_module:
+        if self.full_access:
             return self.expr(e)
         bases, nested = field_reads(e)
         stable = {n: fields for n, fields in bases.items() if self.scope.stable_local(n)}
         if nested or not stable:
             return self.expr(e)
-        tests = [self.at(ast.Name(self.scope.flags[n][0], ast.Load()), e) if n in self.scope.flags else
+        tests = [self.at(ast.Compare(self.at(ast.Name(self.scope.flags[n][0], ast.Load()), e), [ast.Is()],
+                                     [self.at(ast.Name(py_name(n), ast.Load()), e)]), e)
+                 if n in self.scope.flags else
                  self.at(ast.Compare(self.helper("_type", [self.at(ast.Name(py_name(n), ast.Load()), e)], e),
                                      [ast.In()], [self.attr_set(fields, e)]), e)
                  for n, fields in sorted(stable.items())]

@@ -86,13 +86,15 @@ def new_namespace(program_dir, args=(), echo_to=None):
 
     ns.update(_use_as=use_as, _Rspread=_record_spread, _FIELD=_FIELD, _kwargs=_kwargs)
     ns.update(_use=use, _echo=echo, _gv=global_value, _chk=sandbox.check, _ga=sandbox.get_attr,
-              _sa=sandbox.set_attr, _augattr=_augattr, _R=Record, _show=show, _repr=_repr, _type=type,
+              _sa=sandbox.set_attr, _augattr=_augattr, _R=Record, _NO=_NOT_CHECKED, _show=show, _repr=_repr,
+              _type=type,
               _pystr=str, _PLAIN=frozenset({int, float, str}), _mod=safe_mod, _fmtv=_fmtv,
               _catch=_catch, _Catchable=Exception, _assert_fail=_assert_fail)
     return ns
 
 
 _FIELD = object()          # marks a written field in _record_spread's arguments
+_NOT_CHECKED = object()    # a record fast-path flag whose value failed the type test (compiler.flag_updates)
 
 
 def _record_spread(*parts):

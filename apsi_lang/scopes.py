@@ -24,10 +24,9 @@ class Scope:
         self.flag_sites = {}    # variable -> how many bindings got a flag update
 
     def stable_local(self, name):
-        """True when `name` is this function's own variable, bound here, and nothing but this
-        frame's code can rebind it (no nested function assigns it)."""
-        return (not self.is_module and name in self.declared and name in self.bound
-                and name not in self.rebound_inside)
+        """True when `name` is this scope's own variable, bound here, and nothing but this frame's
+        code can rebind it (no nested function assigns it)."""
+        return name in self.declared and name in self.bound and name not in self.rebound_inside
 
     def owner_of(self, name):
         """The nearest scope declaring `name`, or None."""
@@ -102,6 +101,23 @@ def assigned_in_nested(body):
         for stmt in _nodes(fn.body, S.Assign | S.AugAssign, enter=True):
             targets = stmt.targets if isinstance(stmt, S.Assign) else [stmt.target]
             out.update(t.id for t in targets if isinstance(t, S.Name))
+    return out
+
+
+def loop_targets(body):
+    """Names that a `for` of this scope (not of a nested function) binds on every iteration."""
+    out = set()
+    stack = list(body)
+    while stack:
+        x = stack.pop()
+        if isinstance(x, S.FnDef | S.Lambda | S.ListComp):
+            continue
+        if isinstance(x, S.For):
+            out.update(x.targets)
+        if isinstance(x, S.Node):
+            stack.extend(getattr(x, f) for f in x.fields)
+        elif isinstance(x, list | tuple):
+            stack.extend(x)
     return out
 
 

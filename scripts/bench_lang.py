@@ -187,6 +187,91 @@ for i in range(1000):
 r = walk(pts, 8000)
 """)
 
+# The same kinds of loop at the top level of a program (module globals, not function locals).
+TOP_LEVEL = {
+    "top level: record fields": (
+        """
+let p = {x: 1.5, y: 2.0, z: 0.5}
+let acc = 0.0
+for i in range(6000000):
+    acc += p.x * p.y - p.z
+let r = acc
+""", """
+from types import SimpleNamespace as Rec
+p = Rec(x=1.5, y=2.0, z=0.5)
+acc = 0.0
+for i in range(6000000):
+    acc += p.x * p.y - p.z
+r = acc
+"""),
+    "top level: records in a list": (
+        """
+let pts = []
+for i in range(1000):
+    pts.append({x: i, y: 2.0, z: 1})
+let total = 0.0
+for k in range(3000):
+    for p in pts:
+        total += p.x * p.y + p.z
+let r = total
+""", """
+from types import SimpleNamespace as Rec
+pts = []
+for i in range(1000):
+    pts.append(Rec(x=i, y=2.0, z=1))
+total = 0.0
+for k in range(3000):
+    for p in pts:
+        total += p.x * p.y + p.z
+r = total
+"""),
+    "top level: nested numeric loops": (
+        """
+let total = 0
+for i in range(3000):
+    for j in range(3000):
+        total += (i * j) % 7
+let r = total
+""", """
+total = 0
+for i in range(3000):
+    for j in range(3000):
+        total += (i * j) % 7
+r = total
+"""),
+    # (no string `+=` here: at the top level CPython's in-place concatenation does not apply, on
+    # either side, and the loop is quadratic)
+    "top level: list building": (
+        """
+let xs = []
+for i in range(4000000):
+    xs.append(i * 2 + 1)
+let r = len(xs)
+""", """
+xs = []
+for i in range(4000000):
+    xs.append(i * 2 + 1)
+r = len(xs)
+"""),
+    "top level: word count (map)": (
+        """
+let vocab = [f"w{i % 997}" for i in range(5000)]
+let counts = {:}
+for k in range(600):
+    for w in vocab:
+        counts[w] = counts.get(w, 0) + 1
+let r = len(counts)
+""", """
+vocab = [f"w{i % 997}" for i in range(5000)]
+counts = {}
+for k in range(600):
+    for w in vocab:
+        counts[w] = counts.get(w, 0) + 1
+r = len(counts)
+"""),
+}
+CASES.update(TOP_LEVEL)
+
 
 def run_apsi(src):
     prog = program.compile_source(src, "<bench>")
