@@ -57,12 +57,15 @@ class Bar(Quiet):
         return self.bar.add_task(f"epoch {epoch}/{self.epochs}", total=self.steps, info="")
 
     def step(self, loss):
+        """One step done; `loss` is None where the backend does not read it every step (torch reads
+        it once per epoch, so a step never waits for the device)."""
         self.done += 1
-        self.total, self.seen = self.total + loss, self.seen + 1
+        if loss is not None:
+            self.total, self.seen = self.total + loss, self.seen + 1
         rate = self.done / max(time.perf_counter() - self.t0, 1e-9)
         left = (self.epochs * self.steps - self.done) / rate
-        self.bar.update(self.task, advance=1, info=f"loss {self.total / self.seen:.4f}  {rate:.1f} steps/s  "
-                                                   f"{_duration(left)} left")
+        running = f"loss {self.total / self.seen:.4f}  " if self.seen else ""
+        self.bar.update(self.task, advance=1, info=f"{running}{rate:.1f} steps/s  {_duration(left)} left")
 
     def epoch(self, epoch, loss, val):
         extra = f"  val {val:.4f}" if val is not None else ""
