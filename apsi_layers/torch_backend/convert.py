@@ -19,12 +19,15 @@ def is_state(name):
 
 
 def leaves_to_torch(params, device, dtype):
-    """[(dotted name, torch tensor)] for every leaf; floating leaves get `dtype`, int leaves stay int."""
+    """[(dotted name, torch tensor)] for every leaf; floating leaves get `dtype`, int leaves stay int.
+
+    Always copies: torch.as_tensor would share the caller's NumPy memory on the CPU at float64, and
+    the optimizer's in-place updates would then change the tree the caller passed in. The cast is
+    made on the host, before the move, since some devices (MPS) refuse float64 tensors."""
     out = []
     for name, leaf in tree.named_leaves(params):
-        data = np.asarray(leaf.data if type(leaf) is Tensor else leaf)
-        t = torch.as_tensor(data, device=device)
-        out.append((name, t.to(dtype) if t.is_floating_point() else t))
+        t = torch.tensor(np.asarray(leaf.data if type(leaf) is Tensor else leaf))
+        out.append((name, (t.to(dtype) if t.is_floating_point() else t).to(device)))
     return out
 
 
