@@ -27,7 +27,7 @@ def leaves_to_torch(params, device, dtype):
     out = []
     for name, leaf in tree.named_leaves(params):
         t = torch.tensor(np.asarray(leaf.data if type(leaf) is Tensor else leaf))
-        out.append((name, (t.to(dtype) if t.is_floating_point() else t).to(device)))
+        out.append((name, (t.to(dtype=dtype) if t.is_floating_point() else t).to(device=device)))
     return out
 
 
