@@ -213,15 +213,23 @@ def _val_loss(plan, s, leaves):
     data = plan.val
     xs = [s.tensor(a) for a in data.inputs]
     ys = [s.tensor(a) for a in data.targets]
-    total = None
+    mask = None if data.mask is None else s.tensor(data.mask)
+    total, count = None, 0
     with torch.no_grad(), s.autocast():
         for idx in plain_batches(data.n, plan.batch_size, s.graph):
             sl = slice(int(idx[0]), int(idx[-1]) + 1)
-            ctx = Ctx(s.ops, training=False, graph=s.graph)
+            maskb = None if mask is None else mask[sl]
+            keep, lead, yb = _loss_positions(maskb, [y[sl] for y in ys])
+            # as on NumPy: the mean over the kept positions of the whole validation set
+            weight = len(idx) if keep is None else int(np.count_nonzero(data.mask[sl]))
+            if weight == 0:
+                continue
+            ctx = Ctx(s.ops, training=False, graph=s.graph, mask=maskb)
             out = plan.model.apply(params, _x(plan, [x[sl] for x in xs]), ctx)
-            v = loss_value(s.ops, plan.loss, out, _y(plan, [y[sl] for y in ys])).to(torch.float64) * len(idx)
+            v = loss_value(s.ops, plan.loss, out, _y(plan, yb), keep, lead).to(torch.float64) * weight
             total = v if total is None else total + v
-    return float(total.item()) / data.n
+            count += weight
+    return float(total.item()) / count
 
 
 def predict_loop(plan):

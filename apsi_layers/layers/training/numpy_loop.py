@@ -157,16 +157,25 @@ def _nan_message(value, epoch, k, step, detail=None):
 def _val_loss(plan, ops, leaves, graph):
     params = tree.unflatten_like(plan.params, leaves) if leaves else plan.params
     data = plan.val
-    total = 0.0
+    total, count = 0.0, 0
     for idx in plain_batches(data.n, plan.batch_size, graph):
         full = len(idx) == data.n
         xb = [_tensor(a) for a in rows(data.inputs, idx, full)]
-        yb = [_tensor(a) for a in rows(data.targets, idx, full)]
+        # a validation mask works as in training: for the layers (padding) and, where it covers the
+        # targets, for the loss; the mean is over the kept positions of the whole validation set
+        keep, lead, ys = loss_positions(data.mask, rows(data.targets, idx, full), idx, full)
+        weight = len(idx) if keep is None else len(keep)
+        if weight == 0:
+            continue
+        maskb = None if data.mask is None else Tensor(data.mask if full else data.mask[idx])
         out = plan.model.apply(params, xb if plan.several_inputs else xb[0],
-                               Ctx(ops, training=False, graph=graph))
-        value = loss_value(ops, plan.loss, out, yb if plan.several_outputs else yb[0])
-        total += float(np.asarray(value.data if type(value) is Tensor else value)) * len(idx)
-    return total / data.n
+                               Ctx(ops, training=False, graph=graph, mask=maskb))
+        yb = [_tensor(a) for a in ys]
+        value = loss_value(ops, plan.loss, out, yb if plan.several_outputs else yb[0],
+                           None if keep is None else ops.indices(keep), lead)
+        total += float(np.asarray(value.data if type(value) is Tensor else value)) * weight
+        count += weight
+    return total / count
 
 
 def predict_numpy(plan):

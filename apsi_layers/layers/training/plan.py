@@ -322,11 +322,30 @@ def _mask(fn, mask, n, xs):
 
 
 def _check_targets(fn, loss, data, out_shape, several_out):
-    if data.targets is None or not isinstance(loss, str) or loss == "vae":
+    if data.targets is None or loss == "vae":
         return
     outs = out_shape if several_out else [out_shape]
+    check = _target if isinstance(loss, str) else _custom_target
     for i, (y, out) in enumerate(zip(data.targets, outs, strict=True)):
-        data.targets[i] = _target(fn, loss, y, out, data.mask)
+        data.targets[i] = check(fn, loss, y, out, data.mask)
+
+
+def _custom_target(fn, loss, y, out, mask):
+    """A loss function gets targets by the rule the named losses follow: [N] targets for a model with
+    one output arrive as [N, 1], so `pred - target` is not an [N, N] matrix. Other shapes are the
+    function's business (class labels for logits, say), except float targets of the output's rank
+    that differ from it only where NumPy would broadcast them silently."""
+    if not isinstance(out, tuple) or y.dtype.kind != "f":
+        return y
+    if out == (1,) and y.ndim == 1:
+        return y[:, None]
+    per_sample = tuple(y.shape[1:])
+    if len(per_sample) == len(out) and per_sample != out and all(
+            a == b or 1 in (a, b) for a, b in zip(per_sample, out, strict=True)):
+        raise ApsiError(f"{fn}: the model outputs per-sample shape {fmt(out)} but the targets have "
+                        f"per-sample shape {fmt(per_sample)}: the loss function would compare them by "
+                        "broadcasting; give targets of the output's shape")
+    return y
 
 
 def _target(fn, loss, y, out, mask):
@@ -358,12 +377,20 @@ def _target(fn, loss, y, out, mask):
 def _val(model, params, val, several_in, several_out, loss, out_shape, graph):
     if val is None:
         return None
-    if not isinstance(val, list | tuple) or len(val) != 2:
-        raise ApsiError("fit: val must be [inputs, targets] (validation data), e.g. val=[x_val, y_val]")
+    if isinstance(val, Record):
+        fields = vars(val)
+        if set(fields) - {"x", "y", "mask"} or not {"x", "y"} <= set(fields):
+            raise ApsiError("fit: val as a record needs the fields x and y (and optionally mask), e.g. "
+                            f"val={{x: x_val, y: y_val, mask: m_val}}; got fields {', '.join(fields)}")
+        val = [fields["x"], fields["y"]] + ([fields["mask"]] if "mask" in fields else [])
+    if not isinstance(val, list | tuple) or len(val) not in (2, 3):
+        raise ApsiError("fit: val must be [inputs, targets] or [inputs, targets, mask] (validation data), "
+                        "e.g. val=[x_val, y_val]")
     if graph is not None:
         raise ApsiError("fit: val= is not used with graph=: mark the validation nodes in a second "
                         "mask and call predict")
-    data = _data("fit (val)", model, val[0], val[0] if val[1] is None else val[1], None,
+    mask = val[2] if len(val) == 3 else None
+    data = _data("fit (val)", model, val[0], val[0] if val[1] is None else val[1], mask,
                  several_in, several_out, loss, need_targets=True)
     check_params("fit (val)", model, params, data)
     _check_targets("fit (val)", loss, data, out_shape, several_out)
