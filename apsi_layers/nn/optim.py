@@ -39,12 +39,13 @@ class Optimizer:
     name = "optimizer"
 
     def __init__(self, lr, **hyper):
-        if not callable(lr) and not (isinstance(lr, int | float) and lr >= 0):
-            raise ApsiError(f"{self.name}: lr must be a number >= 0 or a schedule fn(step) => lr, "
+        if not callable(lr) and not (isinstance(lr, int | float) and math.isfinite(lr) and lr >= 0):
+            raise ApsiError(f"{self.name}: lr must be a finite number >= 0 or a schedule fn(step) => lr, "
                             f"got {lr!r}")
         for key, value in hyper.items():
-            if isinstance(value, int | float) and not isinstance(value, bool) and value < 0:
-                raise ApsiError(f"{self.name}: {key} must be >= 0, got {value!r}")
+            if isinstance(value, int | float) and not isinstance(value, bool) and not (
+                    math.isfinite(value) and value >= 0):
+                raise ApsiError(f"{self.name}: {key} must be a finite number >= 0, got {value!r}")
         self.lr = lr
         self.hyper = hyper
         self.steps = 0
@@ -60,7 +61,7 @@ class Optimizer:
 
     def current_lr(self, override=None):
         lr = self.lr if override is None else override
-        return float(lr(self.steps) if callable(lr) else lr)
+        return checked_lr(lr(self.steps) if callable(lr) else lr, self.steps, f"{self.name}.step")
 
     def step(self, params, grads, lr=None):
         """The parameters after one update with these gradients (a tree like params)."""
@@ -247,6 +248,18 @@ def sgd(lr=1e-3, momentum=0.0, nesterov=False, weight_decay=0.0, dampening=0.0):
         raise ApsiError("sgd: nesterov=true needs momentum > 0 and dampening = 0")
     return SGD(lr, momentum=momentum, nesterov=bool(nesterov), weight_decay=weight_decay,
                dampening=dampening)
+
+
+def checked_lr(lr, step, where):
+    """A learning rate from a schedule (or given to step): a finite number >= 0, else an error naming
+    the step, so a schedule returning NaN or inf never trains on to NaN parameters."""
+    if isinstance(lr, bool) or not isinstance(lr, int | float | np.floating | np.integer) \
+            or not math.isfinite(lr) or lr < 0:
+        from apsi_lang.values import show
+
+        raise ApsiError(f"{where}: the schedule returned {show(lr, True)} at step {step}; it must return a "
+                        "learning rate (a finite number >= 0)")
+    return float(lr)
 
 
 def _betas(fn, b1, b2):

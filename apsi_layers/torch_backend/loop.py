@@ -16,6 +16,7 @@ from apsi_lang.errors import ApsiError
 from apsi_lang.values import Record
 from apsi_layers.layers.context import Ctx, Graph
 from apsi_layers.layers.training.batches import epoch_batches, plain_batches, seeds
+from apsi_layers.layers.training.finite import check_trained
 from apsi_layers.layers.training.numpy_loop import replace_states
 from apsi_layers.layers.training.progress import progress
 from apsi_layers.nn import tree
@@ -127,6 +128,7 @@ def fit_loop(plan):
     finally:
         show.close()
     trained = convert.to_nn(plan.params, leaves) if leaves else plan.params
+    check_trained(tree.named_leaves(trained))
     return Record(params=trained, history=history, val_history=val_history,
                   device=devices.name(s.device), backend="torch", steps=step,
                   seconds=time.perf_counter() - t0)
@@ -159,7 +161,6 @@ def _step(plan, opt, scaler, forward, trees, leaves, weights, state_idx, step, b
     """One optimizer step; returns the batch loss as a device scalar (no sync)."""
     if opt is not None:
         opt.set_lr()
-        _check_lr(opt, step)
         opt.zero_grad()
     value, new_state = forward(trees(leaves), *batch)
     if opt is not None:
@@ -172,13 +173,6 @@ def _step(plan, opt, scaler, forward, trees, leaves, weights, state_idx, step, b
     for i, t in zip(state_idx, new_state):
         leaves[i] = t.detach().to(leaves[i].dtype)
     return value.detach()
-
-
-def _check_lr(opt, step):
-    lr = opt.torch.param_groups[0]["lr"]
-    if not isinstance(lr, int | float) or isinstance(lr, bool) or not lr >= 0:
-        raise ApsiError(f"fit: the schedule returned {lr!r} at step {step}; it must return a learning "
-                        "rate (a number >= 0)")
 
 
 def _loss_positions(maskb, yb):

@@ -11,6 +11,7 @@ import torch
 
 from apsi_lang.errors import ApsiError
 from apsi_layers.nn import optim as nn_optim
+from apsi_layers.nn.optim import checked_lr
 
 NAMES = ("sgd", "adam", "adamw", "rmsprop", "adagrad", "nadam", "radam")
 
@@ -74,14 +75,14 @@ class TorchOptimizer:
         cls, hyper = make(opt.hyper)
         # a schedule decides the rate: fit's schedule= first, then an lr given as a function
         self.schedule = schedule if schedule is not None else (opt.lr if callable(opt.lr) else None)
-        first = float(self.schedule(0)) if self.schedule is not None else float(opt.lr)
+        first = checked_lr(self.schedule(0), 0, "fit") if self.schedule is not None else float(opt.lr)
         self.torch = cls(tensors, lr=first, **hyper)
         self.steps = 0
 
     def set_lr(self):
         """Give the group the schedule's rate for this step (LambdaLR's job); call before step()."""
         if self.schedule is not None:
-            lr = float(self.schedule(self.steps))
+            lr = checked_lr(self.schedule(self.steps), self.steps, "fit")
             for group in self.torch.param_groups:
                 group["lr"] = lr
 

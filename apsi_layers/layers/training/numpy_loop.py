@@ -11,12 +11,14 @@ from apsi_lang.errors import ApsiError
 from apsi_lang.values import Record
 from apsi_layers import nn
 from apsi_layers.nn import tree
+from apsi_layers.nn.optim import checked_lr
 from apsi_layers.nn.tensor import Tensor
 
 from ..base import RESERVED
 from ..context import Ctx, Graph
 from ..losses import loss_value
 from .batches import epoch_batches, loss_positions, plain_batches, rows, seeds
+from .finite import check_trained
 from .progress import progress
 
 
@@ -126,17 +128,14 @@ def fit_numpy(plan):
             show.epoch(epoch, history[-1], val)
     finally:
         show.close()
+    check_trained((names[i], v.data) for i, v in enumerate(leaves))
     trained = tree.unflatten_like(template, [Tensor(v.data) for v in leaves]) if leaves else template
     return Record(params=trained, history=history, val_history=val_history, device="numpy",
                   backend="numpy", steps=step, seconds=time.perf_counter() - t0)
 
 
 def _lr(schedule, step):
-    lr = schedule(step)
-    if not isinstance(lr, int | float) or isinstance(lr, bool) or lr < 0:
-        raise ApsiError(f"fit: the schedule returned {lr!r} at step {step}; it must return a learning "
-                        "rate (a number >= 0)")
-    return float(lr)
+    return checked_lr(schedule(step), step, "fit")
 
 
 def _take_states(names, leaves, train, new_tree):

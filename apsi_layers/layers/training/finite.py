@@ -1,0 +1,22 @@
+"""Finite checks shared by both backends' fit loops, and the error they raise."""
+
+import numpy as np
+
+from apsi_lang.errors import ApsiError
+
+
+class NonFiniteError(ApsiError):
+    """Training produced NaN or infinite numbers (the loss, a gradient or a parameter)."""
+
+
+def check_trained(named_arrays):
+    """After the last update every parameter is finite, so fit never returns (and save_params never
+    writes) NaN or inf weights; a learning rate such as 1e300 overflows here without a NaN loss."""
+    for name, a in named_arrays:
+        a = np.asarray(a.data if hasattr(a, "shape") and hasattr(a, "data") else a)
+        if a.dtype.kind == "f" and not np.isfinite(a).all():
+            what = "NaN" if np.isnan(a).any() else "an infinite value"
+            raise NonFiniteError(
+                f"fit: after the last update the parameter {name} holds {what}; training diverged and no "
+                "parameters were returned. Lower the learning rate (e.g. opt=adam(lr=1e-4)) or clip "
+                "gradients with clip=1.0")
