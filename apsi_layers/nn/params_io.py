@@ -68,9 +68,19 @@ def _atomic_savez(path, arrays):
         raise ApsiError(f"save_params: the folder {folder} does not exist; create it first")
     try:
         with atomic_open(path, "wb") as f:
-            np.savez(f, **arrays)
+            _write_npz(f, arrays)
     except OSError as e:
         raise ApsiError(f"save_params: cannot write {path}: {e.strerror or e}") from None
+
+
+def _write_npz(f, arrays):
+    """What np.savez writes (one NAME.npy per entry in a stored zip), without its keyword arguments:
+    np.savez(f, **arrays) took a parameter named `allow_pickle` as its own option (dropping it) and
+    failed on one named `file`."""
+    with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as z:
+        for name, a in arrays.items():
+            with z.open(name + ".npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.asanyarray(a), allow_pickle=False)
 
 
 # An .npz is a zip: a small file can claim (and inflate to) any size. Nothing bigger than this is

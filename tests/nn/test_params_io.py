@@ -40,7 +40,7 @@ def test_write_is_atomic(project, monkeypatch):
 
     def crash(*a, **k):
         raise OSError(28, "No space left on device")
-    monkeypatch.setattr(np, "savez", crash)
+    monkeypatch.setattr(np.lib.format, "write_array", crash)
     with pytest.raises(ApsiError, match="cannot write"):
         nn.save_params(str(path), Record(w=nn.ones(5)))
     assert path.read_bytes() == before
@@ -74,3 +74,15 @@ def test_permissions_outside_the_project(project, tmp_path_factory):
     np.savez(str(elsewhere / "m.npz"), w=np.ones(2))
     with pytest.raises(PermissionDenied, match="needs permission 'read'"):
         nn.load_params(str(elsewhere / "m.npz"))
+
+
+@pytest.mark.parametrize("key", ["allow_pickle", "file", "args", "kwds"])
+def test_keys_named_like_numpys_options_are_saved(project, key):
+    """np.savez(f, **arrays) took `allow_pickle` as its own option (the entry vanished) and failed on
+    `file` with a Python TypeError (issue 15)."""
+    path = str(project / "m.npz")
+    tree = {key: nn.array([1.0, 2.0]), "w": nn.zeros(2)}
+    nn.save_params(path, tree)
+    assert sorted(np.load(path).files) == sorted([key, "w"])      # NumPy reads it as its own .npz
+    back = nn.load_params(path, like=tree)
+    np.testing.assert_array_equal(getattr(back, key).data, [1.0, 2.0])
