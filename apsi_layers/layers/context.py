@@ -39,7 +39,7 @@ class Graph:
     once per fit/predict (degrees and GCN's normalisation are constants of the graph).
 
     src, dst       [E] the edges' source and target nodes
-    loop_src/dst   [E + n] the same with a self-loop on every node
+    loop_src/dst   the edges without their own self-loops, then one self-loop on every node
     in_degree      [n, 1] edges arriving at each node, at least 1 (a mean over no neighbours is 0)
     gcn_norm       [E + n, 1] 1 / sqrt(deg(src) deg(dst)) over the self-looped edges
     """
@@ -51,8 +51,11 @@ class Graph:
 
         edges = np.asarray(edges)
         src, dst = edges[0].astype(np.int64), edges[1].astype(np.int64)
+        # each node gets exactly one self-loop: the edge list's own are dropped first (the papers'
+        # N(i) ∪ {i}; PyG's remove_self_loops + add_self_loops), or a node would count itself twice
         loops = np.arange(n, dtype=np.int64)
-        loop_src, loop_dst = np.concatenate([src, loops]), np.concatenate([dst, loops])
+        other = src != dst
+        loop_src, loop_dst = np.concatenate([src[other], loops]), np.concatenate([dst[other], loops])
         deg = np.bincount(loop_dst, minlength=n).astype(np.float64)
         inv = 1.0 / np.sqrt(deg)
         self.n = n

@@ -84,3 +84,17 @@ def test_the_graph_may_be_a_record_or_a_pair_with_the_node_count():
         L.predict(layer, p, nn.Tensor(X[:4]), graph=EDGES)
     with pytest.raises(ApsiError, match=r"graph= as a record needs a field edges"):
         L.predict(layer, p, x, graph=Record(nodes=N))
+
+
+@pytest.mark.parametrize("make", [lambda: L.gat_layer(3, heads=2), lambda: L.gcn_layer(3)],
+                         ids=["gat", "gcn"])
+def test_self_loops_already_in_the_edge_list_count_once(make):
+    """Issue 16: with self-loops in the edge list, node i had two terms for itself in GAT's softmax
+    (and GCN's degree). The paper's neighbourhood is N(i) ∪ {i}: one self-loop per node, as PyG's
+    remove_self_loops + add_self_loops."""
+    layer = make()
+    p = layer.init(seed=0, input_shape=[4])
+    with_loops = np.concatenate([EDGES, [[0, 2, 2, 5], [0, 2, 2, 5]]], axis=1)
+    plain = L.predict(layer, p, nn.Tensor(X), graph=EDGES).data
+    looped = L.predict(layer, p, nn.Tensor(X), graph=with_loops).data
+    close(looped, plain)
