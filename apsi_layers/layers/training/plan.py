@@ -284,7 +284,26 @@ def _data(fn, model, inputs, targets, mask, several_in, several_out, loss, need_
                                 f"{len(a) if a.ndim else 0} targets); give one target per input row")
     elif need_targets:
         raise ApsiError(f"{fn}: targets are missing: fit(model, params, inputs, targets, loss=...)")
+    for arg, arrays in (("inputs", xs), ("targets", ys or [])):
+        for i, a in enumerate(arrays):
+            _check_finite(fn, arg if len(arrays) == 1 else f"{arg}[{i}]", a)
     return Data(inputs=xs, targets=ys, n=n, mask=_mask(fn, mask, n, xs))
+
+
+def _check_finite(fn, arg, a):
+    """NaN or inf in the data is named before training (row and column), not reported later as a
+    loss that "became NaN" with advice about the learning rate."""
+    if a.dtype.kind != "f":
+        return
+    bad = ~np.isfinite(a)
+    if bad.any():
+        where = np.argwhere(bad)[0]
+        value = a[tuple(where)]
+        place = f"row {where[0]}" + (f", column {', '.join(map(str, where[1:]))}" if len(where) > 1 else "")
+        count = int(bad.sum())
+        raise ApsiError(f"{fn}: {arg} hold {show(float(value), True)} at {place}"
+                        + (f" ({count} such values in all)" if count > 1 else "")
+                        + "; remove those rows or replace the values first")
 
 
 def token_ids(fn, model, a):
@@ -354,6 +373,11 @@ def _target(fn, loss, y, out, mask):
         if y.dtype.kind == "f":
             if not np.all(y == np.round(y)):
                 raise ApsiError(f"{fn}: loss=\"{loss}\" needs int class labels, got fractional numbers")
+            big = np.abs(y) >= 2.0 ** 62             # would wrap around as int64 (1e30, inf)
+            if big.any():
+                raise ApsiError(f"{fn}: label {show(float(y[big][0]), True)} is out of range"
+                                + (f": the model has {classes} classes (labels 0..{classes - 1})"
+                                   if classes is not None else ""))
         y = y.astype(np.int64)
         if tuple(y.shape[1:]) != tuple(s for s in out[:-1]):
             raise ApsiError(f"{fn}: loss=\"{loss}\": the model outputs per-sample logits {fmt(out)} so "
