@@ -41,7 +41,9 @@ def build_grants(perms, program_dir):
         sources.append(("python", "--allow-python"))
     for name in ("read", "write", "net", "env", "run"):
         value = perms.get(f"allow_{name}")
-        if value is True or value == "*" or value == "":
+        _check_scope(f"--allow-{name}", value)
+        _check_scope(f"--deny-{name}", perms.get(f"deny_{name}"))
+        if value is True or value == "*":
             granted.add(name)
             sources.append((name, f"--allow-{name}"))
         elif value:
@@ -52,7 +54,7 @@ def build_grants(perms, program_dir):
                 names[name].extend(_scope_item(name, v) for v in items)
             sources.append((name, f"--allow-{name}={value}"))
         deny = perms.get(f"deny_{name}")
-        if deny is True or deny == "*" or deny == "":
+        if deny is True or deny == "*":
             denied.add(name)
         elif deny:
             items = [v for v in deny.split(",") if v]
@@ -65,6 +67,22 @@ def build_grants(perms, program_dir):
                               names=tuple((p, tuple(v)) for p, v in names.items() if v),
                               denied=frozenset(denied),
                               denied_scopes=tuple((p, tuple(v)) for p, v in denied_scopes.items() if v))
+
+
+class FlagError(Exception):
+    """A permission flag that cannot mean what its user meant."""
+
+
+def _check_scope(flag, value):
+    """`--allow-read=` with nothing after it (as from `--allow-read="$UNSET"`) used to grant the
+    whole permission; an empty scope is refused. The bare flag, or `=*`, grants everything."""
+    if isinstance(value, str) and value != "*" and not any(v.strip() for v in value.split(",")):
+        bare = flag.split("=")[0]
+        verb = "allows" if bare.startswith("--allow") else "denies"
+        example = {"read": "data,out", "write": "out", "net": "example.com", "env": "HOME,LANG",
+                   "run": "git"}[bare.rsplit("-", 1)[1]]
+        raise FlagError(f"{flag}={value} has an empty scope (was a variable unset?): give what it {verb}, "
+                        f"e.g. {bare}={example}, or the bare flag {bare} for all")
 
 
 def _path_item(value):
@@ -92,6 +110,9 @@ def guarded(action, prepare=None):
         return 2
     except ConfigError as e:
         _err(f"apsi: error in apsi.toml: {e}")
+        return 2
+    except FlagError as e:
+        _err(f"apsi: {e}")
         return 2
     except SystemExit as e:
         code = e.code
