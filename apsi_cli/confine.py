@@ -188,6 +188,23 @@ def clean_environment(p):
     _wipe_initial_environment()
 
 
+def remove_denied_environment(grants):
+    """Variables a --deny-env flag (or deny key) names leave the environment before the program runs,
+    so programs it starts do not inherit them even where `env` is granted whole (clean_environment
+    keeps everything then), and with the kernel's wall switched off."""
+    denied = [k for k in os.environ if grants.denies("env", name=k)]
+    if not denied:
+        return
+    import posix
+
+    for name in denied:
+        del os.environ[name]                      # also unsetenv(): the C environment children get
+        posix.environ.pop(os.fsencode(name), None)
+    for name, value in os.environ.items():        # fresh copies, so nothing points into the old block
+        os.putenv(name, value)
+    _wipe_initial_environment()
+
+
 def _wipe_initial_environment():
     """Zero the strings the kernel placed at start (env_start..env_end of /proc/self/stat): without
     this, the removed variables would stay readable in this process's memory."""
@@ -207,6 +224,7 @@ def _wipe_initial_environment():
 def apply(grants):
     """Confine this process for the program about to run under `grants`. Returns the Landlock ABI
     version enforced, or 0 (not needed, switched off, or the kernel has no Landlock)."""
+    remove_denied_environment(grants)
     if not needed(grants):
         return 0
     p = policy(grants)

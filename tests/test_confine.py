@@ -251,8 +251,10 @@ def test_environment_variables_are_removed_without_env(hole, place):
     assert through_hole(place, hole, "env", "APSI_TEST_TOKEN", "--allow-env=APSI_TEST_TOKEN",
                         env=env) == "ok tok123"
     assert through_hole(place, hole, "env", "HOME", "--allow-env=APSI_TEST_TOKEN", env=env) == "ok None"
+    # a name denied inside a whole grant leaves the process's environment too (issue 15: children
+    # started with `run` inherited it), so even a hole in the language's checks cannot read it
     assert through_hole(place, hole, "env", "APSI_TEST_TOKEN", "--allow-env", "--deny-env=APSI_TEST_TOKEN",
-                        env=env) == "ok tok123"      # denying some of a whole grant: the language's job
+                        env=env) == "ok None"
     assert through_hole(place, hole, "env", "APSI_TEST_TOKEN", env={**env, **OFF}) == "ok tok123"
     # processes started with `run` get the cleaned environment too, PATH kept so commands are found
     out = through_hole(place, hole, "cenv", "", "--allow-run", env=env)
