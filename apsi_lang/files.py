@@ -28,7 +28,9 @@ def atomic_open(path, mode="w", encoding=None):
     """Write to a temporary file in the target's folder; it replaces `path` only if the block succeeds."""
     folder = os.path.dirname(os.path.abspath(path))
     try:
-        keep = stat.S_IMODE(os.stat(path).st_mode)      # an existing file keeps its mode
+        keep = stat.S_IMODE(os.stat(path).st_mode)      # an existing file keeps its mode …
+        if not _may_keep_execute(path):
+            keep &= ~0o111                              # … but not its execute bits (see below)
     except FileNotFoundError:
         keep = 0o666 & ~umask()
     fd, tmp = _temporary(folder)
@@ -40,6 +42,16 @@ def atomic_open(path, mode="w", encoding=None):
     finally:
         if os.path.lexists(tmp):
             os.unlink(tmp)
+
+
+def _may_keep_execute(path):
+    """A program may rewrite files of its project without --allow-write; had a rewritten executable
+    (./configure, a script in bin/) kept its mode, the user would run the program's code next time.
+    Only with the write permission for the path does a rewrite keep the execute bits."""
+    from . import permissions
+
+    grants = permissions.current()
+    return not grants.denies("write", path) and grants.explicitly("write", permissions.resolve(path))
 
 
 def _temporary(folder):

@@ -146,7 +146,18 @@ PROTECTED_NAMES = {
     "requirements.txt": "pip installs what it lists",
     "makefile": "make runs the commands in it",
     "gnumakefile": "make runs the commands in it",
+    "justfile": "just runs the commands in it",
+    "package.json": "npm runs the scripts it lists",
+    "pyvenv.cfg": "it makes the folder a Python environment",
+    "entry_points.txt": "Python's import system runs the code it names",
+    "activate": "a shell sources it",
+    "procfile": "it names the commands a platform runs",
+    "dockerfile": "docker build runs the commands in it",
+    "environment.yml": "conda installs what it lists",
 }
+# Folders Python's import machinery reads from a folder on sys.path: a planted distribution's
+# entry points (`zzz-1.0.dist-info/entry_points.txt`) ran code on a later `use` (issue 15).
+PROTECTED_FOLDER_SUFFIXES = (".dist-info", ".egg-info", ".egg-link", ".egg")
 PROTECTED_SUFFIXES = (".apsi", ".py", ".pyc", ".pyo", ".pyw", ".pyz", ".pth", ".so", ".pyd", ".dll",
                       ".dylib", ".sh", ".bash", ".zsh", ".fish", ".ps1", ".bat", ".cmd", ".ipynb")
 
@@ -169,7 +180,7 @@ def protected_reason(written, target, root):
             if path == target:
                 return "the project folder itself"
             continue
-        reason = _protected_name(parts)
+        reason = _protected_name(parts) or _in_environment(root, parts)
         if reason:
             return reason
     return None
@@ -179,12 +190,24 @@ def _protected_name(parts):
     name = parts[-1].casefold().rstrip(" .")
     if name in PROTECTED_NAMES:
         return PROTECTED_NAMES[name]
-    if name.endswith(PROTECTED_SUFFIXES):
+    if name.endswith(PROTECTED_SUFFIXES) or name.startswith("activate."):
         return "programs, scripts and Python files run code"
+    folders = [p for p in parts[:-1] if p.casefold().rstrip(" .").endswith(PROTECTED_FOLDER_SUFFIXES)]
+    if folders or name.endswith(PROTECTED_FOLDER_SUFFIXES):
+        return f"'{(folders or [parts[-1]])[0]}' tells Python's import system which code to run"
     hidden = [p for p in parts if p.startswith(".") or p.casefold().rstrip(" .") == "__pycache__"]
     if hidden:
         return f"'{hidden[0]}' holds tools' settings or code (files named with a leading '.' and " \
                "what is under such folders are protected)"
+    return None
+
+
+def _in_environment(root, parts):
+    """Files in the bin/ (Scripts/ on Windows) folder of a virtual environment inside the project
+    (venv/bin/python, venv/bin/activate): a shell runs or sources them."""
+    for i, part in enumerate(parts[:-1]):
+        if part.casefold() in ("bin", "scripts") and (root.joinpath(*parts[:i]) / "pyvenv.cfg").exists():
+            return f"'{'/'.join(parts[:i + 1])}' holds a Python environment's programs"
     return None
 
 

@@ -162,8 +162,12 @@ def test_existing_files_keep_their_mode(project, mode):
     (project / "keep.txt").write_text("old")
     os.chmod(project / "keep.txt", mode)
     run('write_text("keep.txt", "new")')
-    assert stat.S_IMODE((project / "keep.txt").stat().st_mode) == mode
+    # the execute bits go without --allow-write (issue 15: a rewritten ./configure stayed runnable)
+    assert stat.S_IMODE((project / "keep.txt").stat().st_mode) == mode & ~0o111
     assert (project / "keep.txt").read_text() == "new"
+    os.chmod(project / "keep.txt", mode)
+    run('write_text("keep.txt", "newer")', "write")
+    assert stat.S_IMODE((project / "keep.txt").stat().st_mode) == mode
 
 
 def test_save_params_modes(project):

@@ -1,0 +1,51 @@
+"""Issue 15: a program without --allow-write may write inside its project, but not plant code that a
+shell, Python's import system or a tool runs later: rewriting an executable drops its execute bits,
+and the files a virtual environment, a distribution's metadata, npm or just run are protected."""
+
+import os
+import stat
+
+import pytest
+
+from sandbox.helpers import cli
+
+
+def mode(path):
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+@pytest.mark.parametrize("flags, keeps", [([], False), (["--allow-write"], True),
+                                          (["--allow-write=configure"], True)])
+def test_rewriting_an_executable_keeps_its_execute_bits_only_with_write(project, flags, keeps):
+    script = project / "configure"
+    for _ in range(2):                     # cli runs twice: with the kernel's wall and without
+        script.write_text("#!/bin/sh\necho original\n")
+        script.chmod(0o755)
+    code, out, err = cli([*flags, "-e", 'write_text("configure", "#!/bin/sh\\necho planted\\n")'], project)
+    assert code == 0, err
+    assert "planted" in script.read_text()
+    assert bool(mode(script) & 0o111) is keeps, oct(mode(script))
+    assert mode(script) & 0o644 == 0o644          # the rest of the mode is kept
+
+
+@pytest.mark.parametrize("path", [
+    "zzz-1.0.dist-info/METADATA", "zzz-1.0.dist-info/entry_points.txt", "pkg.egg-info/entry_points.txt",
+    "entry_points.txt", "venv/bin/activate", "venv/bin/python3", "venv/Scripts/pip.exe", "package.json",
+    "justfile", "Dockerfile", "sitecustomize.py", "usercustomize.py", "zzz.pth", "bin/activate.fish",
+])
+def test_files_that_run_code_later_are_protected(project, path):
+    (project / "venv").mkdir()
+    (project / "venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    folder = os.path.dirname(path)
+    if folder:
+        os.makedirs(project / folder, exist_ok=True)
+    code, out, err = cli(["-e", f'write_text("{path}", "planted")'], project)
+    assert code == 1 and "protected" in err and "--allow-write" in err, err
+    assert not (project / path).exists()
+
+
+def test_a_plain_bin_folder_is_not_protected(project):
+    """Only a virtual environment's bin/ (a pyvenv.cfg beside it) holds what a shell runs by convention."""
+    (project / "bin").mkdir()
+    code, out, err = cli(["-e", 'write_text("bin/data.txt", "ok")'], project)
+    assert code == 0, err
