@@ -46,3 +46,30 @@ def test_max_pool_with_nan_or_overlap_takes_the_general_path():
     assert not pool._folds((2, 2), (2, 2), ((0, 0), (0, 0)), x)
     assert not pool._folds((3, 3), (2, 2), ((0, 0), (0, 0)), np.ones((1, 1, 4, 4)))
     assert not pool._folds((2, 2), (2, 2), ((1, 1), (0, 0)), np.ones((1, 1, 4, 4)))
+
+
+@pytest.mark.parametrize("xshape,wshape,padding,dilation,groups", [
+    ((8, 1, 28, 28), (16, 1, 3, 3), ((1, 1), (1, 1)), (1, 1), 1),
+    ((8, 16, 14, 14), (32, 16, 3, 3), ((1, 1), (1, 1)), (1, 1), 1),
+    ((3, 4, 9, 7), (6, 2, 3, 2), ((2, 0), (1, 3)), (2, 1), 2),
+    ((2, 3, 12), (5, 3, 4), ((1, 2),), (2,), 1),
+    ((2, 2, 5, 6, 4), (3, 2, 2, 3, 2), ((1, 1), (0, 2), (1, 0)), (1, 1, 1), 1),
+    ((4, 3, 6, 6), (2, 3, 1, 1), ((0, 0), (0, 0)), (1, 1), 1),
+])
+def test_conv_input_gradient_at_stride_1_matches_col2im(xshape, wshape, padding, dilation, groups):
+    rng = np.random.default_rng(1)
+    x, w, b = rng.standard_normal(xshape), rng.standard_normal(wshape), rng.standard_normal(wshape[0])
+    stride = (1,) * (len(xshape) - 2)
+    y, saved = conv._forward(x, w, b, True, stride, padding, dilation, groups)
+    g = rng.standard_normal(y.shape)
+    fast = conv._backward(g, saved, (True, True, True))
+    cols, wg, wshape_, xshape_, pshape, outs, *_ = saved
+    # the general path: col2im, one strided add per kernel offset
+    gy = np.moveaxis(g, 1, 0).reshape(groups, -1, cols.shape[1])
+    gcols = np.matmul(wg.transpose(0, 2, 1), gy).reshape((xshape[1],) + wshape[2:] + (xshape[0],) + outs)
+    gxp = np.zeros(pshape)
+    for offset in np.ndindex(*wshape[2:]):
+        contribution = np.swapaxes(gcols[(slice(None),) + offset], 0, 1)
+        gxp[conv.window_slice(offset, dilation, stride, outs)] += contribution
+    general = gxp[conv.inner(xshape, padding)]
+    assert fast[0].shape == general.shape and np.array_equal(fast[0], general)
