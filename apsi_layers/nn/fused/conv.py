@@ -101,7 +101,8 @@ def _input_grad_stride1(g, wg, wshape, xshape, pshape, outs, padding, dilation):
     positions of each row get a zero gradient), so that in the padded input, flattened per (channel,
     image), a kernel offset is one constant shift: the offset's whole contribution is then a single add
     of long contiguous runs. Each element still receives its contributions in kernel-offset order,
-    starting from zero, as in the general path; the extra positions add exact zeros."""
+    starting from zero, as in the general path; the extra positions add +0.0, which changes no value
+    (only a sum of exactly -0.0 would read +0.0)."""
     groups = wg.shape[0]
     out_ch, batch, channels = g.shape[1], xshape[0], xshape[1]
     grid = (outs[0],) + pshape[3:]                      # the first output axis, the rest padded
