@@ -8,7 +8,9 @@ Click spells them, a file, then the program's arguments) and returns None for an
 through the Click group unchanged, so help, errors and every other behaviour stay Click's.
 """
 
+import errno
 import os
+import sys
 
 # the permission flags of apsi_cli/options.py (tests/test_cli.py checks the two lists agree)
 BOOL_FLAGS = {"--allow-python": "allow_python", "--allow-all": "allow_all", "-A": "allow_all"}
@@ -85,3 +87,18 @@ def _runner():
     from . import runner
 
     return runner
+
+
+def run(action):
+    """action() with what Click's standalone mode does around a command: Ctrl-C (outside the program,
+    which the runner handles itself) says Aborted! and exits 1, a closed pipe exits 1 quietly."""
+    try:
+        return action()
+    except (EOFError, KeyboardInterrupt):
+        sys.stderr.write("\nAborted!\n")
+        return 1
+    except OSError as e:
+        if e.errno != errno.EPIPE:
+            raise
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # nothing more to flush there
+        return 1

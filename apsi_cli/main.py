@@ -43,7 +43,7 @@ def main(argv=None, prog_name="apsi"):
 
         quick = fast.dispatch(argv, prog_name)     # None: the command line needs Click
         if quick is not None:
-            sys.exit(quick())
+            sys.exit(fast.run(quick))
         from . import group, options
 
         group.cli.main(args=options.normalize_argv(argv), prog_name=prog_name)

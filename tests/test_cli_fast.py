@@ -85,3 +85,17 @@ def test_common_command_lines_do_not_import_click(tmp_path):
     assert _modules_after(["--allow-read", "run", "p.apsi"], tmp_path) == ["2", "[]"]
     # and the rest still has Click
     assert "click" in _modules_after(["--version"], tmp_path)[-1]
+
+
+def test_ctrl_c_outside_the_program_is_reported_as_click_does(monkeypatch, capsys):
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(runner, "run_code", interrupted)
+    results = []
+    for fast_path in (True, False):
+        if not fast_path:
+            monkeypatch.setattr(fast, "dispatch", lambda argv, prog_name="apsi": None)
+        with pytest.raises(SystemExit) as e:
+            main.main(["-e", "1"])
+        results.append((e.value.code, capsys.readouterr().err))
+    assert results[0] == results[1] == (1, "\nAborted!\n")
