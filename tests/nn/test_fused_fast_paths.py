@@ -73,3 +73,16 @@ def test_conv_input_gradient_at_stride_1_matches_col2im(xshape, wshape, padding,
         gxp[conv.window_slice(offset, dilation, stride, outs)] += contribution
     general = gxp[conv.inner(xshape, padding)]
     assert fast[0].shape == general.shape and np.array_equal(fast[0], general)
+
+
+def test_layer_norm_gradient_is_the_plain_formula_bit_for_bit():
+    norm = importlib.import_module("apsi_layers.nn.fused.norm")
+    rng = np.random.default_rng(2)
+    x, gamma, beta = rng.standard_normal((4, 5, 16)), rng.standard_normal(16), rng.standard_normal(16)
+    y, saved = norm._ln_forward(x, gamma, beta, True, 1e-5)
+    g = rng.standard_normal(y.shape)
+    gx, _, _ = norm._ln_backward(g, saved, (True, True, True))
+    xhat, inv, _ = saved
+    gh = g * gamma
+    plain = inv * (gh - gh.mean(axis=-1, keepdims=True) - xhat * np.mean(gh * xhat, axis=-1, keepdims=True))
+    assert np.array_equal(gx, plain)
