@@ -99,3 +99,18 @@ def test_ctrl_c_outside_the_program_is_reported_as_click_does(monkeypatch, capsy
             main.main(["-e", "1"])
         results.append((e.value.code, capsys.readouterr().err))
     assert results[0] == results[1] == (1, "\nAborted!\n")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc arenas")
+def test_the_program_thread_allocates_from_the_main_heap():
+    """A program's thread shares glibc's main arena (apsi_cli/arena.py): a thread arena unmaps its
+    heaps as they empty, so each training step's large temporaries came back as fresh pages."""
+    code = ("import ctypes\nfrom apsi_cli import runner\n"
+            "def action():\n    import numpy as np\n    for _ in range(3):\n"
+            "        a = np.ones((4096, 1024))\n        del a\n"
+            "assert runner.guarded(action) == 0\n"
+            "ctypes.CDLL(None).malloc_stats()\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    if "Arena" not in r.stderr:
+        pytest.skip("not glibc")
+    assert r.stderr.count("Arena ") == 1, r.stderr
