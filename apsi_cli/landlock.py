@@ -11,7 +11,6 @@ This module is only the system interface; apsi_cli/confine.py decides what a pro
 
 import ctypes
 import os
-import platform
 import sys
 
 # Syscall numbers: the same on every architecture that uses the generic table (they were added after
@@ -78,7 +77,7 @@ def abi():
     """The kernel's Landlock ABI version (1, 2, …), or 0 where there is none: not Linux, an
     unsupported architecture, a kernel without Landlock, Landlock not enabled at boot, or a
     seccomp filter (some containers) that refuses the call."""
-    if not sys.platform.startswith("linux") or platform.machine().lower() not in _MACHINES:
+    if not sys.platform.startswith("linux") or os.uname().machine.lower() not in _MACHINES:
         return 0
     try:
         return int(_syscall("create_ruleset", None, 0, CREATE_RULESET_VERSION))

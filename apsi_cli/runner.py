@@ -100,9 +100,12 @@ def guarded(action, prepare=None):
     report any failure the Apsi way and return an exit code."""
     from apsi_lang import bigstack, report
 
+    from .arena import use_one_arena
+
     try:
         if prepare is not None:
             prepare()
+        use_one_arena()             # before the program's thread allocates (apsi_cli/arena.py)
         bigstack.call(action)       # on a thread whose stack holds the recursion limit
         return 0
     except ApsiSyntaxError as e:

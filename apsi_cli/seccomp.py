@@ -14,7 +14,6 @@ Reference: the kernel's Documentation/userspace-api/seccomp_filter.rst (https://
 import ctypes
 import errno
 import os
-import platform
 import sys
 
 AF_UNIX, AF_INET, AF_INET6, AF_NETLINK = 1, 2, 10, 16
@@ -47,13 +46,18 @@ class _Program(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_Instruction))]
 
 
+def _machine():
+    # os.uname, not the platform module: importing platform costs a few ms of every start-up
+    return os.uname().machine if hasattr(os, "uname") else ""
+
+
 def supported():
-    return sys.platform.startswith("linux") and platform.machine().lower() in _ARCHES
+    return sys.platform.startswith("linux") and _machine().lower() in _ARCHES
 
 
 def program(families, machine=None, memfd=False):
     """The filter as (code, jt, jf, k) tuples: a list small enough to read."""
-    arch, socket_nr, uring, x32, ioctl_nr, memfd_nr = _ARCHES[(machine or platform.machine()).lower()]
+    arch, socket_nr, uring, x32, ioctl_nr, memfd_nr = _ARCHES[(machine or _machine()).lower()]
     code = [("ld", _ARCH), ("jeq", arch, None, "enosys"), ("ld", _NR)]
     if x32:
         code.append(("jge", _X32_BIT, "enosys", None))        # x32 numbers would slip past the checks

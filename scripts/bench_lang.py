@@ -304,24 +304,27 @@ def apsi_command():
                                                   else [sys.executable, "-m", "apsi"])
 
 
-def median_run(cmd, n):
+def startup_times(apsi_cmd, py_cmd, n=11):
+    """Start-up as a normal install has it: bytecode cached (one warm-up run of each writes the .pyc
+    files), then n runs alternating apsi and python so that load drifts hit both; the medians."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True, env=env)       # warm-up: writes .pyc
-    times = []
-    for _ in range(n):
-        t = time.perf_counter()
+    for cmd in (apsi_cmd, py_cmd):
         subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True, env=env)
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+    times = {0: [], 1: []}
+    for _ in range(n):
+        for side, cmd in enumerate((apsi_cmd, py_cmd)):
+            t = time.perf_counter()
+            subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True, env=env)
+            times[side].append(time.perf_counter() - t)
+    return statistics.median(times[0]), statistics.median(times[1])
 
 
 def main():
     quick = "--quick" in sys.argv
-    reps, starts = (3, 10) if quick else (7, 20)
+    reps = 3 if quick else 7
     rows = []
-    apsi_t = median_run(apsi_command() + ["-e", "print(1)"], starts)
-    py_t = median_run([sys.executable, "-c", "print(1)"], starts)
-    rows.append(("start-up: apsi -e \"print(1)\"", apsi_t, py_t, 3.0))
+    apsi_t, py_t = startup_times(apsi_command() + ["-e", "print(1)"], [sys.executable, "-c", "print(1)"])
+    rows.append(("start-up: apsi -e \"print(1)\"", apsi_t, py_t, 2.0))
     for name, (apsi_src, py_src) in CASES.items():
         a, ra, p, rp = compare(apsi_src, py_src, reps)
         if ra != rp:

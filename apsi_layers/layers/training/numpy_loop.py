@@ -12,6 +12,7 @@ from apsi_lang.values import Record
 from apsi_layers import nn
 from apsi_layers.nn import tree
 from apsi_layers.nn.optim import checked_lr
+from apsi_layers.nn.optim_inplace import InPlace
 from apsi_layers.nn.tensor import Tensor
 
 from ..base import RESERVED
@@ -85,6 +86,8 @@ def fit_numpy(plan):
         return value, (ctx, params)
 
     step_fn = nn.value_and_grad(objective, has_aux=True)
+    # the optimizer updates the loop's own copy of the parameters in place (nn/optim_inplace.py)
+    inplace = InPlace(opt) if InPlace.supports(opt, [leaves[i] for i in train]) else None
     steps_per_epoch = len(epoch_batches(data.n, plan.batch_size, np.random.default_rng(0), graph))
     show = progress(plan.verbose, plan.epochs, steps_per_epoch)
     history, val_history, step = [], [], 0
@@ -105,7 +108,11 @@ def fit_numpy(plan):
                     if plan.clip is not None:
                         grads = tree.clip_by_global_norm(grads, plan.clip)
                     lr = None if plan.schedule is None else _lr(plan.schedule, step)
-                    new = opt.step(trainable, grads, lr=lr) if trainable else []
+                    if inplace is not None and trainable:
+                        inplace.step(trainable, grads, lr=lr)
+                        new = trainable
+                    else:
+                        new = opt.step(trainable, grads, lr=lr) if trainable else []
                 except _NonFinite as e:
                     raise ApsiError(_nan_message(e.value, epoch, k, step + 1)) from None
                 except ApsiError as e:

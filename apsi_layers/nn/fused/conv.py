@@ -81,7 +81,9 @@ def _backward(g, saved, needs):
         gw = np.matmul(gy, cg.transpose(0, 2, 1)).reshape(wshape)
     if needs[2]:
         gb = g.sum(axis=(0,) + tuple(range(2, g.ndim)))
-    if needs[0]:
+    if needs[0] and all(st == 1 for st in stride):
+        gx = _input_grad_stride1(g, wg, wshape, xshape, pshape, outs, padding, dilation)
+    elif needs[0]:
         gcols = np.matmul(wg.transpose(0, 2, 1), gy)                             # [groups, C/g*K, B*P]
         gcols = gcols.reshape((xshape[1],) + wshape[2:] + (xshape[0],) + outs)    # [C, *K, B, *outs]
         gxp = np.zeros(pshape)
@@ -90,6 +92,36 @@ def _backward(g, saved, needs):
                                                                               0, 1)
         gx = gxp[inner(xshape, padding)] if pshape != xshape else gxp
     return gx, gw, gb
+
+
+def _input_grad_stride1(g, wg, wshape, xshape, pshape, outs, padding, dilation):
+    """The input's gradient when the stride is 1, without col2im's short strided adds.
+
+    Each output position's columns are computed on a grid as wide as the padded input (the extra
+    positions of each row get a zero gradient), so that in the padded input, flattened per (channel,
+    image), a kernel offset is one constant shift: the offset's whole contribution is then a single add
+    of long contiguous runs. Each element still receives its contributions in kernel-offset order,
+    starting from zero, as in the general path; the extra positions add +0.0, which changes no value
+    (only a sum of exactly -0.0 would read +0.0)."""
+    groups = wg.shape[0]
+    out_ch, batch, channels = g.shape[1], xshape[0], xshape[1]
+    grid = (outs[0],) + pshape[3:]                      # the first output axis, the rest padded
+    gy = np.zeros((out_ch, batch) + grid)
+    gy[(slice(None), slice(None)) + tuple(slice(0, m) for m in outs)] = np.moveaxis(g, 1, 0)
+    cells = int(np.prod(grid))
+    gcols = np.matmul(wg.transpose(0, 2, 1), gy.reshape(groups, out_ch // groups, batch * cells))
+    gcols = gcols.reshape((channels, -1, batch, cells))                        # [C, K, B, cells]
+    pstrides = np.cumprod((1,) + pshape[:1:-1])[::-1][1:]   # element strides of the padded spatial axes
+    kernel = wshape[2:]
+    size = int(np.prod(pshape[2:]))
+    shifts = [int(sum(o * d * ps for o, d, ps in zip(offset, dilation, pstrides)))
+              for offset in np.ndindex(*kernel)]
+    acc = np.zeros((channels, batch, size + max(shifts)))
+    for k, shift in enumerate(shifts):
+        acc[:, :, shift:shift + cells] += gcols[:, k]
+    gxp = acc[:, :, :size].reshape((channels, batch) + pshape[2:])
+    return np.moveaxis(gxp[(slice(None), slice(None)) + tuple(slice(lo, lo + m) for m, (lo, _)
+                                                               in zip(xshape[2:], padding))], 0, 1)
 
 
 _conv = fused("conv", _forward, _backward, 3)

@@ -110,9 +110,17 @@ def _ln_backward(g, saved, needs):
     gbeta = flat_g.sum(axis=0) if needs[2] else None
     gx = None
     if needs[0]:
+        # inv * (gh - mean(gh) - xhat * mean(gh * xhat)), the same operations in the same order,
+        # on two buffers instead of six
         gh = g * gamma
-        gx = inv * (gh - gh.mean(axis=-1, keepdims=True)
-                    - xhat * np.mean(gh * xhat, axis=-1, keepdims=True))
+        m1 = gh.mean(axis=-1, keepdims=True)
+        t = gh * xhat
+        m2 = np.mean(t, axis=-1, keepdims=True)
+        gh -= m1
+        np.multiply(xhat, m2, out=t)
+        gh -= t
+        gh *= inv
+        gx = gh
     return gx, ggamma, gbeta
 
 

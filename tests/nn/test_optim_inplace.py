@@ -1,0 +1,105 @@
+"""The in-place optimizers fit uses (nn/optim_inplace.py) give bit-for-bit what nn's public
+`opt.step` gives, over many steps, for every optimizer and option; fit uses them, updates only its own
+copy of the parameters, and trains to exactly the numbers the allocation-based update gives."""
+
+import numpy as np
+import pytest
+
+from apsi_lang.errors import ApsiError
+from apsi_layers import nn
+from apsi_layers.layers import fit, mlp
+from apsi_layers.layers.training import numpy_loop
+from apsi_layers.nn import optim_inplace
+from apsi_layers.nn.optim_inplace import InPlace
+
+CASES = [
+    ("sgd", {}), ("sgd", {"momentum": 0.9}),
+    ("sgd", {"momentum": 0.9, "nesterov": True, "weight_decay": 0.1}),
+    ("sgd", {"momentum": 0.5, "dampening": 0.3, "weight_decay": 0.01}),
+    ("adam", {}), ("adam", {"weight_decay": 0.1, "amsgrad": True}), ("adam", {"b1": 0.3, "b2": 0.9}),
+    ("adamw", {}), ("adamw", {"amsgrad": True, "weight_decay": 0.3}),
+    ("rmsprop", {}), ("rmsprop", {"centered": True, "momentum": 0.9, "weight_decay": 0.1}),
+    ("rmsprop", {"alpha": 0.3, "momentum": 0.5}),
+    ("adagrad", {}), ("adagrad", {"lr_decay": 0.01, "weight_decay": 0.1, "initial_accumulator_value": 0.2}),
+    ("nadam", {}), ("nadam", {"weight_decay": 0.1}),
+    ("nadam", {"weight_decay": 0.1, "decoupled_weight_decay": True}),
+    ("radam", {}), ("radam", {"weight_decay": 0.1}),
+    ("radam", {"weight_decay": 0.1, "decoupled_weight_decay": True}),
+]
+
+
+def test_every_optimizer_has_an_in_place_rule():
+    names = ("sgd", "adam", "adamw", "rmsprop", "adagrad", "nadam", "radam")
+    made = {type(getattr(nn, name)()) for name in names}
+    assert made == set(optim_inplace.KERNELS)
+
+
+@pytest.mark.parametrize("name,hyper", CASES)
+def test_in_place_matches_opt_step_bit_for_bit(name, hyper):
+    rng = np.random.default_rng(0)
+    shapes = [(7, 5), (5,), (), (3, 2, 4)]
+    start = [np.array(rng.standard_normal(s)) for s in shapes]
+    reference = getattr(nn, name)(lr=0.01, **hyper)
+    ours = getattr(nn, name)(lr=0.01, **hyper)
+    engine = InPlace(ours)
+    ref_params = [nn.Tensor(a.copy()) for a in start]
+    work = [nn.Tensor(a.copy()) for a in start]
+    for step in range(60):        # RAdam switches to its rectified step after a few steps
+        grads = [rng.standard_normal(s) * (step % 7 + 0.1) for s in shapes]
+        grads[1] = grads[1] if step % 3 else np.zeros(5)
+        shared = [nn.Tensor(g) for g in grads]
+        ref_params = reference.step(ref_params, [nn.Tensor(g.copy()) for g in grads],
+                                    lr=0.02 if step % 5 == 0 else None)
+        before = [g.copy() for g in grads]
+        arrays = [p.data for p in work]
+        engine.step(work, shared, lr=0.02 if step % 5 == 0 else None)
+        assert all(p.data is a for p, a in zip(work, arrays, strict=True))      # updated in place
+        assert all(np.array_equal(g, b) for g, b in zip(grads, before, strict=True))   # grads only read
+        for r, w in zip(ref_params, work, strict=True):
+            assert np.array_equal(r.data, w.data), (name, hyper, step)
+    assert ours.steps == reference.steps == 60
+    for rs, ws in zip(reference._state, ours._state, strict=True):
+        assert rs.keys() == ws.keys()
+        for k in rs:
+            assert np.array_equal(rs[k], ws[k]), k
+
+
+def test_a_gradient_shared_by_two_parameters_is_not_overwritten():
+    g = np.ones(3)
+    work = [nn.Tensor(np.zeros(3)), nn.Tensor(np.zeros(3))]
+    InPlace(nn.adam(lr=0.1, weight_decay=0.5)).step(work, [nn.Tensor(g), nn.Tensor(g)])
+    assert np.array_equal(g, np.ones(3))
+    assert np.array_equal(work[0].data, work[1].data)
+
+
+def test_a_non_finite_gradient_is_reported_before_anything_changes():
+    work = [nn.Tensor(np.zeros(2)), nn.Tensor(np.zeros(2))]
+    with pytest.raises(ApsiError, match=r"adam.step: the gradient of '1' holds NaN; lower the learning rate"):
+        InPlace(nn.adam()).step(work, [nn.Tensor(np.ones(2)), nn.Tensor(np.array([0.0, np.nan]))])
+    assert np.array_equal(work[0].data, np.zeros(2))
+
+
+def _blobs(n=96):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((n, 4))
+    return nn.Tensor(x), nn.Tensor((x[:, 0] > x[:, 1]).astype(float))
+
+
+@pytest.mark.parametrize("opt", ["adam", "sgd", "nadam", "radam", "rmsprop", "adagrad", "adamw"])
+def test_fit_trains_in_place_to_the_same_numbers(opt, monkeypatch):
+    x, y = _blobs()
+    net = mlp(4, 2, hidden=[16, 8])
+    p = net.init(seed=0)
+    before = [v.data.copy() for _, v in nn.flatten(p)]
+    calls = []
+    real = InPlace.step
+    monkeypatch.setattr(InPlace, "step", lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
+    fast = fit(net, p, x, y, loss="cross_entropy", opt=opt, epochs=3, batch_size=16, clip=1.0)
+    assert len(calls) == 3 * 6                      # every step went through the in-place rule
+    monkeypatch.setattr(numpy_loop.InPlace, "supports", staticmethod(lambda opt, params: False))
+    slow = fit(net, p, x, y, loss="cross_entropy", opt=opt, epochs=3, batch_size=16, clip=1.0)
+    assert fast.history == slow.history
+    for (_, a), (_, b) in zip(nn.flatten(fast.params), nn.flatten(slow.params), strict=True):
+        assert np.array_equal(a.data, b.data)
+    # the caller's tree is untouched
+    assert all(np.array_equal(a, v.data) for a, (_, v) in zip(before, nn.flatten(p), strict=True))
