@@ -133,13 +133,12 @@ def _ports(hosts):
 def python_paths():
     """Where Python and the installed packages load modules from: numpy, nn and Apsi's own modules are
     imported only when a program uses them, after the confinement."""
-    entries = [os.path.abspath(p) for p in sys.path]
-    if entries and not (sys.flags.safe_path or sys.flags.isolated):
-        # sys.path[0] is the script's folder or the current folder (`python -m apsi`): not Python's
-        # own, unless Apsi itself runs from there (a source checkout)
-        first = entries.pop(0)
-        if _under(os.path.abspath(__file__), first):
-            entries.insert(0, first)
+    # the current folder is not Python's own, unless Apsi itself runs from there (a source checkout);
+    # `python -m apsi` has already taken it off sys.path (apsi/__main__.py), the console script never
+    # had it (its sys.path[0] is the script's folder, where Python's own programs are)
+    here = os.path.realpath(os.getcwd())
+    entries = [os.path.abspath(p) for p in sys.path
+               if os.path.realpath(p or ".") != here or _under(os.path.abspath(__file__), here)]
     entries.append(os.path.dirname(os.__file__))                   # the standard library
     # editable installs (pip install -e) map packages to source folders outside sys.path
     for name, module in list(sys.modules.items()):

@@ -75,10 +75,10 @@ def _apsi(r):
 
 def _modules(r):
     """The modules `use NAME` can load from installed packages (the apsi.modules entry points)."""
-    from importlib.metadata import entry_points
+    from apsi_lang.installed import entry_points
 
     found, broken = [], []
-    for ep in sorted(entry_points(group="apsi.modules"), key=lambda e: e.name):
+    for ep in sorted(entry_points("apsi.modules").values(), key=lambda e: e.name):
         try:
             ep.load()
             found.append(ep.name)

@@ -22,9 +22,9 @@ _entry_points = None  # name -> entry point, read once per process (scanning ins
 def _entry_point(name):
     global _entry_points
     if _entry_points is None:
-        from importlib.metadata import entry_points
+        from .installed import entry_points
 
-        _entry_points = {ep.name: ep for ep in entry_points(group=GROUP)}
+        _entry_points = entry_points(GROUP)
     return _entry_points.get(name)
 
 
@@ -78,7 +78,16 @@ def _file(name, program_dir):
         return resolved
     installed = ", ".join(available()) or "none"
     raise ApsiError(f"use {name}: no module named '{name}': no installed package provides it "
-                    f"(installed: {installed}) and there is no {name}.apsi in {program_dir}")
+                    f"(installed: {installed}) and there is no {name}.apsi beside the program "
+                    f"({_shown_folder(program_dir)})")
+
+
+def _shown_folder(folder):
+    """The program's folder as the user knows it: relative to the current folder when inside it (an
+    error message should not print the absolute path of someone's project)."""
+    rel = os.path.relpath(os.path.realpath(str(folder)), os.path.realpath(os.getcwd()))
+    return "this folder" if rel == "." else (rel if not rel.startswith("..") else os.path.basename(
+        os.path.realpath(str(folder))) + "/")
 
 
 _shown = {}           # resolved module path -> the path `use` wrote, for messages

@@ -54,10 +54,10 @@ def _torch_exports():
 
 
 def _plugin_layers():
-    from importlib.metadata import entry_points
+    from apsi_lang.installed import entry_points
 
     found = {}
-    for ep in entry_points(group=GROUP):
+    for ep in entry_points(GROUP).values():
         try:
             found.update(ep.load()())
         except Exception as e:  # a broken plugin must not take `use layers` down with it

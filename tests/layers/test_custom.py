@@ -73,7 +73,11 @@ def test_a_python_package_adds_a_layer_through_the_entry_point(tmp_path):
     an Apsi program then builds, trains and prints the custom layer like a built-in one."""
     import os
 
-    (tmp_path / "scaleplug.py").write_text(textwrap.dedent('''
+    # installed = outside the project: distributions in the program's own folder are never read
+    site, proj = tmp_path / "site", tmp_path / "proj"
+    site.mkdir()
+    proj.mkdir()
+    (site / "scaleplug.py").write_text(textwrap.dedent('''
         from apsi_layers.layers import CustomLayer
 
         class Scale(CustomLayer):
@@ -92,11 +96,11 @@ def test_a_python_package_adds_a_layer_through_the_entry_point(tmp_path):
         def layers():
             return {"scale": Scale}
     '''))
-    info = tmp_path / "scaleplug-1.0.dist-info"
+    info = site / "scaleplug-1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: scaleplug\nVersion: 1.0\n")
     (info / "entry_points.txt").write_text("[apsi.layers]\nscale = scaleplug:layers\n")
-    program = tmp_path / "p.apsi"
+    program = proj / "p.apsi"
     program.write_text(textwrap.dedent('''
         use layers
         use nn
@@ -107,9 +111,9 @@ def test_a_python_package_adds_a_layer_through_the_entry_point(tmp_path):
         let r = fit(net, p, x, x[:, 0] * 3, loss="mse", opt=adam(lr=0.05), epochs=20, batch_size=4)
         print(r.history[-1] < r.history[0] / 4)
     '''))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
     r = subprocess.run([sys.executable, "-m", "apsi", str(program)], capture_output=True, text=True,
-                       timeout=120, cwd=tmp_path, env=env)
+                       timeout=120, cwd=proj, env=env)
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == ["sequential(dense(3), scale(start=2.0), dense(1)) tensor([2., 2., 2.])",
                                      "true"]
