@@ -347,12 +347,21 @@ def _config(r, perms):
                             "torch_index": cfg.torch_index, "warnings": list(cfg.warnings)}
     r.sections["permissions"] = {"known": list(PERMISSIONS), "granted": granted, "flags": flags}
     if cfg.path:
-        r.check("config", "apsi.toml", OK, str(cfg.path))
+        from apsi_lang import trust
+
+        state = trust.state(cfg.path)
+        r.sections["config"]["trust"] = state
+        if state == trust.TRUSTED:
+            r.check("config", "apsi.toml", OK, f"{cfg.path} (trusted)")
+        else:
+            r.check("config", "apsi.toml", WARN, f"{cfg.path} ({state}: it grants nothing)",
+                    f"review it and run: apsi trust {cfg.path.parent}")
     else:
         r.check("config", "apsi.toml", INFO,
                 f"none in {Path.cwd()} or above: permissions come from flags only", "apsi setup writes one")
     for w in cfg.warnings:
-        r.check("config", "apsi.toml", WARN, w, "remove or correct the key")
+        if "apsi trust" not in w:           # the trust state has its own row above
+            r.check("config", "apsi.toml", WARN, w, "remove or correct the key")
     others = [p for p in PERMISSIONS if p not in granted]
     detail = f"granted by apsi.toml: {', '.join(granted) or 'none'}"
     if cfg.read or cfg.write:

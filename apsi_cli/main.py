@@ -6,6 +6,7 @@
     apsi [PERMISSIONS] - [ARGS…]         run the program read from standard input
     apsi check FILE…                     compile without running (for editors and CI)
     apsi check-torch [--device cpu]      every layer on NumPy and PyTorch, compared in float64
+    apsi trust [PATH] [--yes]            trust an apsi.toml (until then it grants nothing)
     apsi run|pkg|doctor|setup …          subcommands, imported only when used
 """
 
@@ -22,6 +23,7 @@ LAZY_COMMANDS = {
     "pkg": ("apsi_cli.pkg:pkg", "Install, list and remove packages (PyTorch builds too)."),
     "doctor": ("apsi_cli.doctor:doctor", "Explain this machine's setup: Python, NumPy, PyTorch, GPUs."),
     "setup": ("apsi_cli.setup_wizard:setup", "The setup wizard: hardware, PyTorch build, apsi.toml."),
+    "trust": ("apsi_cli.trust_cmd:trust", "Review an apsi.toml and trust it (it grants nothing until then)."),
 }
 
 

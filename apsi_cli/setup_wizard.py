@@ -183,6 +183,9 @@ def _write(path, text):
     try:
         with atomic_open(path, "w", encoding="utf-8") as f:
             f.write(text)
+        from apsi_lang import trust
+
+        trust.trust(path)        # you chose these grants here: the file is trusted as written
     except OSError as e:
         click.echo(f"! could not write {path}: {e.strerror}; the setup goes on without it")
         return False

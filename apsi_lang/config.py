@@ -44,6 +44,10 @@ class Config:
     def root(self):
         return self.path.parent if self.path else None
 
+    def grants_anything(self):
+        """True when the file would change what programs may do, or where pip installs from."""
+        return bool(self.allow or self.read or self.write or any(self.names.values()) or self.torch_index)
+
 
 def find(start):
     """The nearest apsi.toml in `start` or a parent folder, or None."""
@@ -66,7 +70,16 @@ def load(start):
         return Config(warnings=[f"ignoring {path}: {doubt}, so it grants nothing (as git ignores a "
                                 "repository it does not trust). Move the project to a folder only you "
                                 "can write, or fix the owner and mode (chmod o-w)."])
-    return read(path)
+    cfg = read(path)
+    from . import trust
+
+    verdict = trust.state(path)
+    if verdict == trust.TRUSTED or not cfg.grants_anything():
+        return cfg
+    # untrusted or changed: the file still marks the project's root, but grants nothing
+    why = "has changed since you trusted it" if verdict == trust.CHANGED else "is not trusted yet"
+    return Config(path=path, warnings=cfg.warnings + [
+        f"{path} {why}, so it grants nothing; review and trust it with: apsi trust {path.parent}"])
 
 
 def distrust(path):

@@ -7,6 +7,8 @@ import textwrap
 
 import pytest
 
+from tests.conftest import trust_toml
+
 APSI = [sys.executable, "-m", "apsi"]
 
 
@@ -68,6 +70,7 @@ def test_denied_without_flag(prog):
 
 def test_apsi_toml_grants(prog, tmp_path):
     (tmp_path / "apsi.toml").write_text('[run]\nallow = ["python"]\n')
+    trust_toml(tmp_path / "apsi.toml")
     sub = tmp_path / "src"
     sub.mkdir()
     p = sub / "p.apsi"

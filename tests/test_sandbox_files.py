@@ -12,6 +12,7 @@ import sys
 
 import pytest
 
+from tests.conftest import trust_toml
 from tests.sandbox.helpers import ROOT, cli
 
 PLANT_TOML = '[run]\\nallow = [\\"python\\", \\"read\\", \\"env\\", \\"run\\"]\\n'
@@ -32,8 +33,14 @@ def test_4_writing_apsi_toml_to_grant_the_next_run(tmp_path):
     assert not (tmp_path / "apsi.toml").exists()
     next_run = _program(tmp_path, 'print(pyimport("math").pi > 3)\n', "next.apsi")
     assert "needs permission 'python'" in cli([next_run], tmp_path)[2]
-    assert cli(["--allow-write=apsi.toml", prog], tmp_path)[0] == 0        # granted for that path
+    granted = subprocess.run([sys.executable, "-m", "apsi", "--allow-write=apsi.toml", prog], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=60)
+    assert granted.returncode == 0, granted.stderr                          # granted for that path
     assert 'allow = ["python"' in (tmp_path / "apsi.toml").read_text()
+    # issue 15: even written, the file grants nothing until its user trusts it (`apsi trust`)
+    rc, out, err = cli([next_run], tmp_path)
+    assert rc == 1 and "is not trusted yet, so it grants nothing" in err and "apsi trust" in err
+    assert "needs permission 'python'" in err
 
 
 def test_4_planting_another_apsi_program(tmp_path):
@@ -83,6 +90,7 @@ def test_4_a_parent_apsi_toml_others_can_write_grants_nothing(tmp_path):
     shared = tmp_path / "tmp"
     (shared / "me").mkdir(parents=True)
     (shared / "apsi.toml").write_text('[run]\nallow = ["python"]\n')
+    trust_toml(shared / "apsi.toml")
     prog = _program(shared / "me", 'print(pyimport("math").pi > 3)\n')
     assert cli([prog], shared / "me")[:2] == (0, "true\n")               # trusted while only mine
     os.chmod(shared, 0o1777)
@@ -102,6 +110,7 @@ def test_4_a_parent_apsi_toml_owned_by_another_user_grants_nothing(tmp_path):
         pytest.skip("giving a file to another user needs root (the faked check runs everywhere)")
     (tmp_path / "sub").mkdir()
     (tmp_path / "apsi.toml").write_text('[run]\nallow = ["python"]\n')
+    trust_toml(tmp_path / "apsi.toml")
     prog = _program(tmp_path / "sub", 'print(pyimport("math").pi > 3)\n')
     os.chown(tmp_path / "apsi.toml", 65534, 65534)                        # nobody
     rc, out, err = cli([prog], tmp_path / "sub")

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import trust_toml
+
 ROOT = Path(__file__).parent.parent
 
 
@@ -93,6 +95,7 @@ def test_deny_read_wins_over_allow_read(tmp_path):
 def test_apsi_toml_scopes_and_denials(tmp_path):
     (tmp_path / "apsi.toml").write_text('[run]\nenv = ["APSI_T_ONE"]\nrun = ["true"]\n'
                                         'deny_env = ["APSI_T_TWO"]\n')
+    trust_toml(tmp_path / "apsi.toml")
     (tmp_path / "t.apsi").write_text(ENV.format(name="APSI_T_ONE") + ENV.format(name="APSI_T_TWO") +
                                      'print(run_command(["true"]).code)\n')
     code, out, err = apsi(["--allow-env", "t.apsi"], tmp_path, env={"APSI_T_ONE": "1", "APSI_T_TWO": "2"})
@@ -103,6 +106,7 @@ def test_apsi_toml_scopes_and_denials(tmp_path):
 
 def test_apsi_toml_bad_deny_is_an_error(tmp_path):
     (tmp_path / "apsi.toml").write_text('[run]\ndeny = ["nett"]\n')
+    trust_toml(tmp_path / "apsi.toml")
     (tmp_path / "t.apsi").write_text("print(1)\n")
     code, out, err = apsi(["t.apsi"], tmp_path)
     assert code == 2 and out == "" and "run.deny has unknown permission 'nett'" in err

@@ -8,6 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from apsi_cli.main import cli
+from tests.conftest import trust_toml
 
 pytestmark = pytest.mark.slow
 
@@ -120,6 +121,7 @@ def test_doctor_without_torch_and_with_driver_not_loaded(target, machine):
 def test_doctor_reports_apsi_toml_and_its_permissions(target, machine, tmp_path):
     machine(None)
     (tmp_path / "apsi.toml").write_text('[run]\nallow = ["python", "net"]\n[extra]\n')
+    trust_toml(tmp_path / "apsi.toml")
     code, rep = doctor_json("--allow-env")
     assert code == 0
     assert rep["config"]["path"] == str(tmp_path / "apsi.toml")
@@ -131,6 +133,7 @@ def test_doctor_reports_apsi_toml_and_its_permissions(target, machine, tmp_path)
 def test_doctor_bad_apsi_toml_is_broken(target, machine, tmp_path):
     machine(None)
     (tmp_path / "apsi.toml").write_text('[run]\nallow = ["root"]\n')
+    trust_toml(tmp_path / "apsi.toml")
     code, rep = doctor_json()
     assert code == 1
     status, detail, _ = checks(rep, "config")[0]
@@ -209,7 +212,7 @@ def test_doctor_reports_a_module_that_cannot_load(monkeypatch):
     from apsi_cli import doctor
 
     broken = EntryPoint(name="ghost", value="no_such_package_xyz:factory", group="apsi.modules")
-    monkeypatch.setattr("importlib.metadata.entry_points", lambda group: [broken])
+    monkeypatch.setattr("apsi_lang.installed.entry_points", lambda group: {"ghost": broken})
     r = doctor.Report()
     doctor._modules(r)
     assert r.sections["modules"]["available"] == []
@@ -249,6 +252,7 @@ def test_doctor_family_pep668_index_and_overrides(target, wheels, machine, monke
     target.pip_install(wheels["wheel"]["tv-cu126"])       # belongs to 2.6, not 2.7
     monkeypatch.delenv("APSI_TORCH_INDEX")
     (tmp_path / "apsi.toml").write_text('[pkg]\ntorch_index = "https://mirror.example/whl"\n')
+    trust_toml(tmp_path / "apsi.toml")
     monkeypatch.setenv("APSI_CUDA_DRIVER_VERSION", "550.54.15")
     monkeypatch.setenv("APSI_GPU_COMPUTE_CAPABILITY", "8.9")
     code, rep = doctor_json()

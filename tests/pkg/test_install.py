@@ -4,6 +4,8 @@ import os
 
 import pytest
 
+from tests.conftest import trust_toml
+
 from . import helpers
 
 pytestmark = pytest.mark.slow
@@ -149,6 +151,7 @@ def test_index_base_from_apsi_toml(target, wheels, machine, monkeypatch, tmp_pat
     machine(None)
     monkeypatch.delenv("APSI_TORCH_INDEX")
     (tmp_path / "apsi.toml").write_text(f'[pkg]\ntorch_index = "{wheels["base"]}/"\n')
+    trust_toml(tmp_path / "apsi.toml")
     r = target.apsi("pkg", "install", "torch", "--dry-run")
     assert f"--index-url {wheels['base']}/cpu" in r.stdout, r.all
 
@@ -157,6 +160,7 @@ def test_bad_apsi_toml_is_a_clear_error(target, machine, monkeypatch, tmp_path):
     machine(None)
     monkeypatch.delenv("APSI_TORCH_INDEX")
     (tmp_path / "apsi.toml").write_text("[pkg]\ntorch_index = 3\n")
+    trust_toml(tmp_path / "apsi.toml")
     r = target.apsi("pkg", "install", "torch", "--dry-run")
     assert r.returncode == 1
     assert "pkg.torch_index must be a URL string" in r.stderr and "Traceback" not in r.all
@@ -380,6 +384,7 @@ def test_an_index_from_apsi_toml_needs_yes(target, wheels, machine, monkeypatch,
     machine(None)
     monkeypatch.delenv("APSI_TORCH_INDEX")
     (tmp_path / "apsi.toml").write_text(f'[pkg]\ntorch_index = "{wheels["base"]}"\n')
+    trust_toml(tmp_path / "apsi.toml")
     r = target.apsi("pkg", "install", "torch")
     assert r.returncode == 1
     assert (f"PyTorch and its dependencies come from {wheels['base']} ([pkg] torch_index in "

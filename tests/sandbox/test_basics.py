@@ -11,6 +11,7 @@ import pytest
 
 from apsi_lang import permissions
 from apsi_lang.errors import ApsiError
+from tests.conftest import trust_toml
 
 from .helpers import cli, refused, refused_at_compile, run
 
@@ -272,12 +273,14 @@ def test_apsi_toml_grants(tmp_path):
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "d.txt").write_text("data")
     (proj / "apsi.toml").write_text('[run]\nallow = ["python"]\nread = ["../data"]\n')
+    trust_toml(proj / "apsi.toml")
     (proj / "src" / "t.apsi").write_text('print(pyimport("math").pi > 3, read_text("../data/d.txt"))\n')
     assert cli(["src/t.apsi"], proj) == (0, "true data\n", "")
 
 
 def test_apsi_toml_unknown_keys_warn(tmp_path):
     (tmp_path / "apsi.toml").write_text('[run]\nallow = []\ncolour = "red"\n[extra]\nx = 1\n')
+    trust_toml(tmp_path / "apsi.toml")
     (tmp_path / "t.apsi").write_text('print("ran")\n')
     code, out, err = cli(["t.apsi"], tmp_path)
     assert (code, out) == (0, "ran\n")
@@ -294,6 +297,7 @@ def test_apsi_toml_unknown_keys_warn(tmp_path):
 ])
 def test_apsi_toml_bad_values_are_errors_naming_file_and_key(tmp_path, toml, key):
     (tmp_path / "apsi.toml").write_text(toml)
+    trust_toml(tmp_path / "apsi.toml")
     (tmp_path / "t.apsi").write_text('print("ran")\n')
     code, out, err = cli(["t.apsi"], tmp_path)
     assert (code, out) == (2, "")
@@ -302,6 +306,7 @@ def test_apsi_toml_bad_values_are_errors_naming_file_and_key(tmp_path, toml, key
 
 def test_apsi_toml_invalid_toml(tmp_path):
     (tmp_path / "apsi.toml").write_text('[run\nallow = \n')
+    trust_toml(tmp_path / "apsi.toml")
     (tmp_path / "t.apsi").write_text('print("ran")\n')
     code, out, err = cli(["t.apsi"], tmp_path)
     assert (code, out) == (2, "") and "apsi.toml" in err and "TOML" in err

@@ -10,12 +10,15 @@
 
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from apsi_lang import files, permissions, program
 from apsi_lang.errors import PermissionDenied
+from tests.conftest import trust_toml
 
 from .helpers import cli, refused, run
 
@@ -49,6 +52,7 @@ def test_save_params_is_protected_too(project):
 
 def test_links_to_or_named_like_protected_files_are_protected(project):
     (project / "apsi.toml").write_text("")
+    trust_toml(project / "apsi.toml")
     (project / "data.txt").write_text("data")
     os.symlink(project / "apsi.toml", project / "notes.txt")       # innocent name, protected target
     os.symlink(project / "data.txt", project / "run.apsi")        # protected name, innocent target
@@ -66,6 +70,7 @@ def test_untrusted_parent_apsi_toml_grants_nothing(tmp_path):
     shared = tmp_path / "shared"
     (shared / "proj").mkdir(parents=True)
     (shared / "apsi.toml").write_text('[run]\nallow = ["python", "env"]\n')
+    trust_toml(shared / "apsi.toml")
     (shared / "proj" / "t.apsi").write_text('print(pyimport("math").pi > 3)\n')
     os.chmod(shared, 0o777)                                       # like /tmp: anyone may write here
     rc, out, err = cli(["proj/t.apsi"], shared)
@@ -82,6 +87,7 @@ def test_apsi_toml_owned_by_another_user_grants_nothing(tmp_path):
     if os.getuid() != 0:
         pytest.skip("changing a file's owner needs root")
     (tmp_path / "apsi.toml").write_text('[run]\nallow = ["python"]\n')
+    trust_toml(tmp_path / "apsi.toml")
     (tmp_path / "t.apsi").write_text('print(pyimport("math").pi > 3)\n')
     os.chown(tmp_path / "apsi.toml", 12345, 12345)
     rc, out, err = cli(["t.apsi"], tmp_path)
@@ -257,6 +263,7 @@ def test_links_leading_to_protected_files(project, setup):
 def test_a_write_grant_elsewhere_does_not_cover_a_link_back_to_a_protected_file(project):
     (project / "out").mkdir()
     (project / "apsi.toml").write_text("")
+    trust_toml(project / "apsi.toml")
     os.symlink("../apsi.toml", project / "out" / "settings.txt")
     refused('write_text("out/settings.txt", "x")', "write", write=[project / "out"], match="protected")
     run('write_text("out/result.txt", "x")', write=[project / "out"])
@@ -266,6 +273,7 @@ def test_a_write_grant_elsewhere_does_not_cover_a_link_back_to_a_protected_file(
 def test_relative_paths_from_a_subfolder(project, monkeypatch):
     """The project is the folder of apsi.toml; a program running in a subfolder writes ../x."""
     (project / "apsi.toml").write_text("")
+    trust_toml(project / "apsi.toml")
     (project / "sub").mkdir()
     monkeypatch.chdir(project / "sub")
     for name in ("../apsi.toml", "../train.apsi", "../.git/config", "./../x.py", "../sub/../apsi.toml"):
@@ -301,6 +309,7 @@ def test_the_project_folder_itself_cannot_be_deleted(project, monkeypatch):
 
 def test_deleting_apsi_toml_would_change_the_grants_so_it_is_protected(project):
     (project / "apsi.toml").write_text('[run]\ndeny = ["net"]\n')
+    trust_toml(project / "apsi.toml")
     refused('delete("apsi.toml")', "write", match="apsi.toml grants permissions")
     refused('delete("./sub/../APSI.TOML")', "write", match="protected")
     assert (project / "apsi.toml").exists()
@@ -310,6 +319,7 @@ def test_deleting_apsi_toml_would_change_the_grants_so_it_is_protected(project):
 
 def test_a_link_is_deleted_itself_not_its_target(project):
     (project / "apsi.toml").write_text("")
+    trust_toml(project / "apsi.toml")
     os.symlink("apsi.toml", project / "shortcut")
     run('delete("shortcut")')
     assert (project / "apsi.toml").exists() and not (project / "shortcut").is_symlink()
@@ -324,6 +334,7 @@ def test_an_apsi_toml_of_another_user_faked(tmp_path, monkeypatch):
     from apsi_lang import config
 
     (tmp_path / "apsi.toml").write_text('[run]\nallow = ["python"]\n')
+    trust_toml(tmp_path / "apsi.toml")
     assert config.load(tmp_path).allow == ("python",)
     me = os.getuid()
     monkeypatch.setattr(os, "getuid", lambda: me + 4242)
@@ -338,6 +349,7 @@ def test_an_apsi_toml_in_a_sticky_shared_folder(tmp_path):
     shared = tmp_path / "shared"
     (shared / "me" / "proj").mkdir(parents=True)
     (shared / "apsi.toml").write_text('[run]\nallow = ["env"]\n')
+    trust_toml(shared / "apsi.toml")
     os.chmod(shared, 0o1777)                    # like /tmp: others may create files here
     cfg = config.load(shared / "me" / "proj")
     assert cfg.allow == () and "its folder is writable by other users" in cfg.warnings[0]
@@ -351,6 +363,7 @@ def test_a_linked_apsi_toml_is_judged_by_the_file_it_leads_to(tmp_path):
     proj.mkdir()
     (shared / "settings.toml").write_text('[run]\nallow = ["run"]\n')
     os.symlink(shared / "settings.toml", proj / "apsi.toml")
+    trust_toml(proj / "apsi.toml")
     assert config.load(proj).allow == ("run",)
     os.chmod(shared, 0o777)                     # the real file sits where anyone can replace it
     cfg = config.load(proj)
@@ -425,6 +438,7 @@ def test_home_is_the_one_at_start_even_when_the_environment_loses_it(project, mo
 def test_appending_to_a_hard_link_of_a_protected_file_is_refused(project):
     """A hard link is another name for the same file: no path check can see where else it is named."""
     (project / "apsi.toml").write_text("[run]\n")
+    trust_toml(project / "apsi.toml")
     os.link(project / "apsi.toml", project / "log.txt")
     message = refused('append_text("log.txt", "allow = [\\"python\\"]\\n")', match="hard links")
     assert "append_text(\"log.txt\")" in message
@@ -456,8 +470,12 @@ def test_every_way_to_run_a_program_keeps_protected_files(tmp_path, form):
     rc, out, err = cli(args, tmp_path, stdin=code if form == "stdin" else None)
     assert rc == 1 and "protected file" in err and "--allow-write=apsi.toml" in err, err
     assert not (tmp_path / "apsi.toml").exists()
-    rc, out, err = cli(["--allow-write=apsi.toml", *args], tmp_path, stdin=code if form == "stdin" else None)
-    assert rc == 0, err
+    # with the permission the file is written (once: the second, unconfined run of `cli` would find
+    # it there, untrusted, and say so)
+    p = subprocess.run([sys.executable, "-m", "apsi", "--allow-write=apsi.toml", *args], cwd=tmp_path,
+                       input=code if form == "stdin" else None, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "python" in (tmp_path / "apsi.toml").read_text()
 
 
 def test_the_file_system_root_is_no_project(project):

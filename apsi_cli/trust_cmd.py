@@ -1,0 +1,55 @@
+"""`apsi trust [PATH]`: show what an apsi.toml grants and record its contents as trusted.
+
+An apsi.toml grants nothing until its user trusts it (apsi_lang/trust.py explains why); a changed file
+needs trusting again. `--yes` trusts without asking (scripts), `--revoke` forgets the file.
+"""
+
+from pathlib import Path
+
+import click
+
+
+@click.command("trust")
+@click.argument("path", required=False, default=".", type=click.Path(path_type=Path))
+@click.option("--yes", "-y", is_flag=True, help="Trust without asking (for scripts).")
+@click.option("--revoke", is_flag=True, help="Forget this file: it grants nothing again.")
+def trust(path, yes, revoke):
+    """Trust the apsi.toml in PATH (a folder, default the current one, or the file itself)."""
+    from apsi_lang import config
+    from apsi_lang import trust as record
+    from apsi_lang.errors import ConfigError
+
+    found = path if path.is_file() else config.find(path)
+    if found is None or not found.is_file():
+        raise click.ClickException(f"no apsi.toml in {path} or the folders above it; write one (see "
+                                   "apsi.toml.example) or run `apsi setup`")
+    found = found.resolve()
+    if revoke:
+        record.revoke(found)
+        click.echo(f"{found}: no longer trusted; it grants nothing")
+        return
+    try:
+        cfg = config.read(found)
+    except ConfigError as e:
+        raise click.ClickException(f"{e} (fix it before trusting it)") from None
+    doubt = config.distrust(found)
+    if doubt:
+        raise click.ClickException(f"{found}: {doubt}; it cannot be trusted where others could change it")
+    click.echo(f"{found} ({record.state(found)}) grants:")
+    for line in grant_lines(cfg) or ["nothing (no permissions, no package index)"]:
+        click.echo(f"  {line}")
+    if not yes and not click.confirm("Trust this file's exact contents?", default=False):
+        raise click.ClickException("not trusted; the file grants nothing")
+    record.trust(found)
+    click.echo(f"trusted {found} (as it is now: a change needs `apsi trust` again)")
+
+
+def grant_lines(cfg):
+    """What a Config grants, one line per key, in apsi.toml's own words."""
+    lines = [f"allow = {list(cfg.allow)}"] if cfg.allow else []
+    lines += [f"{key} = {list(value)}" for key, value in (("read", cfg.read), ("write", cfg.write)) if value]
+    lines += [f"{key} = {list(value)}" for key, value in sorted(cfg.names.items()) if value]
+    lines += [f"deny = {list(cfg.deny)}"] if cfg.deny else []
+    lines += [f"deny_{key} = {list(value)}" for key, value in sorted(cfg.deny_scopes.items()) if value]
+    lines += [f"[pkg] torch_index = {cfg.torch_index!r}"] if cfg.torch_index else []
+    return lines
