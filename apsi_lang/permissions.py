@@ -242,11 +242,18 @@ def _inside(target, root):
     return target == root or root in target.parents
 
 
-_current = Grants()
+_DEFAULT = Grants()
+_current = _DEFAULT
 
 
 def current():
     return _current
+
+
+def sandboxed():
+    """True once grants were installed for an Apsi program (the runner's set_current). A Python
+    program that imports apsi_layers itself is not sandboxed: Apsi's permissions are for Apsi code."""
+    return _current is not _DEFAULT
 
 
 def set_current(grants):

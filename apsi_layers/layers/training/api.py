@@ -33,11 +33,14 @@ def choose(fn, backend):
     check_backend(fn, backend)
     if backend == "numpy":
         return "numpy"
+    # the permission is an Apsi program's; a Python caller (no grants installed) is not sandboxed
+    may_use_python = not permissions.sandboxed() or permissions.allowed("python")
     if backend == "auto":
-        if permissions.allowed("python") and _torch_installed() and _torch_backend_present():
+        if may_use_python and _torch_installed() and _torch_backend_present():
             return "torch"
         return "numpy"
-    permissions.require("python", what=f'{fn}(backend="torch")')
+    if not may_use_python:
+        permissions.require("python", what=f'{fn}(backend="torch")')
     if not _torch_installed():
         # the message begins as docs/backends.md's troubleshooting table lists it
         raise ApsiError(f'backend="torch" needs PyTorch, which is not installed in the Python that runs '
