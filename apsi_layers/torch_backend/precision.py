@@ -50,13 +50,12 @@ def autocast(torch, precision, device):
 
 @contextlib.contextmanager
 def matmul_mode(torch, precision):
-    """TF32 for the duration of a fit with precision="tf32"; the global settings come back after."""
-    if not precision.tf32:
-        yield
-        return
+    """TF32 on for precision="tf32" and off for every other one, for the duration of a fit; the
+    global settings come back after. PyTorch's own default leaves cudnn.allow_tf32 on, so fp32
+    convolutions ran in TF32 on Ampere and newer GPUs: fp32 must mean float32."""
     before = (torch.get_float32_matmul_precision(), torch.backends.cudnn.allow_tf32)
-    torch.set_float32_matmul_precision("high")
-    torch.backends.cudnn.allow_tf32 = True
+    torch.set_float32_matmul_precision("high" if precision.tf32 else "highest")
+    torch.backends.cudnn.allow_tf32 = precision.tf32
     try:
         yield
     finally:

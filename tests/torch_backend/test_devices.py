@@ -142,6 +142,24 @@ def test_tf32_is_switched_on_for_the_fit_only():
     assert torch.get_float32_matmul_precision() == before
 
 
+@pytest.mark.parametrize("name", ["fp32", "bf16", "fp16"])
+def test_other_precisions_switch_tf32_off_for_the_fit(name):
+    """PyTorch leaves cudnn.allow_tf32 on by default (and a user may have set "high"): fp32 convolutions
+    and matrix products ran in TF32 on Ampere and newer (issue 16)."""
+    p = precision.resolve(torch, name, torch.device("cpu"))
+    before = (torch.get_float32_matmul_precision(), torch.backends.cudnn.allow_tf32)
+    torch.set_float32_matmul_precision("high")
+    torch.backends.cudnn.allow_tf32 = True
+    try:
+        with precision.matmul_mode(torch, p):
+            assert torch.get_float32_matmul_precision() == "highest"
+            assert not torch.backends.cudnn.allow_tf32
+        assert torch.get_float32_matmul_precision() == "high" and torch.backends.cudnn.allow_tf32
+    finally:
+        torch.set_float32_matmul_precision(before[0])
+        torch.backends.cudnn.allow_tf32 = before[1]
+
+
 def test_without_torch_the_message_says_how_to_install(monkeypatch):
     import sys
 
