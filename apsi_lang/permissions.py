@@ -251,9 +251,18 @@ def current():
 
 
 def sandboxed():
-    """True once grants were installed for an Apsi program (the runner's set_current). A Python
-    program that imports apsi_layers itself is not sandboxed: Apsi's permissions are for Apsi code."""
+    """True once grants were installed for an Apsi program (the runner's set_current), or Apsi code
+    ran in this process (mark_sandboxed). A Python program that only imports apsi_layers is not
+    sandboxed: Apsi's permissions are for Apsi code."""
     return _current is not _DEFAULT
+
+
+def mark_sandboxed():
+    """Apsi code is about to run: with no grants installed, it runs with none (a fresh Grants(), so
+    sandboxed() holds from now on in this process)."""
+    global _current
+    if _current is _DEFAULT:
+        _current = Grants()
 
 
 def set_current(grants):

@@ -48,6 +48,7 @@ class Program:
         # Apsi ints print at any size: Python's 4300-digit limit on int <-> text guards services
         # against slow parsing of untrusted input; Apsi does not promise CPU time (permissions.md)
         sys.set_int_max_str_digits(0)
+        permissions.mark_sandboxed()     # Apsi code always runs under grants, installed or none
         exec(self.code, self.namespace)
         return self.namespace
 

@@ -15,7 +15,7 @@ import torch
 from apsi_lang.errors import ApsiError
 from apsi_lang.values import Record
 from apsi_layers.layers.context import Ctx, Graph
-from apsi_layers.layers.training.batches import epoch_batches, plain_batches, seeds
+from apsi_layers.layers.training.batches import epoch_batches, kept_count, plain_batches, seeds
 from apsi_layers.layers.training.finite import check_trained
 from apsi_layers.layers.training.numpy_loop import replace_states
 from apsi_layers.layers.training.progress import progress
@@ -110,6 +110,10 @@ def fit_loop(plan):
                     full = graph is not None            # a graph trains on every node at once
                     rows = None if full else order[start:start + len(idx)]
                     start += len(idx)
+                    weight = kept_count(data.mask, data.targets, idx, full)      # on the host: no sync
+                    if weight == 0:
+                        show.step(None)
+                        continue
                     xb = [x if full else x.index_select(0, rows) for x in xs]
                     yb = [y if full else y.index_select(0, rows) for y in ys]
                     maskb = None if mask is None else (mask if full else mask.index_select(0, rows))
@@ -117,7 +121,7 @@ def fit_loop(plan):
                     value = _step(plan, opt, scaler, forward, trees, leaves, weights, state_idx, step,
                                   (xb, yb, maskb, keep, lead))
                     losses.append(value)
-                    sizes.append(len(idx))
+                    sizes.append(weight)
                     step += 1
                     show.step(None)
                 history.append(_epoch_loss(losses, sizes, epoch, step))

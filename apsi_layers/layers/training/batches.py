@@ -42,3 +42,15 @@ def loss_positions(mask, targets, idx, full):
     keep = np.flatnonzero(m.reshape(-1))
     picked = [t.reshape((-1,) + t.shape[lead:])[keep] for t in targets]
     return keep, lead, picked
+
+
+def kept_count(mask, targets, idx, full):
+    """How many loss positions a batch keeps: the mask's true entries where it restricts the loss (it
+    covers the targets' leading axes), else the batch's rows. A batch that keeps none is skipped, and
+    the epoch's loss is the mean over the kept positions (semi-supervised data with few labels)."""
+    if mask is None:
+        return len(idx)
+    m = mask if full else mask[idx]
+    if any(t.shape[:m.ndim] != m.shape for t in (targets if full else [t[idx] for t in targets])):
+        return len(idx)
+    return int(np.count_nonzero(m))

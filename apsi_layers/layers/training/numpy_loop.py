@@ -99,6 +99,10 @@ def fit_numpy(plan):
                 full = graph is not None
                 xb = [_tensor(a) for a in rows(data.inputs, idx, full)]
                 keep, lead, ys = loss_positions(data.mask, rows(data.targets, idx, full), idx, full)
+                weight = len(idx) if keep is None else len(keep)
+                if weight == 0:             # the mask keeps no sample of this batch: nothing to learn
+                    show.step(None)
+                    continue
                 yb = [_tensor(a) for a in ys]
                 maskb = None if data.mask is None else Tensor(data.mask if full else data.mask[idx])
                 keep_t = None if keep is None else ops.indices(keep)
@@ -125,8 +129,8 @@ def fit_numpy(plan):
                     _take_states(names, leaves, train, replace_states(used, ctx.updates))
                 step += 1
                 v = float(value.data)
-                total += v * len(idx)
-                count += len(idx)
+                total += v * weight
+                count += weight
                 show.step(v)
             history.append(total / count)
             val = _val_loss(plan, ops, leaves, graph) if plan.val is not None else None

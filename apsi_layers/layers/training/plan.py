@@ -332,6 +332,9 @@ def _mask(fn, mask, n, xs):
     if m.ndim == 0 or len(m) != n:
         raise ApsiError(f"{fn}: mask has {len(m) if m.ndim else 0} rows but the inputs have {n}; "
                         "give one mask row per input row ([N] for graph nodes, [N, T] for sequence steps)")
+    if not m.any():
+        raise ApsiError(f"{fn}: mask is false everywhere, so it keeps no sample"
+                        + (" to train on" if fn == "fit" else "") + "; mark at least one with true")
     if m.ndim > 1 and not any(a.shape[:m.ndim] == m.shape and a.ndim > 1 for a in xs):
         # a sequence mask that fits no input would be ignored by every layer: say so instead
         raise ApsiError(f"{fn}: mask has shape {list(m.shape)} but the inputs have shape "
