@@ -22,6 +22,7 @@ from ..context import graph_arg
 from ..core import Embedding
 from ..init_rng import ShapeRng
 from ..losses import CLASS_LOSSES, NAMES
+from ..norm import BatchNorm
 from ..suggest import unknown
 
 FIT_OPTIONS = ("loss", "opt", "epochs", "batch_size", "seed", "clip", "schedule", "graph", "mask", "val",
@@ -110,7 +111,24 @@ def fit_plan(model, params, inputs, targets, options):
         backend=o.get("backend", "numpy"), device=o.get("device"), precision=o.get("precision"),
         compile=o.get("compile", False), several_inputs=several_in, several_outputs=several_out,
         output_shape=out_shape)
+    _check_lone_batch(model, plan)
     return plan
+
+
+def _check_lone_batch(model, plan):
+    """Batch norm cannot normalise a mini-batch of one sample (its variance is 0): NumPy trained on it,
+    dragging the running variance to 0, and torch stopped mid-training with PyTorch's text. Both refuse
+    before training (a graph trains on all nodes at once, so it has no last batch)."""
+    n, size = plan.data.n, plan.batch_size
+    if plan.graph is not None or n % size != 1 or not _has(model, BatchNorm):
+        return
+    raise ApsiError(f"fit: the last mini-batch would hold one sample (N = {n}, batch_size = {size}), and "
+                    "batch_norm cannot normalise a single sample; choose a batch_size that does not leave "
+                    f"one over (e.g. {size + 1}), or drop a sample")
+
+
+def _has(model, kind):
+    return isinstance(model, kind) or any(_has(child, kind) for child in model.layers)
 
 
 def predict_plan(model, params, x, options):
