@@ -7,6 +7,8 @@ to the schedule's value for the number of steps taken so far (0 on the first ste
 optimizers call it.
 """
 
+import contextlib
+
 import torch
 
 from apsi_lang.errors import ApsiError
@@ -77,6 +79,7 @@ class TorchOptimizer:
         self.schedule = schedule if schedule is not None else (opt.lr if callable(opt.lr) else None)
         first = checked_lr(self.schedule(0), 0, "fit") if self.schedule is not None else float(opt.lr)
         self.torch = cls(tensors, lr=first, **hyper)
+        self.dtype = tensors[0].dtype if tensors and tensors[0].is_floating_point() else None
         self.steps = 0
 
     def set_lr(self):
@@ -87,12 +90,28 @@ class TorchOptimizer:
                 group["lr"] = lr
 
     def step(self, scaler=None):
-        if scaler is None:
-            self.torch.step()
-        else:
-            scaler.step(self.torch)
-            scaler.update()
+        # torch.optim keeps scalar state (NAdam's mu_product, the step count) in the default dtype,
+        # float32, which drifted 1e-10 from NumPy at fp64: the state follows the weights' precision
+        with _default_dtype(self.dtype):
+            if scaler is None:
+                self.torch.step()
+            else:
+                scaler.step(self.torch)
+                scaler.update()
         self.steps += 1
 
     def zero_grad(self):
         self.torch.zero_grad(set_to_none=True)
+
+
+@contextlib.contextmanager
+def _default_dtype(dtype):
+    if dtype is None or dtype == torch.get_default_dtype():
+        yield
+        return
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(before)
