@@ -21,8 +21,8 @@ def python_allowed():
     permissions.set_current(before)
 
 
-@pytest.mark.parametrize("make", [lambda: nn.nadam(lr=0.05), lambda: nn.radam(lr=0.05), lambda: nn.adam(lr=0.05)],
-                         ids=["nadam", "radam", "adam"])
+@pytest.mark.parametrize("make", [lambda: nn.nadam(lr=0.05), lambda: nn.radam(lr=0.05),
+                                  lambda: nn.adam(lr=0.05)], ids=["nadam", "radam", "adam"])
 def test_fp64_torch_matches_numpy_to_rounding(make):
     x = np.random.default_rng(1).standard_normal((64, 5))
     y = np.sin(x @ np.arange(1.0, 6.0))
