@@ -16,7 +16,7 @@ from apsi_lang.errors import ApsiError
 from apsi_lang.values import Record
 from apsi_layers.layers.context import Ctx, Graph
 from apsi_layers.layers.training.batches import epoch_batches, kept_count, plain_batches, seeds
-from apsi_layers.layers.training.finite import check_trained
+from apsi_layers.layers.training.finite import check_trained, constant_loss
 from apsi_layers.layers.training.numpy_loop import replace_states
 from apsi_layers.layers.training.progress import progress
 from apsi_layers.nn import tree
@@ -86,6 +86,8 @@ def fit_loop(plan):
         with s.autocast():
             out = model.apply(params, _x(plan, xb), ctx)
             value = loss_value(ops, loss, out, _y(plan, yb), keep, lead)
+        if not isinstance(loss, str) and not (isinstance(value, torch.Tensor) and value.requires_grad):
+            raise constant_loss(loss)
         new_state = []
         if ctx.updates and state_idx:
             new_leaves = tree.leaves(replace_states(params, ctx.updates))

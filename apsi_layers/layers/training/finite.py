@@ -20,3 +20,13 @@ def check_trained(named_arrays):
                 f"fit: after the last update the parameter {name} holds {what}; training diverged and no "
                 "parameters were returned. Lower the learning rate (e.g. opt=adam(lr=1e-4)) or clip "
                 "gradients with clip=1.0")
+
+
+def constant_loss(loss):
+    """A loss function whose value does not depend on the model's output (a constant, a NaN, or a
+    graph broken by leaving autodiff): NumPy trained on it silently, torch failed with its own text."""
+    name = getattr(loss, "__name__", None)
+    what = f"the loss function {name}" if name and name != "<lambda>" else "the loss function"
+    return ApsiError(f"fit: {what} returned a value that does not depend on the model's output "
+                     "(a constant, or computed outside nn's functions), so there is nothing to train; "
+                     "compute it from pred, e.g. fn(pred, target) => mean((pred - target) ** 2)")

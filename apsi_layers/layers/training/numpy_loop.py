@@ -19,7 +19,7 @@ from ..base import RESERVED
 from ..context import Ctx, Graph
 from ..losses import loss_value
 from .batches import epoch_batches, loss_positions, plain_batches, rows, seeds
-from .finite import check_trained
+from .finite import check_trained, constant_loss
 from .progress import progress
 
 
@@ -80,6 +80,8 @@ def fit_numpy(plan):
         ctx = Ctx(ops, training=True, rng=noise, graph=graph, mask=maskb)
         out = model.apply(params, xb if plan.several_inputs else xb[0], ctx)
         value = loss_value(ops, loss, out, yb if plan.several_outputs else yb[0], keep, lead)
+        if not isinstance(loss, str) and not (type(value) is Tensor and value.tape is not None):
+            raise constant_loss(loss)
         v = float(np.asarray(value.data if type(value) is Tensor else value))
         if not math.isfinite(v):
             raise _NonFinite(v)
