@@ -64,3 +64,14 @@ def normalize_argv(argv):
             return out + argv[i:]
         i += 1
     return out
+
+
+def to_args(perms):
+    """The flags that give these permissions again (for a child `apsi` process)."""
+    args = []
+    for key, value in sorted(perms.items()):
+        if value is None or value is False:
+            continue
+        flag = "--" + key.replace("_", "-")
+        args.append(flag if value is True else f"{flag}={value}")
+    return args
