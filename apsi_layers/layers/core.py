@@ -23,6 +23,16 @@ ACTIVATIONS = {
 }
 
 
+def tensor_result(kind, ops, value):
+    """What an Apsi function gave a layer, checked on every call (by type only: cheap): a tensor, or a
+    list of tensors. A check made once, when the model was built, let a later call hand the layers a
+    map holding an `__array_interface__` key, which NumPy would then read (issue 15)."""
+    if ops.is_tensor(value) or (type(value) in (list, tuple) and value and all(map(ops.is_tensor, value))):
+        return value
+    raise ApsiError(f"{kind}: the function returned {show(value, True)}; it must return a tensor "
+                    "(the layer's output)")
+
+
 def activation_fn(kind, value):
     """(name, fn(ops, x)) for activation=: a name, none (linear) or an Apsi function of x."""
     if value is None:
@@ -32,7 +42,7 @@ def activation_fn(kind, value):
             raise ApsiError(f"{kind}: {unknown('activation', value, ACTIVATIONS)}")
         return ACTIVATIONS[value]
     if callable(value):
-        return lambda ops, x: value(x)
+        return lambda ops, x: tensor_result(kind, ops, value(x))
     raise ApsiError(f"{kind}: activation must be a name like \"relu\" or a function fn(x), "
                     f"got {show(value, True)}")
 
@@ -162,7 +172,7 @@ class Lambda(Layer):
         return EMPTY, rng.probe(self.fn, input_shape)
 
     def apply(self, params, x, ctx):
-        return self.fn(x)
+        return tensor_result(self.name or self.kind, ctx.ops, self.fn(x))
 
 
 def dense(units, activation=None, bias=True, inputs=None, name=None):

@@ -25,6 +25,10 @@ def constant(value):
     return Tensor(np.asarray(data, dtype=np.float64))
 
 
+def is_tensor(value):
+    return type(value) is Tensor
+
+
 def indices(value):
     """An int64 tensor (labels, token ids, edge lists); floats must be whole numbers."""
     d = np.asarray(value.data if type(value) is Tensor else value)

@@ -24,6 +24,7 @@ OPS = {
     # conversion and creation
     "constant": "constant(array_like) -> tensor: float data (float64 on NumPy; the op set's dtype on torch), no gradient",
     "indices": "indices(array_like) -> integer tensor (int64), for labels, token ids and edge lists",
+    "is_tensor": "is_tensor(value) -> bool: value is this op set's tensor (a type test: no protocol of value is read)",
     "to_numpy": "to_numpy(t) -> numpy.ndarray (a copy, detached)",
     "zeros": "zeros(shape) -> tensor of zeros in the op set's float dtype",
     "stop_gradient": ("stop_gradient(x) -> the same values with no gradient flowing back (running "

@@ -39,6 +39,9 @@ class TorchOps:
             return a.detach().to(device=self.device, dtype=self.dtype)
         return torch.as_tensor(np.asarray(a, dtype=np.float64), device=self.device).to(self.dtype)
 
+    def is_tensor(self, value):
+        return isinstance(value, torch.Tensor)
+
     def indices(self, a):
         if isinstance(a, torch.Tensor):
             return a.detach().to(device=self.device, dtype=torch.int64)
