@@ -17,7 +17,7 @@ def check_torch(device):
     from apsi_lang.errors import ApsiError
 
     try:
-        from apsi_layers.torch_backend.check import check_torch as run
+        from apsi_layers.backends.torch.check import check_torch as run
 
         result = run(device, out=lambda line: click.echo(line))
     except ApsiError as e:

@@ -58,10 +58,6 @@ def index_source(option=None):
     return torch_builds.DEFAULT_INDEX_BASE, "PyTorch's own index"
 
 
-def index_base(option=None):
-    return index_source(option)[0]
-
-
 def say(text=""):
     click.echo(text)
 

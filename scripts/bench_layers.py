@@ -218,7 +218,7 @@ def layers_model(name, ops):
 
 def apsi_step(name):
     from apsi_layers import nn
-    from apsi_layers.ops.numpy_ops import OPSET as ops
+    from apsi_layers.backends.numpy.ops import OPSET as ops
 
     x, y = data(name)
     x = ops.indices(x) if name == "transformer" else ops.constant(x)

@@ -31,7 +31,7 @@ class CheckTorch(unittest.TestCase):
         torch.set_num_threads(cls.threads)
 
     def test_every_layer_agrees_with_numpy_on_the_cpu(self):
-        from apsi_layers.torch_backend.check import TOLERANCE, cases, check_torch
+        from apsi_layers.backends.torch.check import TOLERANCE, cases, check_torch
 
         lines = []
         result = check_torch("cpu", out=lines.append)
@@ -53,8 +53,8 @@ class CheckTorch(unittest.TestCase):
         self.assertEqual((first[1], first[3]), ("output", "gradient"))
 
     def test_a_wrong_kernel_fails_and_names_the_culprit(self):
-        from apsi_layers.ops.torch_ops import TorchOps
-        from apsi_layers.torch_backend.check import check_torch
+        from apsi_layers.backends.torch.check import check_torch
+        from apsi_layers.backends.torch.ops import TorchOps
 
         real = TorchOps.__dict__["rms_norm"]
         TorchOps.rms_norm = staticmethod(lambda x, gamma, eps: real.__func__(x, gamma, eps) * (1 + 1e-8))
@@ -85,7 +85,7 @@ class CheckTorch(unittest.TestCase):
         from click.testing import CliRunner
 
         from apsi_cli.check_torch_cmd import check_torch
-        from apsi_layers.ops.torch_ops import TorchOps
+        from apsi_layers.backends.torch.ops import TorchOps
 
         real = TorchOps.__dict__["gru"]
         TorchOps.gru = lambda self, *a, **k: tuple(t * (1 + 1e-9) for t in real(self, *a, **k))

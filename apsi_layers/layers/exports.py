@@ -47,7 +47,7 @@ def _torch_exports():
     """devices(), check_torch(), torch_module(), params_from_torch() when the torch backend's package
     is part of this installation (importing it must not import torch itself)."""
     try:
-        module = import_module("apsi_layers.torch_backend.exports")
+        module = import_module("apsi_layers.backends.torch.exports")
     except ModuleNotFoundError:
         return {}
     return dict(module.torch_exports())

@@ -14,7 +14,7 @@ from .training.plan import Data, as_array, check_params, token_ids, wants_ids
 def generate(model, params, prompt, steps=100, temperature=1.0, seed=0):
     """The prompt followed by `steps` sampled ids (a list of ints). temperature=0 picks the most
     likely token each time; seed fixes the samples."""
-    from apsi_layers.ops.numpy_ops import OPSET as ops
+    from apsi_layers.backends.numpy.ops import OPSET as ops
 
     if not isinstance(model, Layer):
         raise ApsiError(f"generate: expects a language model such as transformer_lm(...), "

@@ -1,9 +1,9 @@
 """The op set: the one vocabulary every layer's forward pass is written in.
 
 A layer never imports numpy, torch or `nn`; it calls `ctx.ops.NAME(...)`. Two op sets implement every
-name below with the same meaning: the NumPy one (apsi_layers/ops/numpy_ops.py, on `nn` tensors with
+name below with the same meaning: the NumPy one (apsi_layers/backends/numpy/ops.py, on `nn` tensors with
 `nn`'s autodiff; hot spots are fused ops with their own VJP in apsi_layers/nn/fused/) and the torch one
-(apsi_layers/ops/torch_ops.py, on torch tensors with torch autograd). tests/layers/test_opset.py checks
+(apsi_layers/backends/torch/ops.py, on torch tensors with torch autograd). tests/layers/test_opset.py checks
 that both implement exactly OPS, and the torch tests compare them op by op in float64.
 
 Conventions, shared by both op sets:

@@ -179,8 +179,8 @@ def test_build_errors_name_the_layer_and_shapes():
 def test_apply_time_shape_error_names_the_layer():
     d = L.dense(2)
     p = d.init(seed=0, input_shape=[3])
+    from apsi_layers.backends.numpy.ops import OPSET
     from apsi_layers.layers.context import Ctx
-    from apsi_layers.ops.numpy_ops import OPSET
     with pytest.raises(ApsiError, match=r"dense: expects inputs with 3 features on the last axis, got shape \[4, 5\]"):
         d.apply(p, nn.zeros(4, 5), Ctx(OPSET))
 

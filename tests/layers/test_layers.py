@@ -8,9 +8,9 @@ from nn.gradcheck import rel_error
 from apsi_lang.values import Record
 from apsi_layers import layers as L
 from apsi_layers import nn
+from apsi_layers.backends.numpy.ops import OPSET
 from apsi_layers.layers.context import Ctx, Graph
 from apsi_layers.layers.init_rng import ShapeRng
-from apsi_layers.ops.numpy_ops import OPSET
 
 B = 3
 EDGES = np.array([[0, 1, 2, 3, 4, 5, 0, 2], [1, 2, 3, 4, 5, 0, 3, 5]])
@@ -337,6 +337,6 @@ def test_layer_files_compute_only_through_their_op_set(module):
             imported += [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0:
             imported.append(node.module)
-    banned = ("numpy", "torch", "apsi_layers.nn", "apsi_layers.ops", "apsi_layers.torch_backend")
+    banned = ("numpy", "torch", "apsi_layers.nn", "apsi_layers.ops", "apsi_layers.backends.torch")
     assert [m for m in imported if m.split(".")[0] in ("numpy", "torch") or m.startswith(banned)] == []
     assert "np." not in source and ".data" not in source

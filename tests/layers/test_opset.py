@@ -6,7 +6,7 @@ import pytest
 from nn.gradcheck import check_first_order, rel_error
 
 from apsi_layers import nn
-from apsi_layers.ops import numpy_ops
+from apsi_layers.backends.numpy import ops as numpy_ops
 from apsi_layers.ops.spec import OPS
 
 from . import naive
@@ -27,7 +27,7 @@ def test_numpy_opset_implements_exactly_the_spec():
 
 def test_torch_opset_implements_exactly_the_spec():
     pytest.importorskip("torch")
-    from apsi_layers.ops import torch_ops
+    from apsi_layers.backends.torch import ops as torch_ops
 
     names = torch_ops.op_names()
     assert names == set(OPS), f"missing {set(OPS) - names}, extra {names - set(OPS)}"

@@ -7,8 +7,8 @@ import pytest
 
 from apsi_lang.errors import ApsiError
 from apsi_layers import nn
+from apsi_layers.backends.numpy import loop as numpy_loop
 from apsi_layers.layers import fit, mlp
-from apsi_layers.layers.training import numpy_loop
 from apsi_layers.nn import optim_inplace
 from apsi_layers.nn.optim_inplace import InPlace
 

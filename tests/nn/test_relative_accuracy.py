@@ -28,7 +28,7 @@ def test_sigmoid_relative_error():
 def test_lstm_and_gru_with_tiny_states_match_torch_nn_relatively():
     """States of size 1e-9 through the fused NumPy kernels against torch.nn.LSTM/GRU in float64."""
     torch = pytest.importorskip("torch")
-    from apsi_layers.ops.numpy_ops import OPSET as O
+    from apsi_layers.backends.numpy.ops import OPSET as O
 
     rng = np.random.default_rng(0)
     B, T, F, H = 3, 5, 4, 6

@@ -23,8 +23,8 @@ def worker(rank, world, port, out):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=world)
     torch.set_num_threads(1)
+    from apsi_layers.backends.torch.module import torch_module
     from apsi_layers.layers import mlp
-    from apsi_layers.torch_backend.module import torch_module
 
     net = mlp(8, 3, hidden=[16])
     m = torch.nn.parallel.DistributedDataParallel(torch_module(net, net.init(seed=0)))

@@ -7,7 +7,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from apsi_lang.errors import ApsiError  # noqa: E402
-from apsi_layers.torch_backend import devices, precision  # noqa: E402
+from apsi_layers.backends.torch import devices, precision  # noqa: E402
 
 GIB = 2 ** 30
 
@@ -163,7 +163,7 @@ def test_other_precisions_switch_tf32_off_for_the_fit(name):
 def test_without_torch_the_message_says_how_to_install(monkeypatch):
     import sys
 
-    from apsi_layers.torch_backend import runtime
+    from apsi_layers.backends.torch import runtime
 
     monkeypatch.setitem(sys.modules, "torch", None)       # `import torch` now raises ImportError
     with pytest.raises(ApsiError) as e:
@@ -194,8 +194,8 @@ def test_fit_and_torch_module_go_to_the_selected_gpu(two_nvidia, monkeypatch):
     """With two (fake) NVIDIA GPUs, fit and torch_module ask for cuda:1 and move the data and weights
     there; the fake stops at the first transfer, which names the device it was asked for."""
     from apsi_lang import permissions
+    from apsi_layers.backends.torch import module
     from apsi_layers.layers import fit, mlp
-    from apsi_layers.torch_backend import module
 
     asked = []
 

@@ -415,7 +415,7 @@ def test_the_hot_spots_are_single_torch_kernels(monkeypatch):
 def test_the_cpu_lstm_projects_all_inputs_in_one_matrix_product():
     from torch.profiler import ProfilerActivity, profile
 
-    from apsi_layers.ops.torch_ops import TorchOps
+    from apsi_layers.backends.torch.ops import TorchOps
 
     steps, h = 10, 4
     for dtype in (torch.float32, torch.float64):
@@ -444,7 +444,7 @@ def test_verbose_prints_the_epochs_as_on_numpy(capsys):
 def test_named_losses_are_torch_functional_kernels(monkeypatch, loss, kernel):
     import torch.nn.functional as F
 
-    from apsi_layers.torch_backend import losses
+    from apsi_layers.backends.torch import losses
 
     calls = []
     real = losses.FUNCTIONAL[loss]

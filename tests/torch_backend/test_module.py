@@ -14,8 +14,8 @@ torch = pytest.importorskip("torch")
 
 from apsi_lang.errors import ApsiError  # noqa: E402
 from apsi_layers import nn  # noqa: E402
+from apsi_layers.backends.torch.module import ApsiModule, params_from_torch, torch_module  # noqa: E402
 from apsi_layers.layers import gcn_classifier, lstm_classifier, mlp, predict, resnet_mlp  # noqa: E402
-from apsi_layers.torch_backend.module import ApsiModule, params_from_torch, torch_module  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 NET = resnet_mlp(16, 4, width=32, blocks=2)

@@ -13,8 +13,8 @@ from layers.test_opset import CONVS, MASK, PAD, POOLS  # noqa: E402
 from nn.gradcheck import rel_error  # noqa: E402
 
 from apsi_layers import nn  # noqa: E402
-from apsi_layers.ops import numpy_ops  # noqa: E402
-from apsi_layers.ops.torch_ops import TorchOps  # noqa: E402
+from apsi_layers.backends.numpy import ops as numpy_ops  # noqa: E402
+from apsi_layers.backends.torch.ops import TorchOps  # noqa: E402
 
 O = numpy_ops.OPSET
 T = TorchOps("cpu", torch.float64)
@@ -115,7 +115,7 @@ def test_attention(mask, causal, tq):
                          ids=["padding", "padding_causal", "all_masked"])
 def test_attention_as_on_a_gpu(monkeypatch, mask, causal, tq):
     """The branch GPUs take (rows that may attend nowhere are computed unmasked, then zeroed), on the CPU."""
-    from apsi_layers.ops import torch_ops
+    from apsi_layers.backends.torch import ops as torch_ops
 
     monkeypatch.setattr(torch_ops, "_sdpa_zeroes_empty_rows", lambda device: False)
     compare(lambda ops, q, k, v: ops.attention(q, k, v, mask=mask, causal=causal),

@@ -8,9 +8,9 @@ torch = pytest.importorskip("torch")
 
 from apsi_lang import permissions  # noqa: E402
 from apsi_layers import nn  # noqa: E402
+from apsi_layers.backends.torch.optim import TorchOptimizer  # noqa: E402
 from apsi_layers.layers import fit, mlp  # noqa: E402
 from apsi_layers.nn import tree  # noqa: E402
-from apsi_layers.torch_backend.optim import TorchOptimizer  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

@@ -1,7 +1,7 @@
 """fit and predict: check everything once (plan.py), choose the backend, run it.
 
 The seam to the torch backend: backend="torch" asks apsi_lang for permission 'python', then hands
-the plan to apsi_layers.torch_backend.fit.fit_torch(plan) / .predict_torch(plan). backend="auto"
+the plan to apsi_layers.backends.torch.fit.fit_torch(plan) / .predict_torch(plan). backend="auto"
 takes torch only when PyTorch is installed, 'python' is granted and that backend is present;
 otherwise it stays on NumPy without a word.
 """
@@ -14,7 +14,7 @@ from apsi_lang.errors import ApsiError
 
 from .plan import check_backend, check_numpy_options, fit_plan, predict_plan
 
-TORCH_MODULE = "apsi_layers.torch_backend.fit"
+TORCH_MODULE = "apsi_layers.backends.torch.fit"
 
 
 def _torch_installed():
@@ -48,7 +48,7 @@ def choose(fn, backend):
                         f'{fn} backend="numpy")')
     if not _torch_backend_present():
         raise ApsiError(f'{fn}: backend="torch" needs PyTorch support in apsi_layers (apsi_layers/'
-                        'torch_backend), which this installation lacks; use backend="numpy"')
+                        'backends/torch), which this installation lacks; use backend="numpy"')
     return "torch"
 
 
@@ -73,10 +73,10 @@ def _run(fn, plan):
     requested = plan.backend
     plan.backend = choose(fn, requested)
     if plan.backend == "torch":
-        from apsi_layers.torch_backend import fit as torch_fit
+        from apsi_layers.backends.torch import fit as torch_fit
 
         return getattr(torch_fit, f"{fn}_torch")(plan)
     check_numpy_options(fn, plan, _auto_note(requested))
-    from . import numpy_loop
+    from apsi_layers.backends.numpy import loop as numpy_loop
 
     return getattr(numpy_loop, f"{fn}_numpy")(plan)

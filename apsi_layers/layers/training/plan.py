@@ -2,13 +2,13 @@
 
 Everything a user can get wrong is caught here, before a single step runs: unknown options, names
 of losses and optimizers, data and model shapes that disagree, labels out of range, empty data,
-bad batch sizes. The backends (training/numpy_loop.py here; apsi_layers/torch_backend/ for torch)
+bad batch sizes. The backends (apsi_layers/backends/numpy/ and apsi_layers/backends/torch/)
 receive a FitPlan / PredictPlan and only loop.
 """
 
 import copy
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -65,7 +65,6 @@ class FitPlan:
     several_inputs: bool = False
     several_outputs: bool = False
     output_shape: object = None
-    extra: dict = field(default_factory=dict)
 
 
 @dataclass

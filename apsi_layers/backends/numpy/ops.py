@@ -13,8 +13,7 @@ from apsi_lang.errors import ApsiError
 from apsi_layers import nn
 from apsi_layers.nn import fused
 from apsi_layers.nn.tensor import Tensor
-
-from .spec import OPS
+from apsi_layers.ops.spec import OPS
 
 # --- conversion and creation -------------------------------------------------------------------
 

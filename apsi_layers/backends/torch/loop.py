@@ -14,14 +14,14 @@ import torch
 
 from apsi_lang.errors import ApsiError
 from apsi_lang.values import Record
+from apsi_layers.backends.numpy.loop import replace_states
+from apsi_layers.backends.torch.ops import TorchOps
 from apsi_layers.layers.context import Ctx, Graph
 from apsi_layers.layers.training.batches import epoch_batches, kept_count, plain_batches, seeds
 from apsi_layers.layers.training.finite import check_trained, constant_loss
-from apsi_layers.layers.training.numpy_loop import replace_states
 from apsi_layers.layers.training.progress import progress
 from apsi_layers.nn import tree
 from apsi_layers.nn.tensor import Tensor
-from apsi_layers.ops.torch_ops import TorchOps
 
 from . import convert, devices, nn_dispatch, precision, view
 from .compiled import Forward

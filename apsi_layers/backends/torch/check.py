@@ -204,7 +204,7 @@ def _inputs(ops, x):
 
 
 def _numpy_side(nn, case, params):
-    from apsi_layers.ops import numpy_ops
+    from apsi_layers.backends.numpy import ops as numpy_ops
 
     from .convert import is_state
 
@@ -264,7 +264,7 @@ def _torch_side(torch, case, params, weights, device):
 @functools.cache
 def same_random_ops():
     """The class (made on first use: it needs torch)."""
-    from apsi_layers.ops.torch_ops import TorchOps, _shape
+    from apsi_layers.backends.torch.ops import TorchOps, _shape
 
     class SameRandom(TorchOps):
         """The torch op set drawing dropout masks and normal samples from NumPy's stream, exactly as the

@@ -51,8 +51,8 @@ class ApsiModule(torch.nn.Module):
         return convert.rebuild(self._like, self.leaves())
 
     def forward(self, x, graph=None, mask=None):
+        from apsi_layers.backends.numpy.loop import replace_states
         from apsi_layers.layers.context import Ctx
-        from apsi_layers.layers.training.numpy_loop import replace_states
 
         ops = self._ops()
         ctx = Ctx(ops, training=self.training, rng=self._random(ops) if self.training else None,
@@ -83,7 +83,7 @@ class ApsiModule(torch.nn.Module):
         return g
 
     def _ops(self):
-        from apsi_layers.ops.torch_ops import TorchOps
+        from apsi_layers.backends.torch.ops import TorchOps
 
         ref = next(iter(self.leaves()))
         return TorchOps(ref.device, ref.dtype)

@@ -15,12 +15,3 @@ def load_torch(what='backend="torch"'):
             f"({sys.executable}): run `apsi pkg install torch-auto` (it picks the build for this "
             f"machine), or use backend=\"numpy\" ({e})") from None
     return torch
-
-
-def torch_installed():
-    """True when torch can be imported (it is imported to find out)."""
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        return False
-    return True

@@ -10,17 +10,16 @@ import numpy as np
 from apsi_lang.errors import ApsiError
 from apsi_lang.values import Record
 from apsi_layers import nn
+from apsi_layers.layers.base import RESERVED
+from apsi_layers.layers.context import Ctx, Graph
+from apsi_layers.layers.losses import loss_value
+from apsi_layers.layers.training.batches import epoch_batches, loss_positions, plain_batches, rows, seeds
+from apsi_layers.layers.training.finite import check_trained, constant_loss
+from apsi_layers.layers.training.progress import progress
 from apsi_layers.nn import tree
 from apsi_layers.nn.optim import checked_lr
 from apsi_layers.nn.optim_inplace import InPlace
 from apsi_layers.nn.tensor import Tensor
-
-from ..base import RESERVED
-from ..context import Ctx, Graph
-from ..losses import loss_value
-from .batches import epoch_batches, loss_positions, plain_batches, rows, seeds
-from .finite import check_trained, constant_loss
-from .progress import progress
 
 
 class _NonFinite(Exception):
@@ -29,7 +28,7 @@ class _NonFinite(Exception):
 
 
 def opset():
-    from apsi_layers.ops.numpy_ops import OPSET
+    from apsi_layers.backends.numpy.ops import OPSET
 
     return OPSET
 

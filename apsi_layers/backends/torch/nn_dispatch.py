@@ -33,10 +33,6 @@ def _axis(axis, x):
     return tuple(axis) if isinstance(axis, list | tuple) else axis
 
 
-def _unary(fn):
-    return lambda x: fn(x)
-
-
 def _binary(fn):
     def op(a, b):
         ref = _ref(a, b)

@@ -6,7 +6,7 @@ F.conv*d, F.*_pool*d, F.layer_norm, F.batch_norm, scaled_dot_product_attention, 
 _VF.lstm/_VF.gru (cuDNN on CUDA; on the CPU ATen projects the inputs of all steps in one matrix
 product, then loops in C++), index_add/scatter_reduce for graphs, F.cross_entropy.
 
-Only apsi_layers.torch_backend imports this module, so torch loads only when the backend is used.
+Only apsi_layers.backends.torch imports this module, so torch loads only when the backend is used.
 """
 
 import contextlib
