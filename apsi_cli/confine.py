@@ -187,6 +187,27 @@ def clean_environment(p):
     _wipe_initial_environment()
 
 
+PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
+
+
+def drop_capabilities():
+    """Empty the capability bounding set and the ambient set (prctl(2)), so nothing the program starts
+    gains a capability, even when apsi runs as root (CI does). Without CAP_SETPCAP (an ordinary user)
+    the bounding set cannot change, and holds nothing the user could use anyway."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        with open("/proc/sys/kernel/cap_last_cap") as f:
+            last = int(f.read())
+    except (OSError, ValueError):
+        return
+    ulong = ctypes.c_ulong
+    libc.prctl(ulong(PR_CAP_AMBIENT), ulong(PR_CAP_AMBIENT_CLEAR_ALL), ulong(0), ulong(0), ulong(0))
+    for cap in range(last + 1):
+        libc.prctl(ulong(PR_CAPBSET_DROP), ulong(cap), ulong(0), ulong(0), ulong(0))
+
+
 def remove_denied_environment(grants):
     """Variables a --deny-env flag (or deny key) names leave the environment before the program runs,
     so programs it starts do not inherit them even where `env` is granted whole (clean_environment
@@ -232,6 +253,7 @@ def apply(grants):
     if not (version or seccomp.supported()):
         return 0
     _only_thread()
+    drop_capabilities()
     try:
         if version:
             ruleset(p, version).restrict_self()

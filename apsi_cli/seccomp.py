@@ -24,6 +24,22 @@ _ARCHES = {
     "x86_64": (0xC000003E, 41, (425, 426, 427), True, 16, 319),
     "aarch64": (0xC00000B7, 198, (425, 426, 427), False, 29, 279),
 }
+# Refused with EPERM whatever the grants: System V IPC (another process's shared memory, message queues
+# and semaphores; Python, NumPy and PyTorch use POSIX shared memory, files under /dev/shm), the user's
+# kernel keyring, and new namespaces and mounts (a process with capabilities in a new user namespace may
+# sethostname, mount, and more). Numbers from the kernel's syscall tables: arch/x86/entry/syscalls/
+# syscall_64.tbl and include/uapi/asm-generic/unistd.h (aarch64).
+DENIED = {
+    "x86_64": {"shmget": 29, "shmat": 30, "shmctl": 31, "shmdt": 67, "semget": 64, "semop": 65,
+               "semctl": 66, "semtimedop": 220, "msgget": 68, "msgsnd": 69, "msgrcv": 70, "msgctl": 71,
+               "add_key": 248, "request_key": 249, "keyctl": 250, "unshare": 272, "setns": 308,
+               "mount": 165, "umount2": 166, "pivot_root": 155},
+    "aarch64": {"msgget": 186, "msgctl": 187, "msgrcv": 188, "msgsnd": 189, "semget": 190, "semctl": 191,
+                "semtimedop": 192, "semop": 193, "shmget": 194, "shmctl": 195, "shmat": 196, "shmdt": 197,
+                "add_key": 217, "request_key": 218, "keyctl": 219, "unshare": 97, "setns": 268,
+                "mount": 40, "umount2": 39, "pivot_root": 41},
+}
+DENIED["amd64"], DENIED["arm64"] = DENIED["x86_64"], DENIED["aarch64"]
 TIOCSTI, TIOCLINUX = 0x5412, 0x541C
 _ARCHES["amd64"], _ARCHES["arm64"] = _ARCHES["x86_64"], _ARCHES["aarch64"]
 
@@ -57,10 +73,12 @@ def supported():
 
 def program(families, machine=None, memfd=False):
     """The filter as (code, jt, jf, k) tuples: a list small enough to read."""
-    arch, socket_nr, uring, x32, ioctl_nr, memfd_nr = _ARCHES[(machine or _machine()).lower()]
+    name = (machine or _machine()).lower()
+    arch, socket_nr, uring, x32, ioctl_nr, memfd_nr = _ARCHES[name]
     code = [("ld", _ARCH), ("jeq", arch, None, "enosys"), ("ld", _NR)]
     if x32:
         code.append(("jge", _X32_BIT, "enosys", None))        # x32 numbers would slip past the checks
+    code += [("jeq", nr, "eperm", None) for nr in sorted(DENIED[name].values())]
     code.append(("jeq", socket_nr, "socket", None))
     code.append(("jeq", ioctl_nr, "ioctl", None))
     if not memfd:

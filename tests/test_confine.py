@@ -587,3 +587,43 @@ def test_nothing_is_typed_into_the_terminal(hole, place):
     assert attempt({}) == ("denied EPERM", b"")
     out, typed = attempt(OFF)                      # the hole is real
     assert out == "ok" and b"id" in typed
+
+
+@pytest.mark.skipif(not seccomp.supported(), reason="the filter knows x86_64 and aarch64")
+@pytest.mark.parametrize("name", sorted(seccomp.DENIED["x86_64"]))
+def test_system_v_ipc_keyrings_namespaces_and_mounts_are_refused(name):
+    """Issue 15: each of these reached another process's SysV shared memory, message queues or
+    semaphores, the user's keyring, or (as root) new namespaces. Each is EPERM under the filter, and
+    the same call without the filter is not (so the test fails if the rule is removed)."""
+    code = f"""
+        import ctypes, errno
+        from apsi_cli import seccomp
+        nr = seccomp.DENIED[seccomp._machine().lower()][{name!r}]
+        libc = ctypes.CDLL(None, use_errno=True)
+        def call():
+            # harmless arguments: id/key/flags -1 (nothing is created, nothing waits)
+            ctypes.set_errno(0)
+            r = libc.syscall(ctypes.c_long(nr), ctypes.c_long(-1), ctypes.c_long(0), ctypes.c_long(0),
+                             ctypes.c_long(0), ctypes.c_long(0))
+            return "ok" if r != -1 else errno.errorcode.get(ctypes.get_errno(), "?")
+        before = call()
+        assert seccomp.install([])
+        print(before, call())
+    """
+    before, after = _child(code)
+    assert after == "EPERM", (name, before, after)
+    assert before != "EPERM" or name in ("mount", "umount2", "pivot_root", "unshare", "setns"), before
+
+
+def test_capabilities_are_dropped_from_the_bounding_and_ambient_sets():
+    out = _child("""
+        from apsi_cli import confine
+        confine.drop_capabilities()
+        fields = dict(line.split(":\\t") for line in open("/proc/self/status").read().splitlines()
+                      if line.startswith(("CapBnd", "CapAmb", "CapEff")))
+        print(int(fields["CapBnd"], 16), int(fields["CapAmb"], 16), int(fields["CapEff"], 16) > 0)
+    """)
+    bounding, ambient, root_like = int(out[0]), int(out[1]), out[2] == "True"
+    assert ambient == 0
+    if root_like:                       # only a process with CAP_SETPCAP can empty the bounding set
+        assert bounding == 0
