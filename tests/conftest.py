@@ -4,6 +4,8 @@
 import os
 import tempfile
 
+import pytest
+
 _CONFIG = tempfile.mkdtemp(prefix="apsi-test-config-")
 os.environ["XDG_CONFIG_HOME"] = _CONFIG
 
@@ -13,3 +15,14 @@ def trust_toml(path):
     from apsi_lang import trust
 
     trust.trust(path)
+
+
+@pytest.fixture
+def python_allowed():
+    """Grants with `python` for the test (the torch backend), the previous grants restored after."""
+    from apsi_lang import permissions
+
+    before = permissions.current()
+    permissions.set_current(permissions.Grants(granted=frozenset({"python"})))
+    yield
+    permissions.set_current(before)

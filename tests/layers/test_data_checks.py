@@ -5,7 +5,6 @@ NaN), and labels too large for an int (1e30 printed as -9223372036854775808)."""
 import numpy as np
 import pytest
 
-from apsi_lang import permissions
 from apsi_lang.errors import ApsiError
 from apsi_layers import nn
 from apsi_layers.layers import fit, mlp, predict
@@ -15,12 +14,7 @@ X = np.random.default_rng(0).standard_normal((10, 3))
 Y = X @ np.array([1.0, -2.0, 0.5])
 
 
-@pytest.fixture(autouse=True)
-def python_allowed():
-    before = permissions.current()
-    permissions.set_current(permissions.Grants(granted=frozenset({"python"})))
-    yield
-    permissions.set_current(before)
+pytestmark = pytest.mark.usefixtures("python_allowed")
 
 
 def with_value(a, where, value):

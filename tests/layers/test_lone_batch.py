@@ -5,7 +5,6 @@ refuse before training, naming N and batch_size."""
 import numpy as np
 import pytest
 
-from apsi_lang import permissions
 from apsi_lang.errors import ApsiError
 from apsi_layers import nn
 from apsi_layers.layers import fit, mlp
@@ -14,12 +13,7 @@ X = np.random.default_rng(0).standard_normal((33, 3))
 Y = (X[:, 0] > 0).astype(int)
 
 
-@pytest.fixture(autouse=True)
-def python_allowed():
-    before = permissions.current()
-    permissions.set_current(permissions.Grants(granted=frozenset({"python"})))
-    yield
-    permissions.set_current(before)
+pytestmark = pytest.mark.usefixtures("python_allowed")
 
 
 @pytest.mark.parametrize("backend", ["numpy", pytest.param("torch", marks=pytest.mark.torch)])

@@ -5,7 +5,6 @@ the epoch loss is the mean over the kept samples, and an all-false mask is refus
 import numpy as np
 import pytest
 
-from apsi_lang import permissions
 from apsi_lang.errors import ApsiError
 from apsi_layers import nn
 from apsi_layers.layers import fit, mlp, predict
@@ -19,12 +18,7 @@ NET = mlp(4, 2, hidden=[6])
 BACKENDS = ["numpy", pytest.param("torch", marks=pytest.mark.torch)]
 
 
-@pytest.fixture(autouse=True)
-def python_allowed():
-    before = permissions.current()
-    permissions.set_current(permissions.Grants(granted=frozenset({"python"})))
-    yield
-    permissions.set_current(before)
+pytestmark = pytest.mark.usefixtures("python_allowed")
 
 
 def cross_entropy(logits, labels):

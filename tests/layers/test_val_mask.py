@@ -4,7 +4,6 @@ loss is then the masked loss, computed here independently from predict's outputs
 import numpy as np
 import pytest
 
-from apsi_lang import permissions
 from apsi_lang.errors import ApsiError
 from apsi_lang.values import Record
 from apsi_layers import nn
@@ -26,12 +25,6 @@ def cross_entropy(logits, labels):
     return -logp[np.arange(len(labels)), labels].mean()
 
 
-@pytest.fixture
-def python_allowed():
-    before = permissions.current()
-    permissions.set_current(permissions.Grants(granted=frozenset({"python"})))
-    yield
-    permissions.set_current(before)
 
 
 BACKENDS = ["numpy", pytest.param("torch", marks=pytest.mark.torch)]

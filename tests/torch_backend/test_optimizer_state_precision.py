@@ -6,19 +6,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from apsi_lang import permissions  # noqa: E402
 from apsi_layers import nn  # noqa: E402
 from apsi_layers.backends.torch.optim import TorchOptimizer  # noqa: E402
 from apsi_layers.layers import fit, mlp  # noqa: E402
 from apsi_layers.nn import tree  # noqa: E402
 
-
-@pytest.fixture(autouse=True)
-def python_allowed():
-    before = permissions.current()
-    permissions.set_current(permissions.Grants(granted=frozenset({"python"})))
-    yield
-    permissions.set_current(before)
+pytestmark = pytest.mark.usefixtures("python_allowed")
 
 
 @pytest.mark.parametrize("make", [lambda: nn.nadam(lr=0.05), lambda: nn.radam(lr=0.05),
