@@ -15,7 +15,7 @@ from .builtins import BUILTINS
 from .errors import ApsiSyntaxError
 from .parser import PYTHON_MODULES
 from .plain import is_plain, plain_names
-from .scopes import Scope, assigned_in_nested, binds, declarations, field_reads, loop_targets
+from .scopes import Scope, assigned_in_nested, binds, bound_anywhere, declarations, field_reads, loop_targets
 
 BINOPS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div, "//": ast.FloorDiv, "%": ast.Mod,
           "**": ast.Pow, "@": ast.MatMult, "&": ast.BitAnd, "|": ast.BitOr, "^": ast.BitXor,
@@ -67,6 +67,7 @@ class Compiler:
         self.full_access = full_access
         self.scope = None
         self.fast = frozenset()     # names whose field reads compile plain (the root's test holds)
+        self.hoisted = False        # inside a loop whose type tests were made once, before it
         self.in_comp = 0            # inside a comprehension: no `:=` temporaries there
         self.attr_sets = set()      # global names of the type sets the code tests (sandbox.set_name)
         self.module_names = set()          # names `use` brought in (they may shadow builtins)
@@ -273,7 +274,12 @@ class Compiler:
 
     def s_FnDef(self, s):
         args = self.arguments(s.params)
-        body = self.function_body(s.params, s.body, s)
+        saved = self.fast, self.hoisted
+        self.fast, self.hoisted = frozenset(), False        # a function's names are its own
+        try:
+            body = self.function_body(s.params, s.body, s)
+        finally:
+            self.fast, self.hoisted = saved
         return ast.FunctionDef(py_name(s.name), args, body, [], None, None)
 
     def function_body(self, params, body, node):
@@ -344,12 +350,48 @@ class Compiler:
             self.scope.loop_depth -= 1
 
     def s_For(self, s):
-        target = self.pattern(s.pattern, s) if s.pattern is not None else self.store_names(s.targets, s)
-        return ast.For(target, self.root(s.iter), self.loop_body(s.body, s.targets),
-                       self.block(s.orelse) if s.orelse else [], None)
+        def compile_loop():
+            target = self.pattern(s.pattern, s) if s.pattern is not None else self.store_names(s.targets, s)
+            return ast.For(target, self.root(s.iter), self.loop_body(s.body, s.targets),
+                           self.block(s.orelse) if s.orelse else [], None)
+        return self.hoisted_loop(s, compile_loop)
 
     def s_While(self, s):
-        return ast.While(self.root(s.test), self.loop_body(s.body), self.block(s.orelse) if s.orelse else [])
+        return self.hoisted_loop(s, lambda: ast.While(self.root(s.test), self.loop_body(s.body),
+                                                      self.block(s.orelse) if s.orelse else []))
+
+    def hoisted_loop(self, s, compile_loop):
+        """An outermost loop reading fields of variables that nothing in it can rebind is compiled
+        twice: `if <their type tests>: <loop with plain reads> else: <loop as usual>`. The tests are
+        made once, before the loop: no statement of the loop binds those names (checked here), no
+        nested function may (scopes.stable_local), so the values tested are the values read for
+        the whole loop. Nested scopes inside never see these names as plain (they reset `fast`).
+        Only outermost loops are hoisted, so the code grows at most twice."""
+        if self.full_access or self.hoisted:
+            return compile_loop()
+        reads, _ = field_reads(s)
+        rebound = bound_anywhere(s)
+        names = {n: f for n, f in reads.items()
+                 if self.scope.stable_local(n) and n not in rebound and n not in self.fast}
+        if not names:
+            return compile_loop()
+        tests = [self.at(ast.Compare(self.at(ast.Name(self.scope.flags[n][0], ast.Load()), s), [ast.Is()],
+                                     [self.at(ast.Name(py_name(n), ast.Load()), s)]), s)
+                 if n in self.scope.flags else
+                 self.at(ast.Compare(self.helper("_type", [self.at(ast.Name(py_name(n), ast.Load()), s)], s),
+                                     [ast.In()], [self.attr_set(f, s)]), s)
+                 for n, f in sorted(names.items())]
+        test = tests[0] if len(tests) == 1 else self.at(ast.BoolOp(ast.And(), tests), s)
+        saved = self.fast, self.hoisted
+        self.hoisted = True
+        try:
+            self.fast = saved[0] | frozenset(names)
+            fast = compile_loop()
+            self.fast = saved[0]
+            slow = compile_loop()
+        finally:
+            self.fast, self.hoisted = saved
+        return ast.If(test, [self.at(fast, s)], [self.at(slow, s)])
 
     def s_Break(self, s):
         if not self.scope.loop_depth:
@@ -395,7 +437,8 @@ class Compiler:
         if self.full_access:
             return self.expr(e)
         bases, nested = field_reads(e)
-        stable = {n: fields for n, fields in bases.items() if self.scope.stable_local(n)}
+        stable = {n: fields for n, fields in bases.items()
+                  if self.scope.stable_local(n) and n not in self.fast}
         if nested or not stable:
             return self.expr(e)
         tests = [self.at(ast.Compare(self.at(ast.Name(self.scope.flags[n][0], ast.Load()), e), [ast.Is()],
@@ -459,8 +502,10 @@ class Compiler:
         # Python's rules: the first source is evaluated outside, the loop variables live inside.
         outer = self.scope
         self.in_comp += 1
+        saved_fast = self.fast
         try:
             first_source = self.expr(e.clauses[0][1])
+            self.fast = frozenset()             # the comprehension's names are its own
             self.scope = Scope(outer, set())
             generators = []
             for i, (names, source, conditions, pattern) in enumerate(e.clauses):
@@ -474,6 +519,7 @@ class Compiler:
         finally:
             self.scope = outer
             self.in_comp -= 1
+            self.fast = saved_fast
         return ast.ListComp(elt, generators)
 
     def e_TupleLit(self, e):
@@ -633,11 +679,13 @@ class Compiler:
         names = {p.name for p in e.params if p.name}
         self.scope = Scope(outer, names, bound=names)
         saved_comp, self.in_comp = self.in_comp, 0     # a lambda's `:=` binds in the lambda
+        saved_fast, self.fast = self.fast, frozenset()   # its names are its own (see hoisted_loop)
         try:
             body = self.root(e.body)
         finally:
             self.scope = outer
             self.in_comp = saved_comp
+            self.fast = saved_fast
         return ast.Lambda(args, body)
 
     def e_Splat(self, e):

@@ -104,6 +104,33 @@ def assigned_in_nested(body):
     return out
 
 
+def bound_anywhere(tree):
+    """Every name a statement in `tree` may bind (let, assignment, augmented assignment, a `for`
+    target, a `catch` name, a fn), in its blocks too, but not inside nested scopes."""
+    out = set()
+    stack = [tree]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, S.Lambda | S.ListComp):
+            continue
+        if isinstance(x, S.Let | S.For):
+            out.update(x.targets)
+        elif isinstance(x, S.Assign):
+            out.update(t.id for t in x.targets if isinstance(t, S.Name))
+        elif isinstance(x, S.AugAssign) and isinstance(x.target, S.Name):
+            out.add(x.target.id)
+        elif isinstance(x, S.FnDef):
+            out.add(x.name)
+            continue
+        elif isinstance(x, S.Try) and x.name:
+            out.add(x.name)
+        if isinstance(x, S.Node):
+            stack.extend(getattr(x, f) for f in x.fields)
+        elif isinstance(x, list | tuple):
+            stack.extend(x)
+    return out
+
+
 def loop_targets(body):
     """Names that a `for` of this scope (not of a nested function) binds on every iteration."""
     out = set()

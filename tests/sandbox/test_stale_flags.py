@@ -147,3 +147,24 @@ def test_generated_half_failed_bindings_never_read_unchecked(project, bind, wrap
         message = describe(e)
         assert "LEAK" not in message, (code, message)
     assert "LEAK" not in out.getvalue(), code
+
+
+# ---- loops whose type tests are made once, before them (compiler.hoisted_loop) --------------------
+
+@pytest.mark.parametrize("code", [
+    # a comprehension, a lambda and a fn inside the loop name their own `a`: never read plain
+    "let a = {data: 0}\nlet n = 0\nfor i in range(2):\n    n = a.data\n    let m = [a.data for a in [probe]]\n",
+    "let a = {data: 0}\nlet n = 0\nfor i in range(2):\n    n = a.data\n    let f = fn(a) => a.data\n    f(probe)\n",
+    "let a = {data: 0}\nlet n = 0\nfor i in range(2):\n    n = a.data\n    fn g(a):\n        return a.data\n"
+    "    g(probe)\n",
+    # the loop rebinds `a`: not hoisted, each read checked
+    "let a = {data: 0}\nlet n = 0\nfor i in range(2):\n    n = a.data\n    a = probe\n",
+    "let a = {data: 0}\nlet n = 0\nlet i = 0\nwhile i < 2:\n    n = a.data\n    i += 1\n    try:\n"
+    "        let (a, (b, c)) = [probe, [1]]\n    catch e:\n        pass\n",
+])
+@pytest.mark.parametrize("in_function", [False, True])
+def test_hoisted_loops_never_read_a_shadowing_or_rebound_name_plain(project, code, in_function):
+    if in_function:
+        code = "fn run_it(probe):\n" + "".join("    " + line + "\n" for line in code.splitlines()) + \
+            "run_it(probe)\n"
+    reads_checked(code)
