@@ -151,12 +151,14 @@ def test_generated_half_failed_bindings_never_read_unchecked(project, bind, wrap
 
 # ---- loops whose type tests are made once, before them (compiler.hoisted_loop) --------------------
 
+LOOP = "let a = {data: 0}\nlet n = 0\nfor i in range(2):\n    n = a.data\n"
+
+
 @pytest.mark.parametrize("code", [
     # a comprehension, a lambda and a fn inside the loop name their own `a`: never read plain
-    "let a = {data: 0}\nlet n = 0\nfor i in range(2):\n    n = a.data\n    let m = [a.data for a in [probe]]\n",
-    "let a = {data: 0}\nlet n = 0\nfor i in range(2):\n    n = a.data\n    let f = fn(a) => a.data\n    f(probe)\n",
-    "let a = {data: 0}\nlet n = 0\nfor i in range(2):\n    n = a.data\n    fn g(a):\n        return a.data\n"
-    "    g(probe)\n",
+    LOOP + "    let m = [a.data for a in [probe]]\n",
+    LOOP + "    let f = fn(a) => a.data\n    f(probe)\n",
+    LOOP + "    fn g(a):\n        return a.data\n    g(probe)\n",
     # the loop rebinds `a`: not hoisted, each read checked
     "let a = {data: 0}\nlet n = 0\nfor i in range(2):\n    n = a.data\n    a = probe\n",
     "let a = {data: 0}\nlet n = 0\nlet i = 0\nwhile i < 2:\n    n = a.data\n    i += 1\n    try:\n"
