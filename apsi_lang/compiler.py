@@ -375,13 +375,7 @@ class Compiler:
                  if self.scope.stable_local(n) and n not in rebound and n not in self.fast}
         if not names:
             return compile_loop()
-        tests = [self.at(ast.Compare(self.at(ast.Name(self.scope.flags[n][0], ast.Load()), s), [ast.Is()],
-                                     [self.at(ast.Name(py_name(n), ast.Load()), s)]), s)
-                 if n in self.scope.flags else
-                 self.at(ast.Compare(self.helper("_type", [self.at(ast.Name(py_name(n), ast.Load()), s)], s),
-                                     [ast.In()], [self.attr_set(f, s)]), s)
-                 for n, f in sorted(names.items())]
-        test = tests[0] if len(tests) == 1 else self.at(ast.BoolOp(ast.And(), tests), s)
+        test = self.plain_test(names, s)
         saved = self.fast, self.hoisted
         self.hoisted = True
         try:
@@ -441,19 +435,26 @@ class Compiler:
                   if self.scope.stable_local(n) and n not in self.fast}
         if nested or not stable:
             return self.expr(e)
-        tests = [self.at(ast.Compare(self.at(ast.Name(self.scope.flags[n][0], ast.Load()), e), [ast.Is()],
-                                     [self.at(ast.Name(py_name(n), ast.Load()), e)]), e)
-                 if n in self.scope.flags else
-                 self.at(ast.Compare(self.helper("_type", [self.at(ast.Name(py_name(n), ast.Load()), e)], e),
-                                     [ast.In()], [self.attr_set(fields, e)]), e)
-                 for n, fields in sorted(stable.items())]
-        test = tests[0] if len(tests) == 1 else self.at(ast.BoolOp(ast.And(), tests), e)
+        test = self.plain_test(stable, e)
         saved, self.fast = self.fast, frozenset(stable)
         try:
             fast = self.expr(e)
         finally:
             self.fast = saved
         return self.at(ast.IfExp(test, fast, self.expr(e)), e)
+
+    def plain_test(self, names, node):
+        """The test under which fields of `names` ({name: fields read}) may be read plain: `_ok_x is x`
+        for a flagged variable (see flag_updates), `type(x) in TYPES` for another."""
+        def one(n, fields):
+            load = self.at(ast.Name(py_name(n), ast.Load()), node)
+            if n in self.scope.flags:
+                flag = self.at(ast.Name(self.scope.flags[n][0], ast.Load()), node)
+                return self.at(ast.Compare(flag, [ast.Is()], [load]), node)
+            return self.at(ast.Compare(self.helper("_type", [load], node), [ast.In()],
+                                       [self.attr_set(fields, node)]), node)
+        tests = [one(n, fields) for n, fields in sorted(names.items())]
+        return tests[0] if len(tests) == 1 else self.at(ast.BoolOp(ast.And(), tests), node)
 
     def attr_set(self, names, node):
         """A load of the global holding sandbox.types_allowing(names)."""
