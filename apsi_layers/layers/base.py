@@ -164,6 +164,7 @@ def build_child(rng, layer, key, input_shape):
     finally:
         rng.leave()
     rng.record(row, input_shape, out, params)
+    rng.own(row, layer, has_params(params))
     return params, out
 
 

@@ -8,7 +8,8 @@ from apsi_lang.values import show
 
 from .base import Layer
 from .context import Ctx
-from .training.plan import Data, as_array, check_params, token_ids, wants_ids
+from .training.data_checks import Data, as_array, token_ids, wants_ids
+from .training.model_checks import check_params
 
 
 def generate(model, params, prompt, steps=100, temperature=1.0, seed=0):

@@ -36,6 +36,7 @@ class _Builder:
     def __init__(self):
         self.path = []
         self.trace = []       # [dotted path, layer, input shape, output shape, params], parents first
+        self.owners = {}      # id(layer) -> (layer, dotted path) of each layer that got weights
 
     def enter(self, key, layer):
         """Start building `layer` as child `key`; returns its row (pre-order: parents first)."""
@@ -48,6 +49,19 @@ class _Builder:
 
     def record(self, row, input_shape, output_shape, params):
         self.trace[row][2:] = [input_shape, output_shape, params]
+
+    def own(self, row, layer, has_weights):
+        """Note that the layer built at `row` got weights; the same layer value given weights twice
+        (one use inside each of two different combinators) would silently train two copies."""
+        if not has_weights:
+            return
+        here = self.trace[row][0] or layer.kind
+        first = self.owners.setdefault(id(layer), (layer, here))[1]
+        if first != here:
+            layer.fail(f"the same layer is used at {first} and at {here}, inside two different "
+                       "combinators, and would get two sets of weights. Weights are shared only between "
+                       "uses inside one combinator: share the combinator itself (s = sequential(d), then "
+                       "parallel(s, s)) or wire both uses in one dag")
 
     def probe(self, fn, input_shape):
         """The per-sample output shape of fn on a batch of zeros (lambda layers cannot say it)."""

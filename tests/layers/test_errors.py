@@ -111,7 +111,10 @@ def test_graph_layer_without_graph_and_bad_graphs():
         L.predict(g, p, X, graph=[[0, 1], [12, 2]])
 
 
-def test_torch_backend_needs_python_permission_and_auto_stays_on_numpy():
+def test_torch_backend_needs_python_permission_and_auto_stays_on_numpy(capsys, monkeypatch):
+    from apsi_layers.layers.training import api
+
+    monkeypatch.setattr(api, "_NOTED", set())
     old = permissions.current()
     permissions.set_current(permissions.Grants())
     try:
@@ -121,8 +124,18 @@ def test_torch_backend_needs_python_permission_and_auto_stays_on_numpy():
         with pytest.raises(PermissionDenied, match=r"predict\(backend=\"torch\"\) needs permission 'python'"):
             L.predict(net(), net().init(seed=0), X, backend="torch")
         assert fit(backend="auto").backend == "numpy"
-        with pytest.raises(ApsiError, match=r'device="cuda" needs backend="torch" \(backend="auto" chose NumPy'):
-            fit(backend="auto", device="cuda")
+        assert capsys.readouterr().err == ""
+        # issue 16: "auto" is for programs that run everywhere: torch-only options are set aside, once
+        for _ in range(3):
+            assert fit(backend="auto", device="cuda", precision="bf16", compile=True).backend == "numpy"
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith('note: fit(backend="auto") runs on NumPy here')
+        assert "permission 'python' is not granted" in err
+        assert 'ignoring device="cuda", precision="bf16", compile=true' in err
+        with pytest.raises(ApsiError, match=r'^fit: precision="fp8" is not one of'):
+            fit(backend="auto", precision="fp8")
+        with pytest.raises(ApsiError, match=r'^fit: device="cuda" needs backend="torch"; the NumPy'):
+            fit(backend="numpy", device="cuda")
     finally:
         permissions.set_current(old)
 

@@ -32,10 +32,13 @@ from .optim import TorchOptimizer
 class Setup:
     """Device, precision, op set and the data on the device: what fit and predict share."""
 
-    def __init__(self, plan):
+    def __init__(self, plan, fn):
         nn_dispatch.install()
-        self.device = devices.select(torch, plan.device or "auto")
-        self.precision = precision.resolve(torch, plan.precision or "fp32", self.device)
+        try:
+            self.device = devices.select(torch, plan.device or "auto")
+            self.precision = precision.resolve(torch, plan.precision or "fp32", self.device)
+        except ApsiError as e:                  # the messages name the option; say whose option it is
+            raise ApsiError(f"{fn}: {e.message}") from None
         self.ops = TorchOps(self.device, self.precision.dtype)
         self.graph = Graph(self.ops, *plan.graph) if plan.graph is not None else None
 
@@ -60,7 +63,7 @@ def _y(plan, ys):
 
 def fit_loop(plan):
     t0 = time.perf_counter()
-    s = Setup(plan)
+    s = Setup(plan, "fit")
     ops = s.ops
     names = [n for n, _ in tree.named_leaves(plan.params)] if tree.leaves(plan.params) else []
     leaves = [t for _, t in convert.leaves_to_torch(plan.params, s.device, s.precision.dtype)]
@@ -233,7 +236,7 @@ def _val_loss(plan, s, leaves):
 
 
 def predict_loop(plan):
-    s = Setup(plan)
+    s = Setup(plan, "predict")
     data = plan.data
     params = convert.to_torch(plan.params, s.device, s.precision.dtype) if tree.leaves(plan.params) \
         else plan.params

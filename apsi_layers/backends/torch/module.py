@@ -149,7 +149,8 @@ def _check_params(net, params):
     """The tree must fit the model (names the parameter and both shapes), when the input size is known."""
     import numpy as np
 
-    from apsi_layers.layers.training.plan import Data, check_params
+    from apsi_layers.layers.training.data_checks import Data
+    from apsi_layers.layers.training.model_checks import check_params
 
     shape = net.input_shape
     if shape is None:

@@ -77,15 +77,31 @@ class TorchOptimizer:
         cls, hyper = make(opt.hyper)
         # a schedule decides the rate: fit's schedule= first, then an lr given as a function
         self.schedule = schedule if schedule is not None else (opt.lr if callable(opt.lr) else None)
-        first = checked_lr(self.schedule(0), 0, "fit") if self.schedule is not None else float(opt.lr)
-        self.torch = cls(tensors, lr=first, **hyper)
         self.dtype = tensors[0].dtype if tensors and tensors[0].is_floating_point() else None
+        first = checked_lr(self.schedule(0), 0, "fit") if self.schedule is not None else float(opt.lr)
+        self._in_range("the schedule" if self.schedule is not None else opt.name, "lr", first)
+        for name, value in hyper.items():
+            self._in_range(opt.name, name, value)
+        self.torch = cls(tensors, lr=first, **hyper)
         self.steps = 0
+
+    def _in_range(self, opt_name, name, value):
+        """torch.optim multiplies the weights by its hyper-parameters in the weights' dtype: a value
+        beyond float32's range stopped with PyTorch's "cannot be converted ... without overflow"."""
+        values = value if isinstance(value, tuple) else (value,)
+        if self.dtype is None or not all(isinstance(v, float | int) for v in values):
+            return
+        top = torch.finfo(self.dtype).max
+        if any(abs(v) > top for v in values):
+            raise ApsiError(f"fit: {opt_name}'s {name}={value!r} is beyond {str(self.dtype)[6:]}'s range "
+                            f"(largest {top:.3g}), the precision the weights train in; use a value that "
+                            'fits, or precision="fp64"')
 
     def set_lr(self):
         """Give the group the schedule's rate for this step (LambdaLR's job); call before step()."""
         if self.schedule is not None:
             lr = checked_lr(self.schedule(self.steps), self.steps, "fit")
+            self._in_range("the schedule", "lr", lr)
             for group in self.torch.param_groups:
                 group["lr"] = lr
 

@@ -11,8 +11,7 @@ import contextlib
 from dataclasses import dataclass
 
 from apsi_lang.errors import ApsiError
-
-PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16")
+from apsi_layers.layers.training.option_checks import PRECISIONS
 
 
 @dataclass(frozen=True)

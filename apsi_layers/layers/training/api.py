@@ -3,7 +3,8 @@
 The seam to the torch backend: backend="torch" asks apsi_lang for permission 'python', then hands
 the plan to apsi_layers.backends.torch.fit.fit_torch(plan) / .predict_torch(plan). backend="auto"
 takes torch only when PyTorch is installed, 'python' is granted and that backend is present;
-otherwise it stays on NumPy without a word.
+otherwise it runs on NumPy, and torch-only options (device, precision, compile) are set aside with
+one note on stderr naming them, so a program written for "auto" runs everywhere.
 """
 
 import importlib.util
@@ -11,8 +12,10 @@ import sys
 
 from apsi_lang import permissions
 from apsi_lang.errors import ApsiError
+from apsi_lang.values import show
 
-from .plan import check_backend, check_numpy_options, fit_plan, predict_plan
+from .option_checks import check_backend, check_numpy_options, torch_only_options
+from .plan import fit_plan, predict_plan
 
 TORCH_MODULE = "apsi_layers.backends.torch.fit"
 
@@ -52,10 +55,22 @@ def choose(fn, backend):
     return "torch"
 
 
-def _auto_note(requested):
-    if requested != "auto":
-        return ""
-    return ' (backend="auto" chose NumPy: PyTorch is missing or permission \'python\' is not granted)'
+_NOTED = set()      # the notes already printed in this process: a fit in a loop says it once
+
+
+def _set_aside(fn, plan):
+    """backend="auto" chose NumPy: drop the torch-only options, saying so once on stderr."""
+    dropped = torch_only_options(plan)
+    if not dropped:
+        return
+    plan.device, plan.precision, plan.compile = None, None, False
+    named = ", ".join(f"{k}={show(v, True)}" for k, v in dropped)
+    if named in _NOTED:
+        return
+    _NOTED.add(named)
+    why = "PyTorch is not installed" if not _torch_installed() else "permission 'python' is not granted"
+    print(f'note: {fn}(backend="auto") runs on NumPy here ({why}), in float64 on the CPU; '
+          f"ignoring {named}", file=sys.stderr, flush=True)
 
 
 def fit(model, params, inputs, targets=None, **options):
@@ -76,7 +91,9 @@ def _run(fn, plan):
         from apsi_layers.backends.torch import fit as torch_fit
 
         return getattr(torch_fit, f"{fn}_torch")(plan)
-    check_numpy_options(fn, plan, _auto_note(requested))
+    if requested == "auto":
+        _set_aside(fn, plan)
+    check_numpy_options(fn, plan)
     from apsi_layers.backends.numpy import loop as numpy_loop
 
     return getattr(numpy_loop, f"{fn}_numpy")(plan)
