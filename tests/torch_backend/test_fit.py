@@ -261,13 +261,13 @@ def test_a_nan_loss_stops_and_names_the_step():
 
 
 def test_device_and_precision_messages(monkeypatch):
-    with pytest.raises(ApsiError, match='^device="cuda": PyTorch sees no CUDA/ROCm GPU'):
+    with pytest.raises(ApsiError, match='^fit: device="cuda": PyTorch sees no CUDA/ROCm GPU'):
         fit(NET, P, X, Y, loss="cross_entropy", verbose=False, backend="torch", device="cuda")
     monkeypatch.setattr(torch.backends.mps, "is_available", lambda: True)
-    with pytest.raises(ApsiError, match='^precision="fp64" is not supported on Apple MPS'):
+    with pytest.raises(ApsiError, match='^fit: precision="fp64" is not supported on Apple MPS'):
         fit(NET, P, X, Y, loss="cross_entropy", verbose=False, backend="torch", device="mps",
             precision="fp64")
-    with pytest.raises(ApsiError, match="precision='fp12' is not one of"):
+    with pytest.raises(ApsiError, match='^predict: precision="fp12" is not one of'):
         predict(NET, P, X, backend="torch", precision="fp12")
 
 

@@ -92,6 +92,8 @@ def fit_numpy(plan):
     steps_per_epoch = len(epoch_batches(data.n, plan.batch_size, np.random.default_rng(0), graph))
     show = progress(plan.verbose, plan.epochs, steps_per_epoch)
     history, val_history, step = [], [], 0
+    # fit's schedule= first, then an lr given as a function: checked here, so its message is fit's
+    schedule = plan.schedule if plan.schedule is not None else (opt.lr if callable(opt.lr) else None)
     show.start()
     try:
         for epoch in range(1, plan.epochs + 1):
@@ -112,7 +114,7 @@ def fit_numpy(plan):
                     (value, (ctx, used)), grads = step_fn(trainable, xb, yb, maskb, keep_t, lead)
                     if plan.clip is not None:
                         grads = tree.clip_by_global_norm(grads, plan.clip)
-                    lr = None if plan.schedule is None else _lr(plan.schedule, step)
+                    lr = None if schedule is None else _lr(schedule, step)
                     if inplace is not None and trainable:
                         inplace.step(trainable, grads, lr=lr)
                         new = trainable

@@ -7,7 +7,6 @@ from the same NumPy stream as the NumPy side, so even those paths must agree. A 
 TOLERANCE anywhere fails the check and names the culprits.
 """
 
-import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -244,9 +243,10 @@ def _is_float(t):
 
 def _torch_side(torch, case, params, weights, device):
     from . import convert
+    from .ops import NumpyStreamOps
     from .view import torch_view
 
-    ops = same_random_ops()(device, torch.float64)
+    ops = NumpyStreamOps(device, torch.float64)
     named = convert.leaves_to_torch(params, device, torch.float64)
     trained = {n: t.requires_grad_() for n, t in named if not convert.is_state(n) and t.is_floating_point()}
     tree = convert.rebuild(params, [t for _, t in named]) if named else params
@@ -259,28 +259,3 @@ def _torch_side(torch, case, params, weights, device):
     return ([ops.to_numpy(y) for y in ys],
             {n: np.zeros(tuple(t.shape)) if g is None else ops.to_numpy(g)
              for (n, t), g in zip(trained.items(), grads, strict=True)})
-
-
-@functools.cache
-def same_random_ops():
-    """The class (made on first use: it needs torch)."""
-    from apsi_layers.backends.torch.ops import TorchOps, _shape
-
-    class SameRandom(TorchOps):
-        """The torch op set drawing dropout masks and normal samples from NumPy's stream, exactly as the
-        NumPy op set does, so random layers can be compared number for number."""
-
-        def rng(self, seed):
-            return np.random.default_rng(seed)
-
-        def normal(self, shape, rng):
-            return self.constant(rng.standard_normal(_shape(shape)))
-
-        def dropout(self, x, rate, rng):
-            if rate <= 0.0:
-                return x
-            keep = rng.random(tuple(x.shape)) >= rate
-            return x * self.constant(keep * (1.0 / (1.0 - rate)))
-
-    return SameRandom
-

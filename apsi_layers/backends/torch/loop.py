@@ -15,7 +15,7 @@ import torch
 from apsi_lang.errors import ApsiError
 from apsi_lang.values import Record
 from apsi_layers.backends.numpy.loop import replace_states
-from apsi_layers.backends.torch.ops import TorchOps
+from apsi_layers.backends.torch.ops import NumpyStreamOps, TorchOps
 from apsi_layers.layers.context import Ctx, Graph
 from apsi_layers.layers.training.batches import epoch_batches, kept_count, plain_batches, seeds
 from apsi_layers.layers.training.finite import check_trained, constant_loss
@@ -39,7 +39,9 @@ class Setup:
             self.precision = precision.resolve(torch, plan.precision or "fp32", self.device)
         except ApsiError as e:                  # the messages name the option; say whose option it is
             raise ApsiError(f"{fn}: {e.message}") from None
-        self.ops = TorchOps(self.device, self.precision.dtype)
+        # fp64 promises NumPy's numbers, random draws included; other precisions draw on the device
+        ops = NumpyStreamOps if self.precision.name == "fp64" else TorchOps
+        self.ops = ops(self.device, self.precision.dtype)
         self.graph = Graph(self.ops, *plan.graph) if plan.graph is not None else None
 
     def tensor(self, a):

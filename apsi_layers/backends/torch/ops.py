@@ -37,7 +37,8 @@ class TorchOps:
     def constant(self, a):
         if isinstance(a, torch.Tensor):
             return a.detach().to(device=self.device, dtype=self.dtype)
-        return torch.as_tensor(np.asarray(a, dtype=np.float64), device=self.device).to(self.dtype)
+        # cast on the host, then move: a device without float64 (Apple MPS) never sees a float64 tensor
+        return torch.from_numpy(np.array(a, dtype=np.float64)).to(self.dtype).to(self.device)
 
     def is_tensor(self, value):
         return isinstance(value, torch.Tensor)
@@ -472,3 +473,23 @@ def _masked_gru(x, h, w_ih, w_hh, b_ih, b_hh, mask):
 def op_names():
     """The op names this op set implements (public attributes of TorchOps)."""
     return {n for n in dir(TorchOps) if not n.startswith("_")}
+
+
+class NumpyStreamOps(TorchOps):
+    """The torch op set drawing dropout masks and normal samples from NumPy's stream, exactly as the
+    NumPy op set does: fit(precision="fp64") uses it, so a model with dropout or a VAE trains to the
+    same numbers as on NumPy (check_torch uses it to compare random layers number for number). The
+    draws are made on the host and moved, which costs a copy per draw; other precisions use torch's
+    own generator on the device."""
+
+    def rng(self, seed):
+        return np.random.default_rng(seed)
+
+    def normal(self, shape, rng):
+        return self.constant(rng.standard_normal(_shape(shape)))
+
+    def dropout(self, x, rate, rng):
+        if rate <= 0.0:
+            return x
+        keep = rng.random(tuple(x.shape)) >= rate
+        return x * self.constant(keep * (1.0 / (1.0 - rate)))
