@@ -204,7 +204,7 @@ def test_conversions():
     assert t[0, 0].item() == 1.0                                  # a copy
     half = TorchOps("cpu", torch.float32)
     assert half.constant([1.5]).dtype == torch.float32 and half.zeros((2,)).dtype == torch.float32
-    assert T.to_numpy(torch.ones(2, dtype=torch.bfloat16)).dtype == np.float32
+    assert T.to_numpy(torch.ones(2, dtype=torch.bfloat16)).dtype == np.float64
 
 
 def test_cudnn_weight_packing_warning_is_kept_from_the_user(monkeypatch):

@@ -18,17 +18,41 @@ def is_state(name):
     return STATE in name.split(".")
 
 
+# NumPy dtypes for the torch float dtypes NumPy has; bfloat16 goes through float32
+_HOST = {torch.float64: np.float64, torch.float32: np.float32, torch.float16: np.float16,
+         torch.bfloat16: np.float32}
+
+
+def host_to_device(a, device, dtype):
+    """A NumPy array (or nested list, number) as a torch tensor on `device`: floats in `dtype`, ints and
+    booleans as they are. Always a copy (never the caller's memory), and the float cast is made by
+    NumPy on the host, so no float64 tensor exists on the torch side unless dtype is float64: some
+    devices (Apple MPS) refuse float64 tensors."""
+    a = np.asarray(a)
+    if a.dtype.kind == "f":
+        t = torch.from_numpy(np.array(a, dtype=_HOST[dtype]))
+        t = t if t.dtype == dtype else t.to(dtype=dtype)
+    else:
+        t = torch.from_numpy(np.array(a))
+    return t.to(device=device)
+
+
+def to_host(t):
+    """A torch tensor as a new float64 (or int/bool) NumPy array; the cast is made by NumPy."""
+    t = t.detach()
+    if t.dtype in (torch.bfloat16, torch.float16):
+        t = t.float()
+    a = t.cpu().numpy()
+    return a.astype(np.float64) if a.dtype.kind == "f" else a.copy()
+
+
 def leaves_to_torch(params, device, dtype):
     """[(dotted name, torch tensor)] for every leaf; floating leaves get `dtype`, int leaves stay int.
 
     Always copies: torch.as_tensor would share the caller's NumPy memory on the CPU at float64, and
-    the optimizer's in-place updates would then change the tree the caller passed in. The cast is
-    made on the host, before the move, since some devices (MPS) refuse float64 tensors."""
-    out = []
-    for name, leaf in tree.named_leaves(params):
-        t = torch.tensor(np.asarray(leaf.data if type(leaf) is Tensor else leaf))
-        out.append((name, (t.to(dtype=dtype) if t.is_floating_point() else t).to(device=device)))
-    return out
+    the optimizer's in-place updates would then change the tree the caller passed in."""
+    return [(name, host_to_device(leaf.data if type(leaf) is Tensor else leaf, device, dtype))
+            for name, leaf in tree.named_leaves(params)]
 
 
 def to_torch(params, device, dtype):
@@ -38,14 +62,7 @@ def to_torch(params, device, dtype):
 
 def to_nn(params_like, tensors):
     """A tree shaped like `params_like` whose leaves are float64 nn Tensors made from `tensors`."""
-    return tree.unflatten_like(params_like, [Tensor(_array(t)) for t in tensors])
-
-
-def _array(t):
-    t = t.detach()
-    if t.is_floating_point():
-        return t.to("cpu", torch.float64).numpy().copy()
-    return t.cpu().numpy().copy()
+    return tree.unflatten_like(params_like, [Tensor(to_host(t)) for t in tensors])
 
 
 def rebuild(params_like, tensors):

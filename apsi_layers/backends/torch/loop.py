@@ -46,10 +46,7 @@ class Setup:
 
     def tensor(self, a):
         """A NumPy array on the device: floats in the weights' dtype, ints and booleans as they are."""
-        t = torch.as_tensor(np.ascontiguousarray(a))
-        if t.is_floating_point():
-            return t.to(device=self.device, dtype=self.precision.dtype)
-        return t.to(self.device)
+        return convert.host_to_device(a, self.device, self.precision.dtype)
 
     def autocast(self):
         return precision.autocast(torch, self.precision, self.device)
@@ -201,7 +198,8 @@ def _loss_positions(maskb, yb):
 
 def _epoch_loss(losses, sizes, epoch, step):
     """The epoch's mean loss, read from the device once; a NaN or infinite step stops training."""
-    values = torch.stack([v.to(torch.float64) for v in losses]).cpu().numpy()
+    # stacked in the loss's own dtype and made float64 on the host (MPS has no float64)
+    values = convert.to_host(torch.stack([v.detach() for v in losses]))
     bad = np.flatnonzero(~np.isfinite(values))
     if bad.size:
         k = int(bad[0])
@@ -219,7 +217,7 @@ def _val_loss(plan, s, leaves):
     xs = [s.tensor(a) for a in data.inputs]
     ys = [s.tensor(a) for a in data.targets]
     mask = None if data.mask is None else s.tensor(data.mask)
-    total, count = None, 0
+    values, weights = [], []
     with torch.no_grad(), s.autocast():
         for idx in plain_batches(data.n, plan.batch_size, s.graph):
             sl = slice(int(idx[0]), int(idx[-1]) + 1)
@@ -231,10 +229,10 @@ def _val_loss(plan, s, leaves):
                 continue
             ctx = Ctx(s.ops, training=False, graph=s.graph, mask=maskb)
             out = plan.model.apply(params, _x(plan, [x[sl] for x in xs]), ctx)
-            v = loss_value(s.ops, plan.loss, out, _y(plan, yb), keep, lead).to(torch.float64) * weight
-            total = v if total is None else total + v
-            count += weight
-    return float(total.item()) / count
+            values.append(loss_value(s.ops, plan.loss, out, _y(plan, yb), keep, lead))
+            weights.append(weight)
+    # one read from the device; weighted in float64 on the host
+    return float(np.dot(convert.to_host(torch.stack(values)), weights)) / sum(weights)
 
 
 def predict_loop(plan):

@@ -6,6 +6,7 @@ calls to the versions below, which keep nn's meaning (argument names, axis lists
 `install()` registers them; the torch backend calls it once when it loads.
 """
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -13,14 +14,17 @@ from apsi_lang.errors import ApsiError
 from apsi_layers.nn import foreign
 from apsi_layers.nn.tensor import Tensor
 
+from .convert import host_to_device
+
 
 def _like(x, ref):
     """x (an nn Tensor, a number, a list) as a torch tensor on ref's device; torch tensors pass."""
     if isinstance(x, torch.Tensor):
         return x
     data = x.data if type(x) is Tensor else x
-    t = torch.as_tensor(data, device=ref.device)
-    return t.to(ref.dtype) if ref.is_floating_point() else t
+    if ref.is_floating_point():
+        return host_to_device(np.asarray(data, dtype=np.float64), ref.device, ref.dtype)
+    return torch.as_tensor(data, device=ref.device)
 
 
 def _ref(*xs):

@@ -19,6 +19,8 @@ import torch.nn.functional as F
 
 from apsi_lang.errors import ApsiError
 
+from .convert import host_to_device, to_host
+
 
 class TorchOps:
     """The op set bound to one device and one floating dtype (the weights' dtype)."""
@@ -38,7 +40,7 @@ class TorchOps:
         if isinstance(a, torch.Tensor):
             return a.detach().to(device=self.device, dtype=self.dtype)
         # cast on the host, then move: a device without float64 (Apple MPS) never sees a float64 tensor
-        return torch.from_numpy(np.array(a, dtype=np.float64)).to(self.dtype).to(self.device)
+        return host_to_device(np.asarray(a, dtype=np.float64), self.device, self.dtype)
 
     def is_tensor(self, value):
         return isinstance(value, torch.Tensor)
@@ -51,10 +53,7 @@ class TorchOps:
     def to_numpy(self, t):
         if not isinstance(t, torch.Tensor):
             return np.array(t)
-        t = t.detach()
-        if t.dtype in (torch.bfloat16, torch.float16):
-            t = t.float()
-        return t.cpu().numpy().copy()
+        return to_host(t) if t.is_floating_point() else t.detach().cpu().numpy().copy()
 
     @staticmethod
     def stop_gradient(x):
