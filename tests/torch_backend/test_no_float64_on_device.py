@@ -30,9 +30,10 @@ class NoFloat64(TorchDispatchMode):
 
 CASES = [
     ("mlp_val_dropout", lambda: L.mlp(3, 2, hidden=[4], dropout=0.2, batch_norm=True),
-     rng.standard_normal((16, 3)), np.arange(16) % 2, {"val": [rng.standard_normal((4, 3)), np.arange(4) % 2]}),
-    ("transformer_sinusoidal", lambda: L.transformer_lm(9, d=8, heads=2, layers=1, context=6,
-                                                        positions="sinusoidal"),
+     rng.standard_normal((16, 3)), np.arange(16) % 2,
+     {"val": [rng.standard_normal((4, 3)), np.arange(4) % 2]}),
+    ("transformer_sinusoidal",
+     lambda: L.transformer_lm(9, d=8, heads=2, layers=1, context=6, positions="sinusoidal"),
      rng.integers(0, 9, (8, 6)), rng.integers(0, 9, (8, 6)), {}),
     ("gcn_graph", lambda: L.gcn_classifier(3, 2, hidden=[4]), rng.standard_normal((6, 3)), np.arange(6) % 2,
      {"graph": np.array([[0, 1, 2, 3, 4], [1, 2, 3, 4, 5]])}),
