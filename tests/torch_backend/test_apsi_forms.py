@@ -158,7 +158,8 @@ def test_the_issue_program_on_cuda_says_there_is_no_gpu(tmp_path):
     out = apsi("--allow-python", "train.apsi", cwd=tmp_path)
     assert out.returncode == 1 and out.stdout == ""
     error = out.stderr.strip().splitlines()[-1]
-    assert error.startswith('train.apsi:12:9: error: fit: device="cuda": PyTorch sees no CUDA/ROCm GPU: '), error
+    assert error.startswith('train.apsi:12:9: error: fit: device="cuda": PyTorch sees no CUDA/ROCm GPU: '), \
+        error
     assert "apsi pkg install torch-auto" in error and 'device="auto"' in error
 
 
