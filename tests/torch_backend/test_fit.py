@@ -471,3 +471,24 @@ def test_named_losses_are_torch_functional_kernels(monkeypatch, loss, kernel):
     a, b = both(seq_net, seq_net.init(seed=0), seqs, goal, loss=loss, opt=sgd, epochs=2, batch_size=8,
                 mask=mask)
     assert max_diff(a.params, b.params) < 1e-14
+
+
+def test_a_custom_layers_torch_forward_serves_predict_val_and_torch_module():
+    """Issue 16: the torch version was used for the training step only; predict, val= and
+    torch_module(...)(x) called the NumPy-only forward and failed with a raw TypeError."""
+    from apsi_layers.backends.torch.module import torch_module
+
+    net = sequential(dense(4, inputs=6), TorchScale(), dense(2))
+    p = net.init(seed=0)
+    res = fit(net, p, X, Y, loss="cross_entropy", verbose=False, backend="torch", precision="fp64",
+              val=[X[:8], Y[:8]], epochs=2)
+    on_torch = predict(net, res.params, X, backend="torch", precision="fp64")
+    z = on_torch.data[:8] - on_torch.data[:8].max(axis=1, keepdims=True)     # the val loss by hand
+    ce = -(z - np.log(np.exp(z).sum(axis=1, keepdims=True)))[np.arange(8), Y[:8]].mean()
+    assert abs(res.val_history[-1] - ce) < 1e-12
+    assert np.allclose(on_torch.data, predict(net, res.params, X).data, rtol=0, atol=1e-12)
+    m = torch_module(net, res.params, dtype="float64").eval()
+    assert np.allclose(m(torch.as_tensor(X)).detach().numpy(), on_torch.data, rtol=0, atol=1e-12)
+    numpy_only = sequential(dense(4, inputs=6), Scale(), dense(2))
+    with pytest.raises(ApsiError, match="the torch backend has no implementation of scale"):
+        predict(numpy_only, numpy_only.init(seed=0), X, backend="torch")

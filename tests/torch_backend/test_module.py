@@ -168,3 +168,24 @@ def test_distributed_data_parallel_with_two_cpu_processes(tmp_path):
     assert np.array_equal(w0, w1)                  # gradients were averaged: both ranks agree
     start = np.load(tmp_path / "start.npy")
     assert not np.allclose(w0, start)              # and they trained
+
+
+def test_state_dict_keys_are_the_trees_dotted_names():
+    """Issue 16: keys were `weights.0`, `state_4`; a checkpoint should read and load by name."""
+    from apsi_layers.layers import dense, mlp, sequential
+
+    net = mlp(3, 2, hidden=[4], batch_norm=True)
+    m = torch_module(net, net.init(seed=0), dtype="float64")
+    names = [n for n, _ in nn.flatten(net.init(seed=0))]
+    assert list(m.state_dict()) == names
+    assert "batch_norm.state.mean" in m.state_dict() and "dense.w" in dict(m.named_parameters())
+    assert "batch_norm.state.var" in dict(m.named_buffers())
+    other = torch_module(net, net.init(seed=5), dtype="float64")
+    other.load_state_dict({k: v.clone() for k, v in reversed(m.state_dict().items())})   # by name
+    assert all(torch.equal(a, b) for a, b in zip(other.leaves(), m.leaves(), strict=True))
+    back = params_from_torch(net, other)
+    assert all(np.array_equal(a.data, b.data) for (_, a), (_, b) in
+               zip(nn.flatten(back), nn.flatten(net.init(seed=0)), strict=True))
+    odd = sequential(dense(2, inputs=3, name="eval"), dense(1, name="weights"))
+    keys = list(torch_module(odd, odd.init(seed=0)).state_dict())
+    assert keys == ["eval_.w", "eval_.b", "weights_.w", "weights_.b"]

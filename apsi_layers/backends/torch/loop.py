@@ -43,6 +43,8 @@ class Setup:
         ops = NumpyStreamOps if self.precision.name == "fp64" else TorchOps
         self.ops = ops(self.device, self.precision.dtype)
         self.graph = Graph(self.ops, *plan.graph) if plan.graph is not None else None
+        # custom and lambda layers' torch versions: chosen once, for the step, val= and predict alike
+        self.model = view.torch_view(plan.model)
 
     def tensor(self, a):
         """A NumPy array on the device: floats in the weights' dtype, ints and booleans as they are."""
@@ -79,7 +81,7 @@ def fit_loop(plan):
     xs = [s.tensor(a) for a in data.inputs]
     ys = [s.tensor(a) for a in data.targets]
     mask = None if data.mask is None else s.tensor(data.mask)
-    model, loss = view.torch_view(plan.model), plan.loss
+    model, loss = s.model, plan.loss
     state_idx = [i for i in range(len(leaves)) if i not in set(train)]
     trees = _TreeCache(plan.params)
 
@@ -228,7 +230,7 @@ def _val_loss(plan, s, leaves):
             if weight == 0:
                 continue
             ctx = Ctx(s.ops, training=False, graph=s.graph, mask=maskb)
-            out = plan.model.apply(params, _x(plan, [x[sl] for x in xs]), ctx)
+            out = s.model.apply(params, _x(plan, [x[sl] for x in xs]), ctx)
             values.append(loss_value(s.ops, plan.loss, out, _y(plan, yb), keep, lead))
             weights.append(weight)
     # one read from the device; weighted in float64 on the host
@@ -247,8 +249,8 @@ def predict_loop(plan):
         for idx in plain_batches(data.n, plan.batch_size or 1024, s.graph):
             sl = slice(int(idx[0]), int(idx[-1]) + 1)
             ctx = Ctx(s.ops, training=False, graph=s.graph, mask=None if mask is None else mask[sl])
-            y = plan.model.apply(params, _x(plan, [x[sl] for x in xs]), ctx)
-            outs.append(tree.leaves(plan.model.present(y, s.ops)))
+            y = s.model.apply(params, _x(plan, [x[sl] for x in xs]), ctx)
+            outs.append(tree.leaves(s.model.present(y, s.ops)))
     columns = [torch.cat([o[i] for o in outs]) if len(outs) > 1 else outs[0][i] for i in range(len(outs[0]))]
     result = [Tensor(s.ops.to_numpy(c).astype(np.float64)) for c in columns]
     return result if plan.several_outputs or len(result) > 1 else result[0]

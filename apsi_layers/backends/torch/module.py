@@ -1,9 +1,11 @@
 """torch_module(net, params) -> ApsiModule, a real torch.nn.Module; params_from_torch(net, m) back.
 
-The module holds each trainable weight as a torch.nn.Parameter in the parameter tree's leaf order
-(`m.names[i]` is the dotted name of `m.weights[i]`), and running statistics (leaves under `state`)
-as buffers, so parameters(), state_dict(), to(...), train()/eval(), DDP and export behave as for
-any module. forward(x, graph=, mask=) runs the Apsi model on the torch op set.
+The module holds each trainable weight as a torch.nn.Parameter and each running statistic (leaves
+under `state`) as a buffer, registered under the tree's own dotted name (submodules per record or
+list level), so state_dict() keys read `dense.w`, `batch_norm.state.mean` and checkpoints load by
+name. `m.names[i]` is the dotted name of the i-th leaf, `m.weights` the trainable ones in tree order.
+parameters(), state_dict(), to(...), train()/eval(), DDP and export behave as for any module.
+forward(x, graph=, mask=) runs the Apsi model on the torch op set.
 """
 
 import torch
@@ -11,10 +13,17 @@ import torch
 from apsi_lang.errors import ApsiError
 from apsi_layers.nn import tree
 
-from . import convert
+from . import convert, view
 from .devices import select
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "fp32": torch.float32, "fp64": torch.float64}
+
+
+class _Level(torch.nn.Module):
+    """One record or list level of the parameter tree: it only holds names (ApsiModule runs the model)."""
+
+    def forward(self, *args, **kwargs):
+        raise TypeError("this is one level of an ApsiModule's parameter tree; call the ApsiModule itself")
 
 
 class ApsiModule(torch.nn.Module):
@@ -24,27 +33,43 @@ class ApsiModule(torch.nn.Module):
     def __init__(self, net, params, device="cpu", dtype=torch.float32, seed=0):
         super().__init__()
         self.net = net
+        self._view = view.torch_view(net)      # custom and lambda layers' torch versions
         self._like = params
         self.seed = seed
         self.names = []
-        self._slots = []                   # per leaf in tree order: ("w", index) or ("s", buffer name)
-        weights = []
+        self._slots = []                   # per leaf in tree order: ("w" or "s", its key in the module)
         for name, t in convert.leaves_to_torch(params, device, dtype):
             self.names.append(name)
+            node, key, last = self._place(name)
             if convert.is_state(name) or not t.is_floating_point():
-                buf = f"state_{len(self._slots)}"
-                self.register_buffer(buf, t)
-                self._slots.append(("s", buf))
+                node.register_buffer(last, t)
+                self._slots.append(("s", key))
             else:
-                self._slots.append(("w", len(weights)))
-                weights.append(torch.nn.Parameter(t))
-        self.weights = torch.nn.ParameterList(weights)
+                node.register_parameter(last, torch.nn.Parameter(t))
+                self._slots.append(("w", key))
         self._graph = None                 # (edges object, node count, Graph) of the last call
         self._rng = None
 
+    def _place(self, name):
+        """(submodule, module key, attribute) for a leaf's dotted name, making the levels on the way.
+        A part that is already an attribute of torch.nn.Module (a layer named "eval") gets a "_"."""
+        parts = [p if not hasattr(ApsiModule, p) and p not in vars(self) else p + "_"
+                 for p in (name or "value").split(".")]
+        node = self
+        for part in parts[:-1]:
+            if part not in node._modules:
+                node.add_module(part, _Level())
+            node = node._modules[part]
+        return node, ".".join(parts), parts[-1]
+
     def leaves(self):
         """The tensors in tree order (weights and buffers)."""
-        return [self.weights[i] if kind == "w" else getattr(self, i) for kind, i in self._slots]
+        return [self.get_parameter(k) if kind == "w" else self.get_buffer(k) for kind, k in self._slots]
+
+    @property
+    def weights(self):
+        """The trainable weights (torch.nn.Parameter) in tree order."""
+        return [self.get_parameter(k) for kind, k in self._slots if kind == "w"]
 
     def tree(self):
         """The parameter tree with this module's tensors as leaves."""
@@ -58,13 +83,13 @@ class ApsiModule(torch.nn.Module):
         ctx = Ctx(ops, training=self.training, rng=self._random(ops) if self.training else None,
                   graph=self._graph_for(ops, graph, x), mask=None if mask is None else ops._bool(mask))
         params = self.tree()
-        y = self.net.apply(params, _cast(x, ops), ctx)
+        y = self._view.apply(params, _cast(x, ops), ctx)
         if ctx.updates:                # batch norm's running statistics, as fit keeps them
             with torch.no_grad():
                 new = tree.leaves(replace_states(params, ctx.updates))
-                for (kind, i), t in zip(self._slots, new):
+                for (kind, key), t in zip(self._slots, new, strict=True):
                     if kind == "s":
-                        getattr(self, i).copy_(t)
+                        self.get_buffer(key).copy_(t)
         return y
 
     def _graph_for(self, ops, graph, x):
