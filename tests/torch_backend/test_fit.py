@@ -148,9 +148,10 @@ def test_compile_falls_back_with_the_note(monkeypatch, capsys):
 
     monkeypatch.setattr(torch, "compile", broken)
     res = fit(NET, P, X, Y, loss="cross_entropy", epochs=2, verbose=False, backend="torch", compile=True)
-    err = capsys.readouterr().err
-    assert err.startswith("torch.compile failed (RuntimeError: no working C++ compiler found); "
-                          "continuing eagerly")
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("note: compiling the model with torch.compile")
+    assert err[1].startswith("torch.compile failed (RuntimeError: no working C++ compiler found); "
+                             "continuing eagerly")
     eager = fit(NET, P, X, Y, loss="cross_entropy", epochs=2, verbose=False, backend="torch")
     assert res.history == eager.history
 
@@ -162,6 +163,29 @@ def test_compile_missing_entirely(monkeypatch, capsys):
     monkeypatch.setattr(torch, "compile", missing)
     fit(NET, P, X, Y, loss="cross_entropy", epochs=1, verbose=False, backend="torch", compile=True)
     assert "torch.compile failed (RuntimeError: Dynamo is not supported" in capsys.readouterr().err
+
+
+def test_each_fit_compiles_its_own_function(monkeypatch, capsys):
+    """Issue 16: every fit shared one code object, so after Dynamo's recompile limit (8) the ninth
+    model in a process ran uncompiled, with raw Dynamo log lines. A counting backend sees each graph."""
+    compiled = []
+
+    def counting(gm, example_inputs):
+        compiled.append(len(example_inputs))
+        return gm.forward
+
+    real = torch.compile
+    monkeypatch.setattr(torch, "compile", lambda fn, **kw: real(fn, backend=counting, dynamic=False))
+    torch._dynamo.reset()
+    models = [mlp(6, 2, hidden=[h]) for h in range(3, 13)]
+    for net in models:
+        before = len(compiled)
+        fit(net, net.init(seed=0), X[:16], Y[:16], loss="cross_entropy", batch_size=16, verbose=False,
+            backend="torch", compile=True)
+        assert len(compiled) > before, f"the fit of {net!r} ran uncompiled"
+    err = capsys.readouterr().err
+    assert "recompile" not in err and "torch._dynamo" not in err, err
+    assert err.count("note: compiling the model with torch.compile") == len(models)
 
 
 @pytest.mark.slow

@@ -4,9 +4,16 @@ torch.compile fails late: the call that wraps a function succeeds, and the compi
 a C++ toolchain on the CPU, Triton on GPUs) runs at the first call. So the first call is tried, and
 any failure there that is not an error of the program itself prints the note
 `torch.compile failed (...); continuing eagerly` and runs the same function eagerly from then on.
+
+Dynamo keeps its compiled versions on the function's code object, and after a few (its recompile
+limit, 8) it stops compiling that code and logs raw warnings. Every fit's objective is the same
+nested function, so the ninth model in one process ran uncompiled. Each Forward therefore compiles
+its own copy of the code object: one compiled function per fit, whatever ran before.
 """
 
+import itertools
 import sys
+import types
 
 from apsi_lang.errors import ApsiError
 
@@ -23,6 +30,19 @@ def note(text):
     print(text, file=sys.stderr, flush=True)
 
 
+COMPILING = ("note: compiling the model with torch.compile; the first steps wait for it "
+             "(on the CPU this can take minutes)")
+_serial = itertools.count(1)
+
+
+def own_code(fn):
+    """fn with a code object of its own (same body, closure and globals), so Dynamo's cache for it
+    starts empty."""
+    name = f"{fn.__name__}_{next(_serial)}"
+    code = fn.__code__.replace(co_name=name, co_qualname=name)
+    return types.FunctionType(code, fn.__globals__, name, fn.__defaults__, fn.__closure__)
+
+
 class Forward:
     """`fn` compiled (when asked) with the eager fallback; call it like fn."""
 
@@ -34,7 +54,7 @@ class Forward:
         self.note = None             # the fallback note, when there was one
         if compile:
             try:
-                self.compiled = torch.compile(fn, dynamic=False)
+                self.compiled = torch.compile(own_code(fn), dynamic=False)
             except Exception as e:   # no compiler at all (e.g. an unsupported Python or platform)
                 self._fall_back(e)
 
@@ -52,6 +72,7 @@ class Forward:
             return self.fn(*args)
         if self.proven:
             return self.compiled(*args)
+        self.on_note(COMPILING)
         try:
             out = self.compiled(*args)
         except ApsiError:            # the program's own error: not the compiler's fault
