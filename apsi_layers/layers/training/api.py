@@ -15,6 +15,7 @@ from apsi_lang.errors import ApsiError
 from apsi_lang.values import show
 
 from .option_checks import check_backend, check_numpy_options, torch_only_options
+from .memory import is_out_of_memory, out_of_memory
 from .plan import fit_plan, predict_plan
 
 TORCH_MODULE = "apsi_layers.backends.torch.fit"
@@ -85,6 +86,15 @@ def predict(model, params, x, **options):
 
 
 def _run(fn, plan):
+    try:
+        return _run_on_backend(fn, plan)
+    except (MemoryError, RuntimeError) as e:
+        if is_out_of_memory(e):
+            raise out_of_memory(fn, plan) from None
+        raise
+
+
+def _run_on_backend(fn, plan):
     requested = plan.backend
     plan.backend = choose(fn, requested)
     if plan.backend == "torch":
