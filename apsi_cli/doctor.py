@@ -421,9 +421,11 @@ def doctor(ctx, as_json):
     perms = (ctx.obj or {}).get("perms", {}) if isinstance(ctx.obj, dict) else {}
     try:
         report = collect(perms)
-    except KeyboardInterrupt:
-        click.echo("error: interrupted (Ctrl-C)", err=True)
-        ctx.exit(1)
+    except KeyboardInterrupt as e:
+        from apsi_lang import signals
+
+        click.echo(f"apsi doctor: {signals.describe(e)} before the report was complete", err=True)
+        ctx.exit(signals.exit_code(e))
     if as_json:
         import json
 

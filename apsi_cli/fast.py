@@ -90,11 +90,17 @@ def _runner():
 
 
 def run(action):
-    """action() with what Click's standalone mode does around a command: Ctrl-C (outside the program,
-    which the runner handles itself) says Aborted! and exits 1, a closed pipe exits 1 quietly."""
+    """action() with what Click's standalone mode does around a command, but the exit codes a shell
+    expects: Ctrl-C (outside the program, which the runner handles itself) exits 130, SIGTERM 143;
+    end of input says Aborted! and exits 1; a closed pipe exits 1 quietly."""
     try:
         return action()
-    except (EOFError, KeyboardInterrupt):
+    except KeyboardInterrupt as e:
+        from apsi_lang import signals
+
+        sys.stderr.write(f"\napsi: {signals.describe(e)}\n")
+        return signals.exit_code(e)
+    except EOFError:
         sys.stderr.write("\nAborted!\n")
         return 1
     except OSError as e:

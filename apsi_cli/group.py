@@ -29,6 +29,16 @@ class ApsiGroup(click.Group):
             return "run", self.get_command(ctx, "run"), args
         return super().resolve_command(ctx, args)
 
+    def invoke(self, ctx):
+        # Click's own handling says "Aborted!" and exits 1; a shell expects 130 (Ctrl-C) / 143 (SIGTERM)
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as e:
+            from apsi_lang import signals
+
+            click.echo(f"\napsi: {signals.describe(e)}", err=True)
+            raise click.exceptions.Exit(signals.exit_code(e)) from None
+
     def format_commands(self, ctx, formatter):
         rows = [(name, help_) for name, (_, help_) in sorted(LAZY_COMMANDS.items())]
         with formatter.section("Commands"):

@@ -101,9 +101,12 @@ def install(req):
             _install_family_only(req, family, python, info)
         if plain:
             _install_plain(req, plain, python, with_index=not builds)
-    except KeyboardInterrupt:
-        state = _torch_state(python)
-        fail(f"interrupted (Ctrl-C) before pip finished. {state}")
+    except KeyboardInterrupt as e:
+        from apsi_lang import signals
+
+        if req.dry_run:
+            fail(f"{signals.describe(e)}; nothing was changed (dry run)", code=signals.exit_code(e))
+        fail(f"{signals.describe(e)} before pip finished. {_torch_state(python)}", code=signals.exit_code(e))
 
 
 def _bare(name):

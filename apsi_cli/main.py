@@ -40,6 +40,9 @@ def main(argv=None, prog_name="apsi"):
     import sys
 
     argv = list(sys.argv[1:] if argv is None else argv)
+    from apsi_lang import signals
+
+    signals.install()       # SIGTERM stops as Ctrl-C does: cleanups run, exit 143
     try:
         from . import fast
 

@@ -106,8 +106,11 @@ def uninstall(names):
         rc, err = pipcmd.run_pip(cmd)
     except pipcmd.PipError as e:
         installer.fail(e.message)
-    except KeyboardInterrupt:
-        installer.fail("interrupted (Ctrl-C); `apsi pkg list` shows what is installed now")
+    except KeyboardInterrupt as e:
+        from apsi_lang import signals
+
+        installer.fail(f"{signals.describe(e)}; `apsi pkg list` shows what is installed now",
+                       code=signals.exit_code(e))
     if rc != 0:
         last = [ln for ln in err.strip().splitlines() if ln.strip()]
         installer.fail(f"pip could not uninstall {' '.join(targets)}: {last[-1] if last else 'no message'}")

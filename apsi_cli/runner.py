@@ -123,9 +123,18 @@ def guarded(action, prepare=None):
             return code or 0
         _err(str(code))            # exit("message"): the message goes to stderr, as in Python
         return 1
-    except KeyboardInterrupt:
-        _err("apsi: interrupted")
-        return 130
+    except KeyboardInterrupt as e:
+        from apsi_lang import signals
+
+        _err(f"apsi: {signals.describe(e)}")
+        if bigstack.abandoned:          # the program's thread is still inside C code: see bigstack
+            from apsi_lang import files
+
+            files.remove_pending()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(signals.exit_code(e))
+        return signals.exit_code(e)
     except BrokenPipeError:
         # the reader left (`apsi prog | head`): stop quietly, as a process killed by SIGPIPE would
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -13,7 +13,11 @@ lets a thread reserve that much: a tuple deep enough to overflow it does not fit
 
     result = bigstack.call(fn)      # fn() on the big-stack thread; its exception re-raised here
 
-Ctrl-C reaches the main thread only; it is passed on to the program's thread as KeyboardInterrupt.
+Ctrl-C (and SIGTERM, see signals.py) reaches the main thread only; it is passed on to the program's
+thread as the same exception. When the program's thread does not stop within GRACE_SECONDS, or a
+second Ctrl-C comes first, the thread is inside C code (BLAS, reading input) and cannot be stopped:
+`abandoned` is set, and the caller must end the process with os._exit, since letting the interpreter
+shut down around a thread that is still inside NumPy crashed it (exit 139).
 """
 
 import sys
@@ -24,6 +28,7 @@ SAFE_LIMIT = 1500                   # where the default 8 MiB stack holds even c
 GRACE_SECONDS = 2.0                 # how long a Ctrl-C waits for the program to stop
 
 _inside = None                      # threading.local(), made on first use
+abandoned = False                   # the program's thread was left running (see above)
 
 
 def call(fn):
@@ -91,18 +96,23 @@ def stack_sizes():
 
 
 def _wait(thread, done):
+    global abandoned
     # (an Event, not thread.join(): a join interrupted by Ctrl-C can mark the thread as stopped)
     try:
         done.wait()
-    except KeyboardInterrupt:
-        _interrupt(thread)
-        if not done.wait(GRACE_SECONDS):    # blocked in C code (reading input): stop waiting
-            raise
+    except KeyboardInterrupt as e:
+        _interrupt(thread, type(e))
+        try:
+            stopped = done.wait(GRACE_SECONDS)
+        except KeyboardInterrupt:            # a second Ctrl-C: stop waiting now
+            stopped = False
+        if not stopped:                      # blocked in C code: leave it, and say so
+            abandoned = True
+            raise e from None
 
 
-def _interrupt(thread):
-    """Raise KeyboardInterrupt in `thread` at its next Python instruction."""
+def _interrupt(thread, kind=KeyboardInterrupt):
+    """Raise `kind` (KeyboardInterrupt or signals.Terminated) in `thread` at its next instruction."""
     import ctypes
 
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident),
-                                               ctypes.py_object(KeyboardInterrupt))
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(kind))

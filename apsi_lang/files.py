@@ -34,14 +34,29 @@ def atomic_open(path, mode="w", encoding=None):
     except FileNotFoundError:
         keep = 0o666 & ~umask()
     fd, tmp = _temporary(folder)
+    PENDING.add(tmp)
     try:
         os.fchmod(fd, keep)
         with os.fdopen(fd, mode, encoding=encoding) as f:
             yield f
         os.replace(tmp, path)
     finally:
+        PENDING.discard(tmp)
         if os.path.lexists(tmp):
             os.unlink(tmp)
+
+
+PENDING = set()     # temporary files of atomic writes in progress, on any thread
+
+
+def remove_pending():
+    """Delete the temporary files of writes that will never finish (the process ends without
+    unwinding the thread that makes them: see bigstack.abandoned)."""
+    for tmp in list(PENDING):
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
 
 
 def _may_keep_execute(path):

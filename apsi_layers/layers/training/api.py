@@ -14,8 +14,8 @@ from apsi_lang import permissions
 from apsi_lang.errors import ApsiError
 from apsi_lang.values import show
 
-from .option_checks import check_backend, check_numpy_options, torch_only_options
 from .memory import is_out_of_memory, out_of_memory
+from .option_checks import check_backend, check_numpy_options, torch_only_options
 from .plan import fit_plan, predict_plan
 
 TORCH_MODULE = "apsi_layers.backends.torch.fit"
