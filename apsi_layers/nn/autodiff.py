@@ -12,6 +12,7 @@ from apsi_lang.errors import ApsiError
 
 from . import tree
 from .graph import GRAPH
+from .nonfinite import NonFiniteError
 from .ops import add
 from .tape import STATE, Tape
 from .tensor import Tensor, as_tensor, describe
@@ -173,7 +174,7 @@ def _scalar_output(trace):
                         f"it returned a tensor of shape {out.shape}; reduce it with mean(...) or "
                         f"sum(...), or use jacobian for a vector-valued function")
     if not np.isfinite(out.data).all():
-        raise ApsiError(f"{trace.fn}: the function returned {out.data.item()}; "
+        raise NonFiniteError(f"{trace.fn}: the function returned {out.data.item()}; "
                         f"{_first_bad_op(trace) or 'check the inputs for NaN or inf'}")
     return out
 

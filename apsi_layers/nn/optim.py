@@ -16,6 +16,7 @@ import numpy as np
 from apsi_lang.errors import ApsiError
 
 from . import tree
+from .nonfinite import NonFiniteError
 from .tensor import Tensor, as_tensor
 
 
@@ -79,7 +80,7 @@ class Optimizer:
             g = _data(g)
             if not np.isfinite(np.sum(g)):
                 bad = "NaN" if np.isnan(g).any() else "an infinite value"
-                raise ApsiError(f"{self.name}.step: the gradient of {name!r} holds {bad}; lower the "
+                raise NonFiniteError(f"{self.name}.step: the gradient of {name!r} holds {bad}; lower the "
                                 "learning rate or clip gradients (clip_by_global_norm)")
             new.append(Tensor(self.update(_data(p), g, state, rate, self.steps)))
         return tree.unflatten_like(params, new)

@@ -17,9 +17,8 @@ import math
 
 import numpy as np
 
-from apsi_lang.errors import ApsiError
-
 from . import optim, tree
+from .nonfinite import NonFiniteError
 from .tensor import Tensor
 
 
@@ -220,7 +219,7 @@ class InPlace:
         for name, g in zip(self.names, gs, strict=True):     # all checked first: no half-done step
             if not np.isfinite(np.sum(g)):
                 bad = "NaN" if np.isnan(g).any() else "an infinite value"
-                raise ApsiError(f"{opt.name}.step: the gradient of {name!r} holds {bad}; lower the "
+                raise NonFiniteError(f"{opt.name}.step: the gradient of {name!r} holds {bad}; lower the "
                                 "learning rate or clip gradients (clip_by_global_norm)")
         for p, g, state, (a, b) in zip(ps, gs, opt._state, self.scratch, strict=True):
             if g.dtype == p.dtype == np.float64:

@@ -7,7 +7,6 @@ import time
 
 import numpy as np
 
-from apsi_lang.errors import ApsiError
 from apsi_lang.values import Record
 from apsi_layers import nn
 from apsi_layers.layers.base import RESERVED
@@ -17,6 +16,7 @@ from apsi_layers.layers.training.batches import epoch_batches, loss_positions, p
 from apsi_layers.layers.training.finite import check_trained, constant_loss
 from apsi_layers.layers.training.progress import progress
 from apsi_layers.nn import tree
+from apsi_layers.nn.nonfinite import NonFiniteError
 from apsi_layers.nn.optim import checked_lr
 from apsi_layers.nn.optim_inplace import InPlace
 from apsi_layers.nn.tensor import Tensor
@@ -121,11 +121,9 @@ def fit_numpy(plan):
                     else:
                         new = opt.step(trainable, grads, lr=lr) if trainable else []
                 except _NonFinite as e:
-                    raise ApsiError(_nan_message(e.value, epoch, k, step + 1)) from None
-                except ApsiError as e:
-                    if "NaN" in e.message or "non-finite" in e.message:
-                        raise ApsiError(_nan_message(float("nan"), epoch, k, step + 1, e.message)) from None
-                    raise
+                    raise NonFiniteError(_nan_message(e.value, epoch, k, step + 1)) from None
+                except NonFiniteError as e:
+                    raise NonFiniteError(_nan_message(float("nan"), epoch, k, step + 1, e.message)) from None
                 for j, i in enumerate(train):
                     leaves[i] = new[j]
                 if ctx.updates:

@@ -18,7 +18,7 @@ from apsi_layers.backends.numpy.loop import replace_states
 from apsi_layers.backends.torch.ops import NumpyStreamOps, TorchOps
 from apsi_layers.layers.context import Ctx, Graph
 from apsi_layers.layers.training.batches import epoch_batches, kept_count, plain_batches, seeds
-from apsi_layers.layers.training.finite import check_trained, constant_loss
+from apsi_layers.layers.training.finite import NonFiniteError, check_trained, constant_loss
 from apsi_layers.layers.training.progress import progress
 from apsi_layers.nn import tree
 from apsi_layers.nn.tensor import Tensor
@@ -207,7 +207,7 @@ def _epoch_loss(losses, sizes, epoch, step):
         k = int(bad[0])
         what = "NaN" if math.isnan(values[k]) else "infinite"
         overall = step - len(values) + k + 1
-        raise ApsiError(f"fit: the loss became {what} at epoch {epoch}, step {k + 1} (step {overall} "
+        raise NonFiniteError(f"fit: the loss became {what} at epoch {epoch}, step {k + 1} (step {overall} "
                         "overall); training stopped and no parameters were returned. Lower the learning "
                         "rate (e.g. opt=adam(lr=1e-4)) or clip gradients with clip=1.0")
     return float(np.dot(values, sizes) / np.sum(sizes))

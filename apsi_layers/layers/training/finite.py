@@ -3,10 +3,7 @@
 import numpy as np
 
 from apsi_lang.errors import ApsiError
-
-
-class NonFiniteError(ApsiError):
-    """Training produced NaN or infinite numbers (the loss, a gradient or a parameter)."""
+from apsi_layers.nn.nonfinite import NonFiniteError
 
 
 def check_trained(named_arrays):
