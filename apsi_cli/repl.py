@@ -37,6 +37,9 @@ def needs_more(text):
 
 class Repl:
     def __init__(self):
+        from apsi_lang import interactive
+
+        interactive.set_active(True)        # fit returns a partial result on Ctrl-C here
         self.ns = program.new_namespace(str(Path.cwd()))
         self.count = 0
         self.readline = self._setup_history()

@@ -2,8 +2,8 @@
 nn's optimizers. One step: slice the batch, run forward and backward on a fresh tape (freed when the
 step ends, so memory stays flat), clip, update the trainable leaves, put new running statistics in."""
 
+import copy
 import math
-import time
 
 import numpy as np
 
@@ -12,9 +12,8 @@ from apsi_layers import nn
 from apsi_layers.layers.base import RESERVED
 from apsi_layers.layers.context import Ctx, Graph
 from apsi_layers.layers.losses import loss_value
-from apsi_layers.layers.training.batches import epoch_batches, loss_positions, plain_batches, rows, seeds
+from apsi_layers.layers.training.batches import loss_positions, plain_batches, rows, seeds
 from apsi_layers.layers.training.finite import check_trained, constant_loss
-from apsi_layers.layers.training.progress import progress
 from apsi_layers.nn import tree
 from apsi_layers.nn.nonfinite import NonFiniteError
 from apsi_layers.nn.optim import checked_lr
@@ -60,90 +59,162 @@ def _tensor(a):
 
 
 def fit_numpy(plan):
-    ops = opset()
-    t0 = time.perf_counter()
-    names, leaves, train = split_state(plan.params)
-    shuffle_seed, noise_seed = seeds(plan.seed)
-    shuffle = np.random.default_rng(shuffle_seed)
-    noise = ops.rng(noise_seed)
-    data = plan.data
-    graph = Graph(ops, *plan.graph) if plan.graph is not None else None
-    model, loss, opt = plan.model, plan.loss, plan.opt
-    template = plan.params
+    from apsi_layers.layers.training.driver import fit_loop
 
-    def objective(trainable, xb, yb, maskb, keep, lead):
-        full = list(leaves)
-        for j, i in enumerate(train):
+    return fit_loop(plan, NumpySession(plan))
+
+
+class NumpySession:
+    """fit's state on the NumPy backend, for the shared loop (layers/training/driver.py)."""
+
+    backend = device = "numpy"
+
+    def __init__(self, plan):
+        self.plan = plan
+        self.ops = ops = opset()
+        self.names, self.leaves_, self.train = split_state(plan.params)
+        self.noise = ops.rng(seeds(plan.seed)[1])
+        self.graph = Graph(ops, *plan.graph) if plan.graph is not None else None
+        self.opt = plan.opt
+        self.step_fn = nn.value_and_grad(self._objective, has_aux=True)
+        # the optimizer updates the loop's own copy of the parameters in place (nn/optim_inplace.py)
+        trainable = [self.leaves_[i] for i in self.train]
+        self.inplace = InPlace(self.opt) if InPlace.supports(self.opt, trainable) else None
+        # fit's schedule= first, then an lr given as a function: checked here, so its message is fit's
+        self.schedule = plan.schedule if plan.schedule is not None else (
+            self.opt.lr if callable(self.opt.lr) else None)
+
+    @property
+    def steps(self):
+        """Optimizer steps so far (opt=r.opt continues the count, and the schedule with it)."""
+        return self.opt.steps
+
+    def _objective(self, trainable, xb, yb, maskb, keep, lead):
+        plan, ops = self.plan, self.ops
+        full = list(self.leaves_)
+        for j, i in enumerate(self.train):
             full[i] = trainable[j]
-        params = tree.unflatten_like(template, full) if full else template
-        ctx = Ctx(ops, training=True, rng=noise, graph=graph, mask=maskb)
-        out = model.apply(params, xb if plan.several_inputs else xb[0], ctx)
-        value = loss_value(ops, loss, out, yb if plan.several_outputs else yb[0], keep, lead)
-        if not isinstance(loss, str) and not (type(value) is Tensor and value.tape is not None):
-            raise constant_loss(loss)
+        params = tree.unflatten_like(plan.params, full) if full else plan.params
+        ctx = Ctx(ops, training=True, rng=self.noise, graph=self.graph, mask=maskb)
+        out = plan.model.apply(params, xb if plan.several_inputs else xb[0], ctx)
+        value = loss_value(ops, plan.loss, out, yb if plan.several_outputs else yb[0], keep, lead)
+        if not isinstance(plan.loss, str) and not (type(value) is Tensor and value.tape is not None):
+            raise constant_loss(plan.loss)
         v = float(np.asarray(value.data if type(value) is Tensor else value))
         if not math.isfinite(v):
             raise _NonFinite(v)
         return value, (ctx, params)
 
-    step_fn = nn.value_and_grad(objective, has_aux=True)
-    # the optimizer updates the loop's own copy of the parameters in place (nn/optim_inplace.py)
-    inplace = InPlace(opt) if InPlace.supports(opt, [leaves[i] for i in train]) else None
-    steps_per_epoch = len(epoch_batches(data.n, plan.batch_size, np.random.default_rng(0), graph))
-    show = progress(plan.verbose, plan.epochs, steps_per_epoch)
-    history, val_history, step = [], [], 0
-    # fit's schedule= first, then an lr given as a function: checked here, so its message is fit's
-    schedule = plan.schedule if plan.schedule is not None else (opt.lr if callable(opt.lr) else None)
-    show.start()
-    try:
-        for epoch in range(1, plan.epochs + 1):
-            total, count = 0.0, 0
-            for k, idx in enumerate(epoch_batches(data.n, plan.batch_size, shuffle, graph), 1):
-                full = graph is not None
-                xb = [_tensor(a) for a in rows(data.inputs, idx, full)]
-                keep, lead, ys = loss_positions(data.mask, rows(data.targets, idx, full), idx, full)
-                weight = len(idx) if keep is None else len(keep)
-                if weight == 0:             # the mask keeps no sample of this batch: nothing to learn
-                    show.step(None)
-                    continue
-                yb = [_tensor(a) for a in ys]
-                maskb = None if data.mask is None else Tensor(data.mask if full else data.mask[idx])
-                keep_t = None if keep is None else ops.indices(keep)
-                trainable = [leaves[i] for i in train]
-                try:
-                    (value, (ctx, used)), grads = step_fn(trainable, xb, yb, maskb, keep_t, lead)
-                    if plan.clip is not None:
-                        grads = tree.clip_by_global_norm(grads, plan.clip)
-                    lr = None if schedule is None else _lr(schedule, step)
-                    if inplace is not None and trainable:
-                        inplace.step(trainable, grads, lr=lr)
-                        new = trainable
-                    else:
-                        new = opt.step(trainable, grads, lr=lr) if trainable else []
-                except _NonFinite as e:
-                    raise NonFiniteError(_nan_message(e.value, epoch, k, step + 1)) from None
-                except NonFiniteError as e:
-                    raise NonFiniteError(_nan_message(float("nan"), epoch, k, step + 1, e.message)) from None
-                for j, i in enumerate(train):
-                    leaves[i] = new[j]
-                if ctx.updates:
-                    _take_states(names, leaves, train, replace_states(used, ctx.updates))
-                step += 1
-                v = float(value.data)
-                total += v * weight
-                count += weight
-                show.step(v)
-            history.append(total / count)
-            val = _val_loss(plan, ops, leaves, graph) if plan.val is not None else None
-            if val is not None:
-                val_history.append(val)
-            show.epoch(epoch, history[-1], val)
-    finally:
-        show.close()
-    check_trained((names[i], v.data) for i, v in enumerate(leaves))
-    trained = tree.unflatten_like(template, [Tensor(v.data) for v in leaves]) if leaves else template
-    return Record(params=trained, history=history, val_history=val_history, device="numpy",
-                  backend="numpy", steps=step, seconds=time.perf_counter() - t0)
+    def train_epoch(self, epoch, batches, on_step):
+        data, total, count = self.plan.data, 0.0, 0
+        full = self.graph is not None                 # a graph trains on every node at once
+        for k, idx in enumerate(batches, 1):
+            keep, lead, ys = loss_positions(data.mask, rows(data.targets, idx, full), idx, full)
+            weight = len(idx) if keep is None else len(keep)
+            if weight == 0:             # the mask keeps no sample of this batch: nothing to learn
+                on_step(None)
+                continue
+            v = self._step(epoch, k, idx, full, keep, lead, ys)
+            total += v * weight
+            count += weight
+            on_step(v)
+        return total / count
+
+    def _step(self, epoch, k, idx, full, keep, lead, ys):
+        plan, data, ops = self.plan, self.plan.data, self.ops
+        xb = [Tensor(a) for a in rows(data.inputs, idx, full)]
+        yb = [Tensor(a) for a in ys]
+        maskb = None if data.mask is None else Tensor(data.mask if full else data.mask[idx])
+        keep_t = None if keep is None else ops.indices(keep)
+        trainable = [self.leaves_[i] for i in self.train]
+        try:
+            (value, (ctx, used)), grads = self.step_fn(trainable, xb, yb, maskb, keep_t, lead)
+            if plan.clip is not None:
+                grads = tree.clip_by_global_norm(grads, plan.clip)
+            lr = None if self.schedule is None else _lr(self.schedule, self.steps)
+            self.last_lr = lr
+            if self.inplace is not None and trainable:
+                self.inplace.step(trainable, grads, lr=lr)
+                new = trainable
+            else:
+                new = self.opt.step(trainable, grads, lr=lr) if trainable else []
+        except _NonFinite as e:
+            raise NonFiniteError(_nan_message(e.value, epoch, k, self.steps + 1)) from None
+        except NonFiniteError as e:
+            raise NonFiniteError(_nan_message(float("nan"), epoch, k, self.steps + 1, e.message)) from None
+        for j, i in enumerate(self.train):
+            self.leaves_[i] = new[j]
+        if ctx.updates:
+            _take_states(self.names, self.leaves_, self.train, replace_states(used, ctx.updates))
+        if not trainable:
+            self.opt.steps += 1                 # (no optimizer step ran: count the step anyway)
+        return float(value.data)
+
+    def val_loss(self):
+        return _val_loss(self.plan, self.ops, self.leaves_, self.graph)
+
+    def outputs(self, data):
+        """The model's raw outputs (evaluation mode) for `data`, one array per output."""
+        params = tree.unflatten_like(self.plan.params, self.leaves_) if self.leaves_ else self.plan.params
+        outs = []
+        for idx in plain_batches(data.n, self.plan.batch_size, self.graph):
+            full = len(idx) == data.n
+            xb = [Tensor(a) for a in rows(data.inputs, idx, full)]
+            maskb = None if data.mask is None else Tensor(data.mask if full else data.mask[idx])
+            y = self.plan.model.apply(params, xb if self.plan.several_inputs else xb[0],
+                                      Ctx(self.ops, training=False, graph=self.graph, mask=maskb))
+            outs.append([t.data for t in (y if isinstance(y, list | tuple) else [y])])
+        return [np.concatenate(parts) for parts in zip(*outs, strict=True)]
+
+    def leaves(self):
+        return [np.array(v.data, dtype=np.float64 if v.data.dtype.kind == "f" else v.data.dtype)
+                for v in self.leaves_]
+
+    def set_leaves(self, arrays):
+        self.leaves_ = [Tensor(np.array(a)) for a in arrays]
+
+    def opt_state(self):
+        state = self.opt._state
+        return self.opt.steps, None if state is None else [
+            {k: np.array(v) for k, v in s.items()} for s in state]
+
+    def set_opt_state(self, steps, states):
+        restore_opt(self.opt, steps, states, [self.names[i] for i in self.train],
+                    [self.leaves_[i].data.shape for i in self.train])
+
+    def noise_state(self):
+        return self.noise.bit_generator.state, None
+
+    def set_noise_state(self, meta, array):
+        self.noise.bit_generator.state = meta
+
+    last_lr = None
+
+    def current_lr(self):
+        """The rate of the last step (a schedule is not called again: it may print or count)."""
+        if self.last_lr is not None:
+            return float(self.last_lr)
+        return float(self.opt.lr) if not callable(self.opt.lr) else float("nan")
+
+    def optimizer(self):
+        return copy.deepcopy(self.opt)
+
+    def trained(self, check=True):
+        if check:
+            check_trained((self.names[i], v.data) for i, v in enumerate(self.leaves_))
+        if not self.leaves_:
+            return self.plan.params
+        return tree.unflatten_like(self.plan.params, [Tensor(np.array(v.data)) for v in self.leaves_])
+
+
+def restore_opt(opt, steps, states, names, shapes):
+    """Put a checkpoint's optimizer state (nn's layout) into `opt`."""
+    opt.steps = steps
+    if states is None:
+        opt._state, opt._names, opt._shapes = None, None, None
+        return
+    opt._state = [{k: (np.array(v) if np.ndim(v) else float(v)) for k, v in s.items()} for s in states]
+    opt._names, opt._shapes = list(names), [tuple(s) for s in shapes]
 
 
 def _lr(schedule, step):

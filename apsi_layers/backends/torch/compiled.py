@@ -36,8 +36,10 @@ _serial = itertools.count(1)
 
 
 def own_code(fn):
-    """fn with a code object of its own (same body, closure and globals), so Dynamo's cache for it
-    starts empty."""
+    """fn (a function or a bound method) with a code object of its own (same body, closure and
+    globals), so Dynamo's cache for it starts empty."""
+    if isinstance(fn, types.MethodType):
+        return types.MethodType(own_code(fn.__func__), fn.__self__)
     name = f"{fn.__name__}_{next(_serial)}"
     code = fn.__code__.replace(co_name=name, co_qualname=name)
     return types.FunctionType(code, fn.__globals__, name, fn.__defaults__, fn.__closure__)

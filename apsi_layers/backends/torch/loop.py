@@ -6,20 +6,18 @@ batches are gathered there; the loss stays on the device and is read once per ep
 is also when a NaN or infinite loss is found and named by epoch and step.
 """
 
+import copy
 import math
-import time
 
 import numpy as np
 import torch
 
 from apsi_lang.errors import ApsiError
-from apsi_lang.values import Record
 from apsi_layers.backends.numpy.loop import replace_states
 from apsi_layers.backends.torch.ops import NumpyStreamOps, TorchOps
 from apsi_layers.layers.context import Ctx, Graph
-from apsi_layers.layers.training.batches import epoch_batches, kept_count, plain_batches, seeds
+from apsi_layers.layers.training.batches import kept_count, plain_batches, seeds
 from apsi_layers.layers.training.finite import NonFiniteError, check_trained, constant_loss
-from apsi_layers.layers.training.progress import progress
 from apsi_layers.nn import tree
 from apsi_layers.nn.tensor import Tensor
 
@@ -63,85 +61,159 @@ def _y(plan, ys):
 
 
 def fit_loop(plan):
-    t0 = time.perf_counter()
-    s = Setup(plan, "fit")
-    ops = s.ops
-    names = [n for n, _ in tree.named_leaves(plan.params)] if tree.leaves(plan.params) else []
-    leaves = [t for _, t in convert.leaves_to_torch(plan.params, s.device, s.precision.dtype)]
-    train = [i for i, n in enumerate(names) if not convert.is_state(n) and leaves[i].is_floating_point()]
-    for i in train:
-        leaves[i].requires_grad_(True)
-    weights = [leaves[i] for i in train]
-    opt = TorchOptimizer(plan.opt, weights, plan.schedule) if weights else None
-    scaler = precision.scaler(torch, s.precision, s.device)
-    shuffle_seed, noise_seed = seeds(plan.seed)
-    shuffle = np.random.default_rng(shuffle_seed)
-    noise = ops.rng(noise_seed)
-    data = plan.data
-    xs = [s.tensor(a) for a in data.inputs]
-    ys = [s.tensor(a) for a in data.targets]
-    mask = None if data.mask is None else s.tensor(data.mask)
-    model, loss = s.model, plan.loss
-    state_idx = [i for i in range(len(leaves)) if i not in set(train)]
-    trees = _TreeCache(plan.params)
+    from apsi_layers.layers.training.driver import fit_loop as shared_loop
 
-    def objective(params, xb, yb, maskb, keep, lead):
-        ctx = Ctx(ops, training=True, rng=noise, graph=s.graph, mask=maskb)
+    return shared_loop(plan, TorchSession(plan))
+
+
+class TorchSession:
+    """fit's state on the torch backend, for the shared loop (layers/training/driver.py): the data on
+    the device once, batches gathered there, the loss read once per epoch (one sync)."""
+
+    backend = "torch"
+
+    def __init__(self, plan):
+        self.plan = plan
+        self.s = s = Setup(plan, "fit")
+        self.device = devices.name(s.device)
+        self.names = [n for n, _ in tree.named_leaves(plan.params)] if tree.leaves(plan.params) else []
+        self.leaves_ = [t for _, t in convert.leaves_to_torch(plan.params, s.device, s.precision.dtype)]
+        self.train = [i for i, n in enumerate(self.names)
+                      if not convert.is_state(n) and self.leaves_[i].is_floating_point()]
+        for i in self.train:
+            self.leaves_[i].requires_grad_(True)
+        self.weights = [self.leaves_[i] for i in self.train]
+        self.opt = TorchOptimizer(plan.opt, self.weights, plan.schedule) if self.weights else None
+        if self.opt is not None and plan.opt._state is not None:     # opt=r.opt: continue its state
+            self.opt.load_nn_state(plan.opt.steps, plan.opt._state)
+        self.scaler = precision.scaler(torch, s.precision, s.device)
+        self.noise = s.ops.rng(seeds(plan.seed)[1])
+        data = plan.data
+        self.xs = [s.tensor(a) for a in data.inputs]
+        self.ys = [s.tensor(a) for a in data.targets]
+        self.mask = None if data.mask is None else s.tensor(data.mask)
+        self.state_idx = [i for i in range(len(self.leaves_)) if i not in set(self.train)]
+        self.trees = _TreeCache(plan.params)
+        self.forward = Forward(torch, self._objective, compile=bool(plan.compile))
+        # a graph trains on every node at once: the loss positions are the same each step, found once
+        self.fixed = _loss_positions(self.mask, self.ys) if s.graph is not None else None
+
+    @property
+    def steps(self):
+        return self.opt.steps if self.opt is not None else self._steps
+
+    _steps = 0
+
+    def _objective(self, params, xb, yb, maskb, keep, lead):
+        plan, s = self.plan, self.s
+        ctx = Ctx(s.ops, training=True, rng=self.noise, graph=s.graph, mask=maskb)
         with s.autocast():
-            out = model.apply(params, _x(plan, xb), ctx)
-            value = loss_value(ops, loss, out, _y(plan, yb), keep, lead)
-        if not isinstance(loss, str) and not (isinstance(value, torch.Tensor) and value.requires_grad):
-            raise constant_loss(loss)
+            out = s.model.apply(params, _x(plan, xb), ctx)
+            value = loss_value(s.ops, plan.loss, out, _y(plan, yb), keep, lead)
+        if not isinstance(plan.loss, str) and not (isinstance(value, torch.Tensor) and value.requires_grad):
+            raise constant_loss(plan.loss)
         new_state = []
-        if ctx.updates and state_idx:
+        if ctx.updates and self.state_idx:
             new_leaves = tree.leaves(replace_states(params, ctx.updates))
-            new_state = [new_leaves[i] for i in state_idx]
+            new_state = [new_leaves[i] for i in self.state_idx]
         return value, new_state
 
-    forward = Forward(torch, objective, compile=bool(plan.compile))
-    graph = plan.graph
-    steps_per_epoch = len(epoch_batches(data.n, plan.batch_size, np.random.default_rng(0), graph))
-    show = progress(plan.verbose, plan.epochs, steps_per_epoch)
-    history, val_history, step = [], [], 0
-    # a graph trains on every node at once: the loss positions are the same each step, found once
-    fixed = _loss_positions(mask, ys) if graph is not None else None
-    show.start()
-    try:
+    def train_epoch(self, epoch, batches, on_step):
+        plan, s, data = self.plan, self.s, self.plan.data
+        full = s.graph is not None            # a graph trains on every node at once
+        losses, sizes, start = [], [], 0
+        order = torch.from_numpy(np.concatenate(batches)).to(device=s.device)
         with precision.matmul_mode(torch, s.precision):
-            for epoch in range(1, plan.epochs + 1):
-                batches = epoch_batches(data.n, plan.batch_size, shuffle, graph)
-                order = torch.as_tensor(np.concatenate(batches)).to(s.device)
-                losses, sizes, start = [], [], 0
-                for idx in batches:
-                    full = graph is not None            # a graph trains on every node at once
-                    rows = None if full else order[start:start + len(idx)]
-                    start += len(idx)
-                    weight = kept_count(data.mask, data.targets, idx, full)      # on the host: no sync
-                    if weight == 0:
-                        show.step(None)
-                        continue
-                    xb = [x if full else x.index_select(0, rows) for x in xs]
-                    yb = [y if full else y.index_select(0, rows) for y in ys]
-                    maskb = None if mask is None else (mask if full else mask.index_select(0, rows))
-                    keep, lead, yb = fixed if fixed is not None else _loss_positions(maskb, yb)
-                    value = _step(plan, opt, scaler, forward, trees, leaves, weights, state_idx, step,
-                                  (xb, yb, maskb, keep, lead))
-                    losses.append(value)
-                    sizes.append(weight)
-                    step += 1
-                    show.step(None)
-                history.append(_epoch_loss(losses, sizes, epoch, step))
-                val = _val_loss(plan, s, leaves) if plan.val is not None else None
-                if val is not None:
-                    val_history.append(val)
-                show.epoch(epoch, history[-1], val)
-    finally:
-        show.close()
-    trained = convert.to_nn(plan.params, leaves) if leaves else plan.params
-    check_trained(tree.named_leaves(trained))
-    return Record(params=trained, history=history, val_history=val_history,
-                  device=devices.name(s.device), backend="torch", steps=step,
-                  seconds=time.perf_counter() - t0)
+            for idx in batches:
+                rows = None if full else order[start:start + len(idx)]
+                start += len(idx)
+                weight = kept_count(data.mask, data.targets, idx, full)      # on the host: no sync
+                if weight == 0:
+                    on_step(None)
+                    continue
+                xb = [x if full else x.index_select(0, rows) for x in self.xs]
+                yb = [y if full else y.index_select(0, rows) for y in self.ys]
+                maskb = self.mask if self.mask is None or full else self.mask.index_select(0, rows)
+                keep, lead, yb = self.fixed if self.fixed is not None else _loss_positions(maskb, yb)
+                losses.append(_step(plan, self.opt, self.scaler, self.forward, self.trees, self.leaves_,
+                                    self.weights, self.state_idx, self.steps, (xb, yb, maskb, keep, lead)))
+                sizes.append(weight)
+                if self.opt is None:
+                    self._steps += 1
+                on_step(None)
+        return _epoch_loss(losses, sizes, epoch, self.steps)
+
+    def val_loss(self):
+        return _val_loss(self.plan, self.s, self.leaves_)
+
+    def outputs(self, data):
+        """The model's raw outputs (evaluation mode) for `data`, one NumPy array per output."""
+        plan, s = self.plan, self.s
+        params = convert.rebuild(plan.params, self.leaves_) if self.leaves_ else plan.params
+        xs = [s.tensor(a) for a in data.inputs]
+        mask = None if data.mask is None else s.tensor(data.mask)
+        outs = []
+        with torch.no_grad(), s.autocast():
+            for idx in plain_batches(data.n, plan.batch_size, s.graph):
+                sl = slice(int(idx[0]), int(idx[-1]) + 1)
+                ctx = Ctx(s.ops, training=False, graph=s.graph, mask=None if mask is None else mask[sl])
+                y = s.model.apply(params, _x(plan, [x[sl] for x in xs]), ctx)
+                outs.append(list(y) if isinstance(y, list | tuple) else [y])
+        return [convert.to_host(torch.cat(parts)) for parts in zip(*outs, strict=True)]
+
+    def leaves(self):
+        return [convert.to_host(t) for t in self.leaves_]
+
+    def set_leaves(self, arrays):
+        s = self.s
+        with torch.no_grad():
+            for i, a in enumerate(arrays):
+                t = convert.host_to_device(a, s.device, s.precision.dtype)
+                if i in self.train:
+                    self.leaves_[i].copy_(t)        # the optimizer holds these tensors
+                else:
+                    self.leaves_[i] = t
+
+    def opt_state(self):
+        if self.opt is None:
+            return self.steps, None
+        return self.opt.steps, self.opt.nn_state()
+
+    def set_opt_state(self, steps, states):
+        if self.opt is not None:
+            self.opt.load_nn_state(steps, states)
+        else:
+            self._steps = steps
+
+    def noise_state(self):
+        if isinstance(self.noise, np.random.Generator):          # fp64: NumPy's stream
+            return self.noise.bit_generator.state, None
+        return None, self.noise.get_state().numpy().copy()
+
+    def set_noise_state(self, meta, array):
+        if isinstance(self.noise, np.random.Generator):
+            self.noise.bit_generator.state = meta
+        else:
+            self.noise.set_state(torch.from_numpy(np.array(array, dtype=np.uint8)))
+
+    def current_lr(self):
+        """The rate of the last step (a schedule is not called again: it may print or count)."""
+        return float(self.opt.torch.param_groups[0]["lr"]) if self.opt is not None else 0.0
+
+    def optimizer(self):
+        from apsi_layers.backends.numpy.loop import restore_opt
+
+        out = copy.deepcopy(self.plan.opt)
+        steps, states = self.opt_state()
+        restore_opt(out, steps, states, [self.names[i] for i in self.train],
+                    [tuple(self.leaves_[i].shape) for i in self.train])
+        return out
+
+    def trained(self, check=True):
+        out = convert.to_nn(self.plan.params, self.leaves_) if self.leaves_ else self.plan.params
+        if check:
+            check_trained(tree.named_leaves(out))
+        return out
 
 
 class _TreeCache:

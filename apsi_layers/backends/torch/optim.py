@@ -9,6 +9,7 @@ optimizers call it.
 
 import contextlib
 
+import numpy as np
 import torch
 
 from apsi_lang.errors import ApsiError
@@ -55,6 +56,39 @@ MAPPING = {"sgd": _sgd, "adam": _adam(torch.optim.Adam), "adamw": _adam(torch.op
            "rmsprop": _rmsprop, "adagrad": _adagrad, "nadam": _nadam, "radam": _radam}
 
 
+# nn's state keys and torch.optim's, per optimizer (nn/optim.py's init_state and torch's step())
+STATE_KEYS = {
+    "sgd": [("buf", "momentum_buffer")],
+    "adam": [("m", "exp_avg"), ("v", "exp_avg_sq"), ("vmax", "max_exp_avg_sq")],
+    "adamw": [("m", "exp_avg"), ("v", "exp_avg_sq"), ("vmax", "max_exp_avg_sq")],
+    "rmsprop": [("sq", "square_avg"), ("avg", "grad_avg"), ("buf", "momentum_buffer")],
+    "adagrad": [("sum", "sum")],
+    "nadam": [("m", "exp_avg"), ("v", "exp_avg_sq"), ("mu_product", "mu_product")],
+    "radam": [("m", "exp_avg"), ("v", "exp_avg_sq")],
+}
+
+
+def _kept(name, torch_key, hyper):
+    """Whether torch.optim keeps this entry for these hyper-parameters."""
+    if torch_key == "max_exp_avg_sq":
+        return bool(hyper.get("amsgrad"))
+    if name == "rmsprop" and torch_key == "grad_avg":
+        return bool(hyper.get("centered"))
+    if torch_key == "momentum_buffer":
+        return bool(hyper.get("momentum"))
+    return True
+
+
+def _complete(name, mine, shape, hyper):
+    """nn's layout has every key from the first step (zeros where torch keeps none)."""
+    if name == "rmsprop":
+        for key in ("sq", "avg", "buf"):
+            mine.setdefault(key, np.zeros(shape))
+    if name in ("adam", "adamw") and hyper.get("amsgrad"):
+        mine.setdefault("vmax", np.zeros(shape))
+    return mine
+
+
 def as_nn_optimizer(opt):
     """An nn optimizer from fit's `opt=` (an nn optimizer, or a name with nn's defaults)."""
     if isinstance(opt, nn_optim.Optimizer):
@@ -83,6 +117,7 @@ class TorchOptimizer:
         for name, value in hyper.items():
             self._in_range(opt.name, name, value)
         self.torch = cls(tensors, lr=first, **hyper)
+        self.name, self.hyper = opt.name, opt.hyper
         self.steps = 0
 
     def _in_range(self, opt_name, name, value):
@@ -118,6 +153,46 @@ class TorchOptimizer:
 
     def zero_grad(self):
         self.torch.zero_grad(set_to_none=True)
+
+    # --- state in nn's layout (checkpoints, r.opt, opt=r.opt) -------------------------------------
+
+    def nn_state(self):
+        """[{key: array or float}] per weight in nn's layout, or None before the first step."""
+        from .convert import to_host
+
+        params = self.torch.param_groups[0]["params"]
+        if not any(p in self.torch.state for p in params):
+            return None
+        out = []
+        for p in params:
+            st = self.torch.state.get(p, {})
+            mine = {}
+            for nn_key, torch_key in STATE_KEYS[self.name]:
+                value = st.get(torch_key)
+                if value is None:
+                    continue
+                mine[nn_key] = float(value) if value.ndim == 0 else to_host(value)
+            out.append(_complete(self.name, mine, tuple(p.shape), self.hyper))
+        return out
+
+    def load_nn_state(self, steps, states):
+        """The inverse of nn_state: torch.optim's state from nn's layout and the step count."""
+        from .convert import host_to_device
+
+        self.steps = steps
+        self.torch.state.clear()
+        if states is None:
+            return
+        scalar = torch.float64 if self.dtype == torch.float64 else torch.float32
+        for p, mine in zip(self.torch.param_groups[0]["params"], states, strict=True):
+            st = {"step": torch.tensor(float(steps), dtype=scalar)} if self.name != "sgd" else {}
+            for nn_key, torch_key in STATE_KEYS[self.name]:
+                if nn_key not in mine or not _kept(self.name, torch_key, self.hyper):
+                    continue
+                v = mine[nn_key]
+                st[torch_key] = (torch.tensor(float(v), dtype=scalar) if np.ndim(v) == 0
+                                 else host_to_device(v, p.device, p.dtype))
+            self.torch.state[p] = st
 
 
 @contextlib.contextmanager

@@ -224,3 +224,29 @@ def val_data(model, params, val, several_in, several_out, loss, out_shape, graph
     check_params("fit (val)", model, params, data)
     check_targets("fit (val)", loss, data, out_shape, several_out)
     return data
+
+
+def split_data(fraction, data, val, graph):
+    """validation_split=f: the last f of the samples (before any shuffling, as Keras) become val."""
+    if isinstance(fraction, bool) or not isinstance(fraction, int | float) or not 0 < fraction < 1:
+        raise ApsiError(f"fit: validation_split must be a fraction between 0 and 1 (e.g. 0.2), not "
+                        f"{show(fraction, True)}")
+    if val is not None:
+        raise ApsiError("fit: give val= or validation_split=, not both")
+    if graph is not None:
+        raise ApsiError("fit: validation_split= is not used with graph= (every node trains at once): "
+                        "mark the validation nodes with a mask and call predict")
+    cut = data.n - int(round(data.n * fraction))
+    if cut <= 0 or cut >= data.n:
+        raise ApsiError(f"fit: validation_split={fraction} of {data.n} samples leaves "
+                        f"{'no training' if cut <= 0 else 'no validation'} samples")
+
+    def part(sl):
+        mask = None if data.mask is None else data.mask[sl]
+        targets = None if data.targets is None else [t[sl] for t in data.targets]
+        return Data(inputs=[a[sl] for a in data.inputs], targets=targets, n=len(range(data.n)[sl]), mask=mask)
+
+    train, held = part(slice(0, cut)), part(slice(cut, None))
+    if held.mask is not None and held.mask.ndim and not held.mask.any():
+        raise ApsiError(f"fit: validation_split={fraction}: the mask keeps no sample of the validation part")
+    return train, held

@@ -44,11 +44,17 @@ def optimizer_arg(opt):
             raise ApsiError(f"fit: {unknown('optimizer', opt, OPTIMIZERS)}")
         return OPTIMIZERS[opt]()
     if isinstance(opt, optim.Optimizer):
-        fresh = copy.copy(opt)          # fit never changes the caller's optimizer, so calls repeat
-        fresh.steps, fresh._state, fresh._names = 0, None, None
-        return fresh
+        # a copy: fit never changes the caller's optimizer. Its state comes along, so opt=r.opt
+        # continues the moments and the step count; a fresh adam(...) has none and starts afresh
+        return copy.deepcopy(opt)
     raise ApsiError(f"fit: opt must be an optimizer (adam(lr=1e-3), ...) or a name "
                     f"({', '.join(OPTIMIZERS)}), not {show(opt, True)}")
+
+
+def callback_arg(fn):
+    if fn is None or callable(fn):
+        return fn
+    raise ApsiError(f"fit: on_epoch must be a function fn(epoch, logs), not {show(fn, True)}")
 
 
 def schedule_arg(schedule):

@@ -6,7 +6,7 @@ bad batch sizes. The backends (apsi_layers/backends/numpy/ and apsi_layers/backe
 receive a FitPlan / PredictPlan and only loop.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from apsi_lang.errors import ApsiError
 from apsi_layers.nn import optim
@@ -15,10 +15,13 @@ from ..base import Layer
 from ..context import graph_arg
 from ..norm import BatchNorm
 from ..suggest import unknown
-from .data_checks import Data, check_targets, make_data, val_data
+from .checkpoint import path_arg
+from .data_checks import Data, check_targets, make_data, split_data, val_data
+from .metrics import metrics_arg
 from .model_checks import arity, check_model, check_params
 from .option_checks import (
     batch_size_arg,
+    callback_arg,
     clip_arg,
     compile_arg,
     loss_arg,
@@ -29,9 +32,11 @@ from .option_checks import (
     seed_arg,
     verbose_arg,
 )
+from .stopping import rule_arg
 
 FIT_OPTIONS = ("loss", "opt", "epochs", "batch_size", "seed", "clip", "schedule", "graph", "mask", "val",
-               "verbose", "backend", "device", "precision", "compile")
+               "verbose", "backend", "device", "precision", "compile", "metrics", "validation_split",
+               "early_stopping", "checkpoint", "resume", "on_epoch")
 PREDICT_OPTIONS = ("graph", "mask", "batch_size", "backend", "device", "precision", "compile")
 
 
@@ -57,6 +62,11 @@ class FitPlan:
     several_inputs: bool = False
     several_outputs: bool = False
     output_shape: object = None
+    metrics: list = field(default_factory=list)     # [(name, fn or None)]: training/metrics.py
+    early_stopping: object = None                   # a stopping.Rule, or None
+    checkpoint: str | None = None                   # the file written after every epoch
+    resume: str | None = None                       # the checkpoint to continue from
+    on_epoch: object = None                         # fn(epoch, logs) called after every epoch
 
 
 @dataclass
@@ -94,6 +104,9 @@ def fit_plan(model, params, inputs, targets, options):
     out_shape = check_params("fit", model, params, data)
     check_targets("fit", loss, data, out_shape, several_out)
     val = val_data(model, params, o.get("val"), several_in, several_out, loss, out_shape, graph)
+    if o.get("validation_split") is not None:
+        data, val = split_data(o["validation_split"], data, val, graph)
+    metrics = metrics_arg(o.get("metrics"), loss, several_out)
     plan = FitPlan(
         model=model, params=params, data=data, loss=loss, opt=optimizer_arg(o.get("opt")),
         schedule=schedule_arg(o.get("schedule")), epochs=positive("fit", "epochs", o.get("epochs", 1)),
@@ -102,7 +115,10 @@ def fit_plan(model, params, inputs, targets, options):
         backend=o.get("backend", "numpy"), device=o.get("device"),
         precision=precision_arg("fit", o.get("precision")), compile=compile_arg("fit", o.get("compile")),
         several_inputs=several_in, several_outputs=several_out,
-        output_shape=out_shape)
+        output_shape=out_shape, metrics=metrics,
+        early_stopping=rule_arg(o.get("early_stopping"), val is not None, [n for n, _ in metrics]),
+        checkpoint=path_arg("checkpoint", o.get("checkpoint")), resume=path_arg("resume", o.get("resume")),
+        on_epoch=callback_arg(o.get("on_epoch")))
     _check_lone_batch(model, plan)
     return plan
 

@@ -12,25 +12,35 @@ class Quiet:
     def step(self, loss):
         pass
 
-    def epoch(self, epoch, loss, val):
+    def epoch(self, epoch, loss, val, metrics=None, val_metrics=None):
         pass
 
     def close(self):
         pass
 
 
+def _extra(val, metrics, val_metrics):
+    """The part of an epoch's line after the loss: val loss and each metric."""
+    text = f"  val {val:.4f}" if val is not None else ""
+    for k, v in (metrics or {}).items():
+        text += f"  {k} {v:.4f}"
+    for k, v in (val_metrics or {}).items():
+        text += f"  val_{k} {v:.4f}"
+    return text
+
+
 class Lines(Quiet):
     """One line per epoch, for logs and pipes."""
 
-    def __init__(self, epochs, steps_per_epoch):
-        self.epochs, self.steps = epochs, steps_per_epoch
+    def __init__(self, epochs, steps_per_epoch, first=1):
+        self.epochs, self.steps, self.first = epochs, steps_per_epoch, first
 
     def start(self):
         self.t0 = time.perf_counter()
 
-    def epoch(self, epoch, loss, val):
-        rate = epoch * self.steps / max(time.perf_counter() - self.t0, 1e-9)
-        extra = f"  val {val:.4f}" if val is not None else ""
+    def epoch(self, epoch, loss, val, metrics=None, val_metrics=None):
+        rate = (epoch - self.first + 1) * self.steps / max(time.perf_counter() - self.t0, 1e-9)
+        extra = _extra(val, metrics, val_metrics)
         print(f"epoch {epoch}/{self.epochs}  loss {loss:.4f}{extra}  {rate:.1f} steps/s", flush=True)
 
 
@@ -39,8 +49,9 @@ class Bar(Quiet):
     loss (and validation loss); the running one shows steps per second and the time the whole fit
     has left."""
 
-    def __init__(self, epochs, steps_per_epoch):
-        self.epochs, self.steps = epochs, steps_per_epoch
+    def __init__(self, epochs, steps_per_epoch, first=1):
+        self.epochs, self.steps, self.first = epochs, steps_per_epoch, first
+        self.losses = []
 
     def start(self):
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -49,7 +60,7 @@ class Bar(Quiet):
                             TextColumn("{task.fields[info]}"), transient=False)
         self.t0 = time.perf_counter()
         self.done, self.total, self.seen = 0, 0.0, 0
-        self.task = self._new(1)
+        self.task = self._new(self.first)
         self.bar.start()
 
     def _new(self, epoch):
@@ -63,19 +74,22 @@ class Bar(Quiet):
         if loss is not None:
             self.total, self.seen = self.total + loss, self.seen + 1
         rate = self.done / max(time.perf_counter() - self.t0, 1e-9)
-        left = (self.epochs * self.steps - self.done) / rate
+        left = ((self.epochs - self.first + 1) * self.steps - self.done) / rate
         running = f"loss {self.total / self.seen:.4f}  " if self.seen else ""
         self.bar.update(self.task, advance=1, info=f"{running}{rate:.1f} steps/s  {_duration(left)} left")
 
-    def epoch(self, epoch, loss, val):
-        extra = f"  val {val:.4f}" if val is not None else ""
+    def epoch(self, epoch, loss, val, metrics=None, val_metrics=None):
+        extra = _extra(val, metrics, val_metrics)
         rate = self.done / max(time.perf_counter() - self.t0, 1e-9)
         self.bar.update(self.task, completed=self.steps, info=f"loss {loss:.4f}{extra}  {rate:.1f} steps/s")
+        self.losses.append(loss)
         if epoch < self.epochs:
             self.task = self._new(epoch + 1)
 
     def close(self):
         self.bar.stop()
+        if len(self.losses) > 1:       # a one-line summary that stays: the loss curve at a glance
+            print(f"loss {self.losses[0]:.4f} → {self.losses[-1]:.4f}  {sparkline(self.losses)}", flush=True)
 
 
 def _duration(seconds):
@@ -86,9 +100,20 @@ def _duration(seconds):
     return f"{minutes}m{seconds:02d}s" if minutes < 60 else f"{minutes // 60}h{minutes % 60:02d}m"
 
 
-def progress(verbose, epochs, steps_per_epoch):
+_BLOCKS = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(values, width=40):
+    """The values as a row of block characters (the last `width` of them), low to high."""
+    values = list(values)[-width:]
+    lo, hi = min(values), max(values)
+    span = hi - lo
+    return "".join(_BLOCKS[0 if span == 0 else min(7, int((v - lo) / span * 7.999))] for v in values)
+
+
+def progress(verbose, epochs, steps_per_epoch, first=1):
     if not verbose:
         return Quiet()
     if sys.stdout.isatty():
-        return Bar(epochs, steps_per_epoch)
-    return Lines(epochs, steps_per_epoch)
+        return Bar(epochs, steps_per_epoch, first)
+    return Lines(epochs, steps_per_epoch, first)

@@ -1,0 +1,250 @@
+"""The epoch loop both backends share: batches, histories, metrics, validation, early stopping,
+checkpoints and resume, the epoch callback, progress, Ctrl-C and NaN stops.
+
+A backend supplies a session (backends/numpy/session.py, backends/torch/session.py) that trains one
+epoch over the index arrays it is given and reads and writes its state as NumPy arrays:
+
+    train_epoch(epoch, batches, on_step) -> mean loss over the kept positions (NonFiniteError on NaN)
+    val_loss() -> float                    outputs(data) -> [arrays]   (evaluation mode, raw outputs)
+    leaves() / set_leaves(arrays)          parameters and running statistics, in tree order
+    opt_state() / set_opt_state(steps, states)     the optimizer in nn's layout
+    noise_state() / set_noise_state(meta, array)   the dropout/sampling stream
+    current_lr(), steps, trained(), optimizer(), backend, device
+
+Everything else is decided here once, so the two backends cannot drift.
+"""
+
+import time
+
+import numpy as np
+
+from apsi_lang import interactive
+from apsi_lang.errors import ApsiError
+from apsi_lang.values import Record
+
+from . import checkpoint as ckpt
+from . import metrics as metric_fns
+from . import stopping
+from .batches import epoch_batches, seeds
+from .finite import NonFiniteError
+from .progress import progress
+
+
+class Run:
+    """What the loop has recorded so far (all plain data, saved in checkpoints)."""
+
+    def __init__(self):
+        self.epoch = 0
+        self.history, self.val_history = [], []
+        self.metrics, self.val_metrics = {}, {}
+        self.stop = stopping.Progress()
+        self.best = None                  # the best epoch's leaves (early stopping's restore_best)
+        self.epoch_leaves = None          # the leaves after the last finished epoch (see _keep)
+
+    def add(self, loss, val, m, vm):
+        self.epoch += 1
+        self.history.append(loss)
+        if val is not None:
+            self.val_history.append(val)
+        for store, values in ((self.metrics, m), (self.val_metrics, vm)):
+            for k, v in values.items():
+                store.setdefault(k, []).append(v)
+
+
+def fit_loop(plan, session):
+    t0 = time.perf_counter()
+    run = Run()
+    shuffle = np.random.default_rng(seeds(plan.seed)[0])
+    if plan.resume is not None:
+        _resume(plan, session, run, shuffle)
+    steps = len(epoch_batches(plan.data.n, plan.batch_size, np.random.default_rng(0), plan.graph))
+    show = progress(plan.verbose, plan.epochs, steps, first=run.epoch + 1)
+    stopped, note = None, None
+    keep = plan.checkpoint is not None or interactive.active()
+    run.epoch_leaves = session.leaves() if keep else None
+    show.start()
+    try:
+        while run.epoch < plan.epochs:
+            epoch = run.epoch + 1
+            started = time.perf_counter()
+            loss = session.train_epoch(epoch, epoch_batches(plan.data.n, plan.batch_size, shuffle,
+                                                            plan.graph), show.step)
+            val = session.val_loss() if plan.val is not None else None
+            m, vm = _metrics(plan, session)
+            run.add(loss, val, m, vm)
+            if keep:        # what a Ctrl-C or NaN later in the run falls back to
+                run.epoch_leaves = session.leaves()
+            show.epoch(epoch, loss, val, m, vm)
+            logs = _logs(loss, val, m, vm, session, time.perf_counter() - started)
+            stop = _early_stop(plan, session, run, logs)
+            if plan.checkpoint is not None:
+                ckpt.save(plan.checkpoint, _snapshot(plan, session, run, shuffle))
+            if plan.on_epoch is not None and _callback(plan.on_epoch, epoch, logs) == "stop":
+                stopped = "callback"
+                break
+            if stop:
+                stopped = "early"
+                break
+    except KeyboardInterrupt as e:
+        if not interactive.active():
+            _say_where_to_resume(plan, run, e)
+            raise
+        stopped, note = "interrupted", f"fit: interrupted (Ctrl-C) during epoch {run.epoch + 1}"
+        _back_to_epoch_end(plan, session, run)
+    except NonFiniteError as e:
+        if plan.checkpoint is None and not interactive.active():
+            raise
+        stopped, note = "nan", e.message
+        _back_to_epoch_end(plan, session, run)
+    finally:
+        show.close()
+    if note is not None:
+        import sys
+
+        after = (f"; r.params are those after epoch {run.epoch}" if run.epoch else
+                 "; no epoch finished: r.params are the parameters given")
+        print(note + after, file=sys.stderr, flush=True)
+    return _result(plan, session, run, stopped, time.perf_counter() - t0)
+
+
+def _metrics(plan, session):
+    """(training metrics, validation metrics): evaluation-mode outputs of the whole sets, only when
+    metrics= asks for them (the extra forward pass costs about a third of an epoch)."""
+    if not plan.metrics:
+        return {}, {}
+    m = metric_fns.compute(plan.metrics, plan.loss, session.outputs(plan.data), plan.data)
+    if plan.val is None:
+        return m, {}
+    return m, metric_fns.compute(plan.metrics, plan.loss, session.outputs(plan.val), plan.val)
+
+
+def _logs(loss, val, m, vm, session, seconds):
+    logs = {"loss": loss, **m}
+    if val is not None:
+        logs["val_loss"] = val
+        logs.update({f"val_{k}": v for k, v in vm.items()})
+    logs["lr"] = session.current_lr()
+    logs["seconds"] = seconds
+    return logs
+
+
+def _early_stop(plan, session, run, logs):
+    rule = plan.early_stopping
+    if rule is None:
+        return False
+    improved, stop = stopping.update(rule, run.stop, run.epoch, logs)
+    if improved and rule.restore_best:
+        run.best = session.leaves()
+    return stop
+
+
+def _callback(fn, epoch, logs):
+    own = {k: v for k, v in logs.items() if k not in _PLAIN and not k.startswith("val_")}
+    val = {k[4:]: v for k, v in logs.items() if k.startswith("val_") and k != "val_loss"}
+    view = Record(loss=logs["loss"], val_loss=logs.get("val_loss"), lr=logs["lr"], seconds=logs["seconds"],
+                  metrics=Record(**own), val_metrics=Record(**val))
+    answer = fn(epoch, view)
+    if answer is not None and answer != "stop":
+        from apsi_lang.values import show
+
+        raise ApsiError(f'fit: on_epoch returned {show(answer, True)}; return "stop" to stop training, or '
+                        "nothing to go on")
+    return answer
+
+
+_PLAIN = ("loss", "val_loss", "lr", "seconds")
+
+
+def _back_to_epoch_end(plan, session, run):
+    """A stop inside an epoch (Ctrl-C, NaN) keeps the state of the last finished epoch."""
+    if run.epoch_leaves is not None:
+        session.set_leaves(run.epoch_leaves)
+
+
+def _say_where_to_resume(plan, run, error):
+    import sys
+
+    from apsi_lang import signals
+
+    if plan.checkpoint is None:
+        return
+    if run.epoch == 0:
+        where = f"no epoch finished, so {plan.checkpoint} was not written"
+    else:
+        where = (f"{plan.checkpoint} holds the run after epoch {run.epoch}; continue with "
+                 f'fit(…, resume="{plan.checkpoint}")')
+    print(f"fit: {signals.describe(error)} during epoch {run.epoch + 1}; {where}", file=sys.stderr,
+          flush=True)
+
+
+# --- checkpoints --------------------------------------------------------------------------------
+
+def signature(plan, backend):
+    """The options a resumed run must share with the run that wrote the checkpoint."""
+    from apsi_layers.nn import tree
+
+    named = tree.named_leaves(plan.params) if tree.leaves(plan.params) else []
+    opt = plan.opt
+    return {"model": repr(plan.model), "names": [n for n, _ in named],
+            "shapes": [list(np.shape(v.data)) for _, v in named], "n": plan.data.n,
+            "batch_size": plan.batch_size, "seed": plan.seed,
+            "loss": plan.loss if isinstance(plan.loss, str) else getattr(plan.loss, "__name__", "fn"),
+            "opt": [opt.name, {k: v for k, v in opt.hyper.items() if isinstance(v, int | float | bool)}],
+            "backend": backend, "precision": plan.precision or ("fp64" if backend == "numpy" else "fp32"),
+            "val": None if plan.val is None else plan.val.n, "metrics": [n for n, _ in plan.metrics]}
+
+
+def _snapshot(plan, session, run, shuffle):
+    steps, opt_states = session.opt_state()
+    noise_meta, noise = session.noise_state()
+    meta = dict(signature(plan, session.backend), format=ckpt.FORMAT, epoch=run.epoch, steps=steps,
+                history=run.history, val_history=run.val_history, val_metrics=run.val_metrics,
+                shuffle=_jsonable(shuffle.bit_generator.state),
+                noise=noise_meta, stop=[run.stop.best, run.stop.best_epoch, run.stop.wait],
+                opt_started=opt_states is not None, opt_leaves=len(opt_states or []))
+    meta["metric_values"] = run.metrics
+    return {"meta": meta, "leaves": session.leaves(), "opt": opt_states, "best": run.best, "noise": noise}
+
+
+def _resume(plan, session, run, shuffle):
+    snap = ckpt.load(plan.resume)
+    meta = snap["meta"]
+    ckpt.check_same_run(plan.resume, meta, signature(plan, session.backend))
+    if meta["epoch"] > plan.epochs:
+        raise ApsiError(f"fit: resume={plan.resume!r} holds {meta['epoch']} epochs, more than epochs="
+                        f"{plan.epochs}; with resume=, epochs counts the whole run")
+    session.set_leaves(snap["leaves"])
+    session.set_opt_state(meta["steps"], snap["opt"])
+    session.set_noise_state(meta["noise"], snap["noise"])
+    shuffle.bit_generator.state = meta["shuffle"]
+    run.epoch = meta["epoch"]
+    run.history, run.val_history = list(meta["history"]), list(meta["val_history"])
+    run.metrics, run.val_metrics = dict(meta["metric_values"]), dict(meta["val_metrics"])
+    run.stop = stopping.Progress(*meta["stop"])
+    run.best = snap["best"]
+
+
+def _jsonable(state):
+    """A NumPy bit generator's state (nested dicts of ints and strings) as JSON keeps it."""
+    import json
+
+    return json.loads(json.dumps(state, default=int))
+
+
+# --- the result ---------------------------------------------------------------------------------
+
+def _result(plan, session, run, stopped, seconds):
+    rule = plan.early_stopping
+    if rule is not None and rule.restore_best and run.best is not None and stopped != "nan":
+        session.set_leaves(run.best)
+    params = session.trained(check=stopped != "nan")
+    fields = dict(params=params, history=run.history, val_history=run.val_history,
+                  metrics=metric_fns.as_record(run.metrics),
+                  val_metrics=metric_fns.as_record(run.val_metrics),
+                  opt=session.optimizer(), device=session.device, backend=session.backend,
+                  steps=session.steps, seconds=seconds, epochs=run.epoch,
+                  stopped=stopped, interrupted=stopped == "interrupted",
+                  stopped_epoch=run.epoch if stopped in ("early", "callback") else None,
+                  best_epoch=run.stop.best_epoch if rule is not None else None)
+    return Record(**fields)
+
