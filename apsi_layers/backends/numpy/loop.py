@@ -214,7 +214,8 @@ def restore_opt(opt, steps, states, names, shapes):
         opt._state, opt._names, opt._shapes = None, None, None
         return
     opt._state = [{k: (np.array(v) if np.ndim(v) else float(v)) for k, v in s.items()} for s in states]
-    opt._names, opt._shapes = list(names), [tuple(s) for s in shapes]
+    # fit steps the optimizer over the list of trainable leaves, whose names are their positions
+    opt._names, opt._shapes = [str(i) for i in range(len(names))], [tuple(s) for s in shapes]
 
 
 def _lr(schedule, step):

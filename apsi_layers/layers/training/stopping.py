@@ -38,6 +38,8 @@ def rule_arg(value, has_val, metric_names):
     if value is None or value is False:
         return None
     fields = {}
+    if isinstance(value, dict):                # from Python
+        value = Record(**value)
     if isinstance(value, bool) or not isinstance(value, int | Record):
         raise ApsiError("fit: early_stopping must be a patience (an int, e.g. early_stopping=5) or a "
                         "record {monitor, patience, min_delta, mode, restore_best}, not "
