@@ -110,3 +110,55 @@ def test_check_torch_in_a_terminal(tmp_path):
     code, shown = run_in_pty(["check-torch"], tmp_path, timeout=300)
     assert code == 0, shown
     assert "Traceback" not in shown, shown
+
+
+def _expect(master, shown, pattern, timeout=60):
+    deadline = time.monotonic() + timeout
+    while pattern not in shown:
+        assert time.monotonic() < deadline, shown.decode("utf-8", "replace")
+        ready, _, _ = select.select([master], [], [], 0.2)
+        if ready:
+            shown += os.read(master, 65536)
+    return shown
+
+
+def test_ctrl_c_during_fit_in_the_repl_keeps_the_finished_epochs(tmp_path):
+    """Issue 18: in the REPL, Ctrl-C in the middle of fit returns a partial result (r.interrupted,
+    the parameters after the last finished epoch) instead of losing the run."""
+    master, slave = os.openpty()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("APSI_")}
+    env.update(TERM="xterm", COLUMNS="100", LINES="40")
+    def controlling_terminal():            # the pty becomes the child's terminal: Ctrl-C sends SIGINT
+        import fcntl
+        import termios
+
+        os.setsid()
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    proc = subprocess.Popen([sys.executable, "-m", "apsi"], cwd=tmp_path, stdin=slave, stdout=slave,
+                            stderr=slave, env=env, close_fds=True, preexec_fn=controlling_terminal)
+    os.close(slave)
+    try:
+        shown = _expect(master, b"", b">>> ")
+        for line in ("use layers", "use nn", "let x = randn(20000, 20, seed=0)",
+                     "let y = argmax(x[:, 0:3], axis=1)", "let net = mlp(20, 3, hidden=[128])"):
+            os.write(master, line.encode() + b"\n")
+            shown = _expect(master, shown, b">>> ", timeout=30)
+            shown = shown.replace(b">>> ", b"> ")         # the next prompt is a new one
+        os.write(master, b'let r = fit(net, net.init(seed=0), x, y, loss="cross_entropy", epochs=50, '
+                         b'batch_size=16)\n')
+        shown = _expect(master, shown, b"epoch 3/50")
+        os.write(master, b"\x03")                              # Ctrl-C, as the terminal sends it
+        shown = _expect(master, shown, b">>> ")
+        os.write(master, b'print("partial", r.interrupted, r.stopped, len(r.history) >= 2)\n')
+        shown = _expect(master, shown, b"partial true")
+        os.write(master, b"exit()\n")
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(master)
+    text = shown.decode("utf-8", "replace")
+    assert "partial true \"interrupted\" true" in text or "partial true interrupted true" in text, text
+    assert "fit: interrupted (Ctrl-C) during epoch" in text and "r.params are those after epoch" in text
+    assert 'File "' not in text
