@@ -17,6 +17,7 @@ EXPECTED = [
     '"batch_norm.state.var", "dense_1.w", "dense_1.b"]',
     "(2, 3)\n(4, 2)\ntensor([[ 0.5 , -0.75]])\nlambda_layer(<fn <lambda>>) tensor([[2.]])",
     '["ea.w", "ea.b", "score.w", "score.b"]\n(1, 8)',
+    "4 4 true",              # the workflow options
     None,                    # summary: checked below
 ]
 
