@@ -15,6 +15,7 @@ from apsi_layers.nn import foreign
 from apsi_layers.nn.tensor import Tensor
 
 from .convert import host_to_device
+from .ops import TorchOps
 
 
 def _like(x, ref):
@@ -42,10 +43,6 @@ def _binary(fn):
         ref = _ref(a, b)
         return fn(_like(a, ref), _like(b, ref))
     return op
-
-
-def _softplus(x):
-    return F.softplus(x, threshold=40.0 if x.dtype == torch.float64 else 20.0)
 
 
 def _reduction(fn):
@@ -150,19 +147,19 @@ def _vae(recon, x, mu, logvar, beta=1.0, recon_loss="bce"):
     return rec / n + beta * kl / n
 
 
+# the layers' torch op set where nn's function means the same thing (one torch vocabulary)
+SHARED = ("exp", "log", "sqrt", "abs", "tanh", "sigmoid", "softplus", "relu", "gelu", "softmax",
+          "log_softmax")
+
 IMPLS = {
-    "neg": torch.neg, "exp": torch.exp, "log": torch.log, "log1p": torch.log1p, "sqrt": torch.sqrt,
-    "abs": torch.abs, "tanh": torch.tanh, "sigmoid": torch.sigmoid, "softplus": _softplus,
-    "relu": torch.relu, "gelu": lambda x: F.gelu(x, approximate="tanh"), "sin": torch.sin,
-    "cos": torch.cos,
+    **{name: getattr(TorchOps, name) for name in SHARED},
+    "neg": torch.neg, "log1p": torch.log1p, "sin": torch.sin, "cos": torch.cos,
     "add": _binary(torch.add), "sub": _binary(torch.sub), "mul": _binary(torch.mul),
     "div": _binary(torch.div), "pow": _binary(torch.pow), "maximum": _binary(torch.maximum),
     "minimum": _binary(torch.minimum), "matmul": _binary(torch.matmul),
     "clip": _clip, "where": _where,
     "sum": _reduction(torch.sum), "mean": _reduction(torch.mean), "max": _reduction(torch.amax),
     "min": _reduction(torch.amin), "logsumexp": _reduction(torch.logsumexp),
-    "softmax": lambda x, axis=-1: F.softmax(x, dim=axis),
-    "log_softmax": lambda x, axis=-1: F.log_softmax(x, dim=axis),
     "argmax": _arg(torch.argmax), "argmin": _arg(torch.argmin),
     "reshape": _reshape, "expand_dims": lambda x, axis: x.unsqueeze(axis), "transpose": _transpose,
     "broadcast_to": lambda x, shape: x.broadcast_to(_shape_args((shape,))),

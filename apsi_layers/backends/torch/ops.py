@@ -29,7 +29,6 @@ class TorchOps:
         self.device = torch.device(device)
         self.dtype = dtype
         # softplus switches to x above `threshold`; in float64 exp(-20) still matters, so go further
-        self._softplus_threshold = 40.0 if dtype == torch.float64 else 20.0
 
     def __repr__(self):
         return f"TorchOps({self.device}, {str(self.dtype).removeprefix('torch.')})"
@@ -80,8 +79,10 @@ class TorchOps:
     def gelu(x):
         return F.gelu(x, approximate="tanh")
 
-    def softplus(self, x):
-        return F.softplus(x, threshold=self._softplus_threshold)
+    @staticmethod
+    def softplus(x):
+        # above the threshold softplus(x) == x to the dtype's precision (NumPy's float64 rule: 40)
+        return F.softplus(x, threshold=40.0 if x.dtype == torch.float64 else 20.0)
 
     @staticmethod
     def leaky_relu(x, slope=0.01):
