@@ -71,6 +71,8 @@ def check_fit_output(code, shown, epochs=3):
     assert code == 0, shown
     assert f"done {epochs} epochs" in shown, shown
     assert "epoch 3/3" in shown, shown          # the progress bar's last epoch stays on screen
+    summary = [ln for ln in shown.splitlines() if " → " in ln]   # issue 18: the closing line
+    assert summary and any(ch in summary[-1] for ch in "▁▂▃▄▅▆▇█"), shown
     assert "Traceback" not in shown and "error" not in shown, shown
 
 

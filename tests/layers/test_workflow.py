@@ -238,3 +238,23 @@ def test_r_opt_continues_the_moments_and_the_step_count():
     assert r.opt.steps == r.steps == 14 and r.opt._state is not None
     again = fit(NET, r.params, X, Y, epochs=1, loss="cross_entropy", verbose=False, opt=r.opt, batch_size=10)
     assert again.opt.steps == 21 and r.opt.steps == 14           # fit never changes the given optimizer
+
+
+def test_an_apsi_program_uses_the_workflow_and_errors_in_on_epoch_point_at_its_line(tmp_path):
+    import subprocess
+    import sys
+
+    program = (
+        "use layers\nuse nn\nlet x = randn(32, 3, seed=0)\nlet y = argmax(x, axis=1)\n"
+        "let net = mlp(3, 3, hidden=[4])\n"
+        "fn watch(epoch, logs):\n"
+        "    print(epoch, logs.loss > 0, logs.metrics.accuracy >= 0, logs.val_metrics.accuracy >= 0)\n"
+        "    return logs.nothing if epoch == 2 else none\n"
+        "let r = fit(net, net.init(seed=0), x, y, loss=\"cross_entropy\", epochs=3, metrics=[\"accuracy\"],\n"
+        "            validation_split=0.25, checkpoint=\"run.ckpt\", on_epoch=watch, verbose=false)\n")
+    (tmp_path / "t.apsi").write_text(program)
+    p = subprocess.run([sys.executable, "-m", "apsi", "t.apsi"], cwd=tmp_path, capture_output=True, text=True)
+    assert p.returncode == 1 and p.stdout == "1 true true true\n2 true true true\n", (p.stdout, p.stderr)
+    assert p.stderr.strip().splitlines()[-1] == ("t.apsi:8:17: error: record has no field 'nothing' (its "
+                                                 "fields: loss, val_loss, lr, seconds, metrics, val_metrics)")
+    assert 'File "' not in p.stderr and (tmp_path / "run.ckpt").exists()
