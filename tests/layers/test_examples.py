@@ -52,3 +52,21 @@ def test_vae_rebuilds_patterns():
     assert last < 0.7 * first
     assert float(re.search(r"pixels wrong after the round trip: (\d+\.\d)%", out).group(1)) < 5
     assert "decoded from code [0, 0]: tensor([[" in out
+
+
+def test_workflow_trains_then_resumes_from_its_checkpoint(tmp_path):
+    import shutil
+
+    (tmp_path / "examples").mkdir()
+    shutil.copy(ROOT / "examples" / "workflow.apsi", tmp_path / "examples")
+
+    def go(*args):
+        r = subprocess.run([sys.executable, "-m", "apsi", "examples/workflow.apsi", *args], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        return r.stdout
+
+    first, second = go(), go("resume")
+    assert first.startswith("epochs 4  loss ") and second.startswith("epochs 8  loss ")
+    assert first.split()[3] == second.split()[3]                # the same first epoch: one run
+    assert (tmp_path / "examples" / "workflow.ckpt").exists()
