@@ -258,3 +258,22 @@ def test_an_apsi_program_uses_the_workflow_and_errors_in_on_epoch_point_at_its_l
     assert p.stderr.strip().splitlines()[-1] == ("t.apsi:8:17: error: record has no field 'nothing' (its "
                                                  "fields: loss, val_loss, lr, seconds, metrics, val_metrics)")
     assert 'File "' not in p.stderr and (tmp_path / "run.ckpt").exists()
+
+
+@pytest.mark.parametrize("backend, precision", BACKENDS[:2])
+def test_continuing_with_r_opt_is_one_longer_run(backend, precision):
+    """Full-batch Adam (the batch order only reorders a sum): 1 epoch + 1 epoch with opt=r.opt is a
+    2-epoch run to rounding; with a fresh adam the moments and bias correction restart."""
+    net = mlp(5, 3, hidden=[8])
+    kw = dict(loss="cross_entropy", batch_size=64, verbose=False, backend=backend)
+    if precision:
+        kw["precision"] = precision
+        pytest.importorskip("torch")
+    two = fit(net, net.init(seed=0), X, Y, epochs=2, opt=nn.adam(lr=0.05), **kw)
+    one = fit(net, net.init(seed=0), X, Y, epochs=1, opt=nn.adam(lr=0.05), **kw)
+    more = fit(net, one.params, X, Y, epochs=1, opt=one.opt, **kw)
+    fresh = fit(net, one.params, X, Y, epochs=1, opt=nn.adam(lr=0.05), **kw)
+    for a, b, c in zip(_leaves(more.params), _leaves(two.params), _leaves(fresh.params), strict=True):
+        assert np.allclose(a, b, rtol=0, atol=1e-12)
+    assert max(np.max(np.abs(b - c)) for b, c in zip(_leaves(two.params), _leaves(fresh.params),
+                                                    strict=True)) > 1e-4
