@@ -134,6 +134,7 @@ def guarded(action, prepare=None):
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(signals.exit_code(e))
+        bigstack.release_signals()
         return signals.exit_code(e)
     except BrokenPipeError:
         # the reader left (`apsi prog | head`): stop quietly, as a process killed by SIGPIPE would

@@ -95,6 +95,9 @@ def stack_sizes():
     return [s for s in sizes if s > STACK_BYTES] + [STACK_BYTES]
 
 
+_held = {}                          # signal -> the handler set aside while an interrupt is reported
+
+
 def _wait(thread, done):
     global abandoned
     # (an Event, not thread.join(): a join interrupted by Ctrl-C can mark the thread as stopped)
@@ -102,13 +105,44 @@ def _wait(thread, done):
         done.wait()
     except KeyboardInterrupt as e:
         _interrupt(thread, type(e))
+        waiting = [True]
+        _hold_signals(waiting)
         try:
             stopped = done.wait(GRACE_SECONDS)
         except KeyboardInterrupt:            # a second Ctrl-C: stop waiting now
             stopped = False
+        finally:
+            waiting[0] = False
         if not stopped:                      # blocked in C code: leave it, and say so
             abandoned = True
             raise e from None
+
+
+def _hold_signals(waiting):
+    """From the first Ctrl-C until the caller has reported it (release_signals), more Ctrl-C or
+    SIGTERM only cut the grace wait short: one arriving while the report is printed would otherwise
+    escape as a second KeyboardInterrupt and kill the process by SIGINT, with no exit code."""
+    import signal
+
+    def again(signum, frame):
+        if waiting[0]:
+            raise KeyboardInterrupt
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            _held.setdefault(sig, signal.getsignal(sig))
+            signal.signal(sig, again)
+        except (ValueError, OSError):        # not the main thread
+            _held.pop(sig, None)
+
+
+def release_signals():
+    """Put back the handlers set aside by an interrupt (the REPL goes on after one)."""
+    import signal
+
+    for sig, handler in list(_held.items()):
+        signal.signal(sig, handler)
+        del _held[sig]
 
 
 def _interrupt(thread, kind=KeyboardInterrupt):
