@@ -100,3 +100,13 @@ def _install():
 
 
 _install()
+
+
+def _add_linalg():
+    """The linear-algebra rules use xp.inv, xp.solve and xp.einsum (RAW's are set in linalg.py)."""
+    from . import linalg
+
+    GRAPH.inv, GRAPH.solve, GRAPH.einsum = linalg.inv, linalg.solve, linalg.einsum
+
+
+_add_linalg()
