@@ -188,3 +188,22 @@ def test_second_derivative_matches_torch(name, f, tf, xs, scale):
     trest = [torch.tensor(x) for x in xs[1:]]
     th = torch.autograd.functional.hessian(lambda x: _scalar_t(tf, ws)(x, *trest), torch.tensor(xs[0]))
     assert rel(h.data, th.numpy()) < tol, name
+
+
+def test_every_linalg_rule_is_exercised():
+    """Each rule of linalg_vjps.py is reached by a case above (directly or through a composition)."""
+    from apsi_layers.nn.linalg_vjps import LINALG_RULES
+    from apsi_layers.nn.tape import STATE
+    from apsi_layers.nn.vjps import rule_name
+
+    seen = set()
+    for _, f, _, xs, _ in CASES:
+        with_tape = nn.grad(lambda *a, f=f: _record(f, a, seen, STATE, rule_name), argnums=0)
+        with_tape(*[nn.array(x) for x in xs])
+    assert set(LINALG_RULES) <= seen
+
+
+def _record(f, args, seen, state, rule_name):
+    outs = as_list(f(*args))
+    seen.update(rule_name(e[0]) for e in state.tape.entries if e is not None)
+    return sum(nn.sum(o) for o in outs)
