@@ -14,7 +14,7 @@ import numpy as np
 from apsi_lang.errors import ApsiError
 
 from . import foreign, reduce, shape
-from .einsum import einsum
+from .einsum_op import einsum
 from .linalg_vjps import pack, unpack
 from .ops import abs as _abs
 from .ops import apply, matmul, power

@@ -1,11 +1,11 @@
-"""Torch versions of nn's linear algebra (nn/linalg.py, nn/einsum.py), with NumPy's meanings, so an
+"""Torch versions of nn's linear algebra (nn/linalg.py, nn/einsum_op.py), with NumPy's meanings, so an
 Apsi loss or lambda layer that calls them runs under fit(backend="torch"). nn_dispatch.py merges
 LINALG_IMPLS into its table."""
 
 import torch
 
 from apsi_lang.errors import ApsiError
-from apsi_layers.nn import einsum as _einsum
+from apsi_layers.nn import einsum_op as _einsum
 from apsi_layers.nn.tensor import Tensor
 
 TL = torch.linalg
