@@ -84,6 +84,15 @@ def _int(value, fn, arg):
     return int(value)
 
 
+def _rcond(value, fn):
+    if value is None:
+        return None
+    if type(value) is bool or not isinstance(value, int | float) or not 0 <= value < np.inf:
+        raise ApsiError(f"{fn}: rcond must be none or a number >= 0 (singular values below rcond times "
+                        f"the largest count as 0), not {describe(value)}")
+    return float(value)
+
+
 def _axis_pair(axis, ndim, fn):
     if not (isinstance(axis, list | tuple) and len(axis) == 2):
         raise ApsiError(f"{fn}: axis must be an int or a pair of ints, not {axis!r}")
@@ -305,7 +314,8 @@ def slogdet(a):
 def pinv(a, rcond=None, hermitian=False):
     """Moore-Penrose pseudo-inverse; the gradient holds where the rank does not change."""
     a = _finite(_tensor(a, "pinv", "a", 2), "pinv")
-    kw = {} if rcond is None else {"rcond": float(rcond)}
+    rcond = _rcond(rcond, "pinv")
+    kw = {} if rcond is None else {"rcond": rcond}
     return apply("pinv", lambda d: _linalg_call("pinv", lambda x: np.linalg.pinv(
         x, hermitian=bool(hermitian), **kw), d), (a,), {})
 
@@ -322,7 +332,8 @@ def lstsq(a, b, rcond=None):
     if b.shape[0] != m:
         raise ApsiError(f"lstsq: a has {m} rows but b has shape {b.shape}")
     # NumPy's cut-off: singular values below rcond * the largest count as 0
-    rcond = max(m, n) * np.finfo(float).eps if rcond is None else float(rcond)
+    rcond = _rcond(rcond, "lstsq")
+    rcond = max(m, n) * np.finfo(float).eps if rcond is None else rcond
     s_raw = np.linalg.svd(a.data, compute_uv=False)
     rank = int(np.sum(s_raw > rcond * s_raw.max())) if s_raw.size else 0
     x = matmul(pinv(a, rcond=rcond), b)

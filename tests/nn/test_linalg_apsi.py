@@ -94,3 +94,32 @@ def test_errors_name_the_line_and_show_no_traceback(tmp_path):
     assert "character '%'" in r.stderr
     r = run(tmp_path, "use nn\nlet a = eye(3)\nlet g = grad(fn(m) => sum(eigh(m)[1] * 2))(a)\n")
     assert no_python_traceback(r.stderr) and "eigenvalues 0 and 1 are equal" in r.stderr
+
+
+FIT = """\
+use layers
+use nn
+let x = randn(32, 4, seed=1)
+let y = x @ array([[1.0], [-2.0], [0.5], [0.0]])
+let mix = fn(h) => einsum("bi,ij->bj", h, eye(4)) + 0.1 * norm(h, axis=1, keepdims=true)
+let net = sequential([dense(4), lambda_layer(mix), dense(1)])
+let loss = fn(p, t) => mean((p - t) ** 2) + 0.01 * norm(p - t, 1) / 32 + 0.01 * trace(outer(p[:, 0], t[:, 0]))
+let p0 = net.init(seed=0, input_shape=[4])
+let rn = fit(net, p0, x, y, loss=loss, opt=sgd(lr=0.05), epochs=3, batch_size=8)
+let rt = fit(net, p0, x, y, loss=loss, opt=sgd(lr=0.05), epochs=3, batch_size=8, backend="torch",
+             device="cpu", precision="fp64")
+print(rn.history[-1], rt.history[-1])
+"""
+
+
+def test_a_loss_and_layer_written_with_linalg_train_on_both_backends(tmp_path):
+    import pytest
+
+    pytest.importorskip("torch")
+    path = tmp_path / "fit.apsi"
+    path.write_text(FIT)
+    r = subprocess.run([sys.executable, "-m", "apsi", "--allow-python", str(path)], capture_output=True,
+                       text=True, cwd=tmp_path, timeout=300)
+    assert r.returncode == 0, r.stderr
+    numpy_loss, torch_loss = map(float, r.stdout.split()[-2:])
+    assert abs(numpy_loss - torch_loss) <= 1e-12 * abs(numpy_loss)

@@ -105,6 +105,8 @@ def test_norm_and_friends_messages():
     raises("vdot: a has 6 elements and b 3", nn.vdot, A, nn.ones(3))
     raises("diag: v must be a vector or a matrix", nn.diag, nn.ones((2, 2, 2)))
     raises("matrix_power: n must be an int", nn.matrix_power, S, 1.5)
+    raises("pinv: rcond must be none or a number >= 0", nn.pinv, S, "abc")
+    raises("lstsq: rcond must be none or a number >= 0", nn.lstsq, S, nn.ones(3), -1.0)
 
 
 def test_norm_gradient_at_zero_is_zero_not_nan():
