@@ -19,7 +19,6 @@ from .linalg_vjps import pack, unpack
 from .ops import abs as _abs
 from .ops import apply, matmul, power
 from .tensor import Tensor, as_tensor, describe
-from .xp import RAW
 
 # --- plumbing --------------------------------------------------------------------------------------
 
@@ -108,7 +107,7 @@ def _norm_axis(a, ndim, fn):
     return a % ndim
 
 
-# --- raw helpers the gradient rules use (xp.inv, xp.solve) ------------------------------------------
+# --- raw helpers the gradient rules use as xp.inv, xp.solve, xp.einsum (set in graph.py) -------------
 
 def raw_inv(a):
     return _linalg_call("inv", np.linalg.inv, a)
@@ -118,9 +117,9 @@ def raw_solve(a, b):
     return _linalg_call("solve", np.linalg.solve, a, b)
 
 
-RAW.inv = raw_inv
-RAW.solve = raw_solve
-RAW.einsum = lambda subs, *ops: np.einsum(subs, *ops, optimize=len(ops) > 2)
+def raw_einsum(subscripts, *operands):
+    """For the rules only: their subscripts are made by einsum_adjoint, already plain letters."""
+    return np.einsum(subscripts, *operands, optimize=len(operands) > 2)
 
 
 # --- products --------------------------------------------------------------------------------------
@@ -205,6 +204,8 @@ def kron(a, b):
     """Kronecker product (block matrix a[i, j] * b), for any numbers of axes."""
     a, b = _tensor(a, "kron"), _tensor(b, "kron", "b")
     nd = max(a.ndim, b.ndim)
+    if nd > 13:
+        raise ApsiError(f"kron: at most 13 axes, got shapes {a.shape} and {b.shape}")
     a = shape.reshape(a, (1,) * (nd - a.ndim) + a.shape)
     b = shape.reshape(b, (1,) * (nd - b.ndim) + b.shape)
     la, lb = "abcdefghijklm"[:nd], "nopqrstuvwxyz"[:nd]
