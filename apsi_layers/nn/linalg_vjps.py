@@ -93,11 +93,19 @@ def _solve_b(xp, g, ans, a, b):
 
 
 def _det_grad(xp, g, ans, a):
+    _check_nonsingular(values(ans) != 0, "det")
     return _scalar_grad(xp, g * ans) * _t(xp, xp.inv(a))
 
 
 def _logabsdet_grad(xp, g, ans, a):
+    _check_nonsingular(np.isfinite(values(ans)), "slogdet")
     return _scalar_grad(xp, g) * _t(xp, xp.inv(a))
+
+
+def _check_nonsingular(ok, fn):
+    if not np.all(ok):
+        raise ApsiError(f"{fn}: the gradient is computed through inv(a), and a is singular here "
+                        f"(its determinant is 0); keep a invertible, e.g. add a small multiple of eye(n)")
 
 
 def _pinv_grad(xp, g, ans, a):
@@ -127,12 +135,26 @@ def _cholesky_grad(xp, g, ans, a):
 def _qr_grad(xp, g, ans, a, mode="reduced"):
     m, n = values(a).shape[-2:]
     k = min(m, n) if mode == "reduced" else m
-    if m < n or (mode == "complete" and m > n):
-        raise ApsiError(f"qr: the gradient is defined for tall or square matrices in mode 'reduced' "
-                        f"(m >= n), but a is {m}x{n} in mode '{mode}'; differentiate qr of the transpose "
-                        "or use mode='reduced'")
+    if mode == "complete" and m > n:
+        raise ApsiError(f"qr: the gradient of mode 'complete' is undefined for a {m}x{n} matrix (the "
+                        "extra columns of Q are not unique); use mode='reduced'")
     q, r = unpack(xp, ans, [(m, k), (k, n)])
     gq, gr = unpack(xp, g, [(m, k), (k, n)])
+    if m < n:
+        # wide: a = [X Y] with X = Q R1 square and Y = Q R2, R2 = Q^T Y. Y's cotangent is Q gR2,
+        # and R2's dependence on Q adds Y gR2^T to gQ; X then follows the square case.
+        lead = values(a).shape[:-2]
+        left, right = (Ellipsis, slice(0, m)), (Ellipsis, slice(m, n))
+        y, gr2 = xp.getitem(a, right), xp.getitem(gr, right)
+        gx = _qr_square_grad(xp, q, xp.getitem(r, left), gq + xp.matmul(y, _t(xp, gr2)),
+                             xp.getitem(gr, left))
+        shape = lead + (m, n)
+        return xp.index_add(gx, left, shape) + xp.index_add(xp.matmul(q, gr2), right, shape)
+    return _qr_square_grad(xp, q, r, gq, gr)
+
+
+def _qr_square_grad(xp, q, r, gq, gr):
+    k = values(r).shape[-2]
     # A = QR, C = Q^T dQ skew, X = Q^T dA R^-1: the strict lower part of X is C's. Collecting the
     # terms: gA = [gQ + Q (B - Q^T gQ)] R^-T, B = gR R^T + tril(N - N^T, -1), N = Q^T gQ - gR R^T.
     qtgq = xp.matmul(_t(xp, q), gq)

@@ -118,6 +118,8 @@ CASES = [
     ("cholesky", lambda x: nn.cholesky(sym_nn(x)), lambda x: TL.cholesky(sym_t(x)), [spd(3)], 30),
     ("qr_square", nn.qr, TL.qr, [normal(3, 3)], 30),
     ("qr_tall_batched", nn.qr, TL.qr, [normal(2, 4, 3)], 30),
+    ("qr_wide", nn.qr, TL.qr, [normal(2, 4)], 30),
+    ("qr_wide_batched", nn.qr, TL.qr, [normal(2, 2, 3)], 30),
     ("qr_r", lambda a: nn.qr(a, mode="r"), lambda a: TL.qr(a)[1], [normal(4, 2)], 30),
     ("eigh", lambda x: nn.eigh(sym_nn(x)), lambda x: TL.eigh(sym_t(x)), [normal(3, 3)], 100),
     ("eigh_batched", lambda x: nn.eigh(sym_nn(x)), lambda x: TL.eigh(sym_t(x)), [normal(2, 3, 3)], 100),
