@@ -33,11 +33,13 @@ def test_torch_tensors_give_nn_values_and_gradients(name, f, tf, xs, scale):
     txs = [torch.tensor(x, requires_grad=True) for x in xs]
     touts = as_list(f(*txs))
     tws = ws
-    if name.startswith("svd_") and name != "svd_values":
-        # each singular pair's sign is LAPACK's choice: flip torch's to NumPy's (a constant flip),
-        # and its weights with it, so the two scalar losses are the same function
-        sign = np.sign(np.sum(outs[0].data * touts[0].detach().numpy(), axis=-2))
-        flips = [sign[..., None, :], 1.0, sign[..., :, None]]
+    vectors = {"svd_square": 0, "svd_tall": 0, "svd_wide_batched": 0, "eigh": 1, "eigh_batched": 1}
+    if name in vectors:
+        # each eigenvector's or singular pair's sign is LAPACK's choice: flip torch's to NumPy's (a
+        # constant flip), and its weights with it, so the two scalar losses are the same function
+        i = vectors[name]
+        sign = np.sign(np.sum(outs[i].data * touts[i].detach().numpy(), axis=-2))
+        flips = [sign[..., None, :], 1.0, sign[..., :, None]] if i == 0 else [1.0, sign[..., None, :]]
         touts = [t * torch.as_tensor(fl) for t, fl in zip(touts, flips, strict=True)]
         tws = [w * fl for w, fl in zip(ws, flips, strict=True)]
     for o, t in zip(outs, touts, strict=True):
