@@ -155,3 +155,24 @@ def test_numpy_results_for_the_plain_functions():
         assert np.allclose(nn.norm(nn.array(m), o, axis=1).data, np.linalg.norm(m, o, axis=1)), o
     for p in [None, 1, -1, 2, -2, np.inf, -np.inf, "fro", "nuc"]:
         assert np.isclose(nn.cond(nn.array(m), p).item(), np.linalg.cond(m, p), rtol=1e-10), p
+
+
+def test_eigh_reads_one_triangle_as_numpy_does():
+    a = np.random.default_rng(6).standard_normal((2, 3, 3))          # not symmetric
+    for uplo in "LU":
+        w, v = nn.eigh(nn.array(a), uplo)
+        nw, nv = np.linalg.eigh(a, uplo)
+        assert np.allclose(w.data, nw, rtol=1e-13) and np.allclose(np.abs(v.data), np.abs(nv), rtol=1e-12)
+        assert np.allclose(nn.eigvalsh(nn.array(a), UPLO=uplo).data, np.linalg.eigvalsh(a, uplo))
+
+
+def test_the_torch_comparison_catches_a_wrong_rule(monkeypatch):
+    """The checker must be able to fail: give inv a rule with the wrong sign."""
+    from apsi_layers.nn import vjps
+
+    from .test_linalg_torch import CASES, test_value_and_gradient_match_torch
+
+    case = next(c for c in CASES if c[0] == "inv")
+    monkeypatch.setitem(vjps.RULES, "inv", (lambda xp, g, ans, a: xp.matmul(ans, g),))
+    with pytest.raises(AssertionError, match="gradient of argument 0"):
+        test_value_and_gradient_match_torch(*case)
