@@ -64,6 +64,10 @@ NN_EXPORTS = (
     "mse", "mae", "huber", "cross_entropy", "bce", "vae",
     "tree_map", "flatten", "unflatten", "param_count", "global_norm", "clip_by_global_norm",
     "save_params", "load_params", "load_csv",
+    # linear algebra (issue 19; nn/linalg.py, nn/einsum_op.py)
+    "dot", "vdot", "outer", "inner", "einsum", "tensordot", "trace", "diag", "tril", "triu", "kron",
+    "norm", "inv", "pinv", "solve", "lstsq", "det", "slogdet", "cholesky", "qr", "eigh", "eigvalsh",
+    "svd", "matrix_power", "cond",
 )
 
 

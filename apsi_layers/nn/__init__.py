@@ -26,6 +26,33 @@ from .creation import (
 )
 from .csv_io import load_csv
 from .extend import defop
+from .linalg import (
+    cholesky,
+    cond,
+    det,
+    diag,
+    dot,
+    eigh,
+    eigvalsh,
+    einsum,
+    inner,
+    inv,
+    kron,
+    lstsq,
+    matrix_power,
+    norm,
+    outer,
+    pinv,
+    qr,
+    slogdet,
+    solve,
+    svd,
+    tensordot,
+    trace,
+    tril,
+    triu,
+    vdot,
+)
 from .losses import bce, cross_entropy, huber, mae, mse, vae
 from .ops import (
     abs,

@@ -100,3 +100,14 @@ def _install():
 
 
 _install()
+
+
+def _add_linalg():
+    """The linear-algebra rules (linalg_vjps.py) also use xp.inv, xp.solve and xp.einsum."""
+    from . import linalg
+
+    GRAPH.inv, GRAPH.solve, GRAPH.einsum = linalg.inv, linalg.solve, linalg.einsum
+    _raw.RAW.inv, _raw.RAW.solve, _raw.RAW.einsum = linalg.raw_inv, linalg.raw_solve, linalg.raw_einsum
+
+
+_add_linalg()

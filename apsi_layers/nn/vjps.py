@@ -181,3 +181,11 @@ def register_name(name, rules):
 def rule_name(rules):
     """The op name for an entry's rules (concat's are made per call)."""
     return _NAMES.get(id(rules), "concat")
+
+
+# Linear algebra (inv, solve, det, decompositions, norm2, einsum): rules in linalg_vjps.py.
+from .linalg_vjps import LINALG_RULES  # noqa: E402
+
+RULES.update(LINALG_RULES)
+for _name, _rules in LINALG_RULES.items():
+    register_name(_name, _rules)

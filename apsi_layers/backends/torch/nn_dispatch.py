@@ -169,6 +169,15 @@ IMPLS = {
 }
 
 
+def _with_linalg():
+    from .linalg_impls import LINALG_IMPLS  # nn's linear algebra (issue 19)
+
+    IMPLS.update(LINALG_IMPLS)
+
+
+_with_linalg()
+
+
 def install():
     """Let nn's functions accept torch tensors (idempotent)."""
     if foreign.TYPES != (torch.Tensor,):

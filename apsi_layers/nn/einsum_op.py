@@ -1,0 +1,125 @@
+"""einsum: the subscripts string is user input, so it is parsed and checked here, strictly, before
+NumPy sees it. '...' is expanded into spare letters, so the op and its gradient rule only ever meet
+plain letters (no ellipsis, no implicit output)."""
+
+import numpy as np
+
+from apsi_lang.errors import ApsiError
+
+from . import foreign
+from .foreign import Foreign
+from .linalg_vjps import MAX_EINSUM_OPERANDS
+from .ops import apply
+from .tensor import as_tensor
+
+LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_ALLOWED = set(LETTERS) | set(",->. ")
+
+
+def parse(subscripts, shapes):
+    """(inputs, output): one letter string per operand and the output's, ellipses expanded."""
+    if not isinstance(subscripts, str):
+        raise ApsiError(f"einsum: the first argument must be a subscripts string like \"ij,jk->ik\", "
+                        f"not a {type(subscripts).__name__}")
+    text = subscripts.replace(" ", "")
+    _check_characters(subscripts)
+    if text.count("->") > 1 or ("-" in text.replace("->", "")) or (">" in text.replace("->", "")):
+        raise ApsiError(f"einsum: {subscripts!r} has a stray '-' or '>': write one '->' before the output")
+    lhs, arrow, rhs = text.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(shapes):
+        raise ApsiError(f"einsum: {subscripts!r} names {len(terms)} operand(s) but {len(shapes)} "
+                        "tensor(s) were given")
+    for t in terms + [rhs]:
+        _check_dots(subscripts, t)
+    used = set(text) & set(LETTERS)
+    spare = [c for c in LETTERS if c not in used]
+    ell = _ellipsis_letters(subscripts, terms, shapes, spare)
+    inputs = [t.replace("...", ell[-_ell_ndim(t, s):] if _ell_ndim(t, s) else "") for t, s in
+              zip(terms, shapes, strict=True)]
+    if arrow:
+        if "..." in rhs and not any("..." in t for t in terms):
+            raise ApsiError(f"einsum: {subscripts!r} has '...' in the output but in no operand")
+        output = rhs.replace("...", ell)
+    else:
+        counts = {c: sum(s.count(c) for s in inputs) for c in set("".join(inputs))}
+        output = ell + "".join(sorted(c for c in counts if counts[c] == 1 and c not in ell))
+    _check_output(subscripts, inputs, output)
+    _check_sizes(subscripts, inputs, shapes)
+    return tuple(inputs), output
+
+
+def _check_characters(subscripts):
+    for i, c in enumerate(subscripts):
+        if c not in _ALLOWED:
+            raise ApsiError(f"einsum: character {c!r} at position {i} of {subscripts!r} is not allowed: "
+                            "subscripts are letters a-z and A-Z (one per axis), commas between operands, "
+                            "'->' before the output and '...' for the remaining axes")
+
+
+def _check_dots(subscripts, term):
+    if term.replace("...", "").count(".") or term.count("...") > 1:
+        raise ApsiError(f"einsum: {term!r} in {subscripts!r}: a '.' may only appear as one '...' per "
+                        "operand")
+
+
+def _ell_ndim(term, shape):
+    return len(shape) - (len(term) - 3) if "..." in term else 0
+
+
+def _ellipsis_letters(subscripts, terms, shapes, spare):
+    """The letters standing for '...': as many as the most axes any operand's '...' covers."""
+    widest = 0
+    for i, (t, shape) in enumerate(zip(terms, shapes, strict=True)):
+        named = len(t) - 3 if "..." in t else len(t)
+        if ("..." in t and len(shape) < named) or ("..." not in t and len(shape) != named):
+            raise ApsiError(f"einsum: operand {i} has shape {tuple(shape)} ({len(shape)} axes) but "
+                            f"{t!r} in {subscripts!r} names {named} axis letter(s)"
+                            f"{' plus ...' if '...' in t else ''}")
+        widest = max(widest, _ell_ndim(t, shape))
+    if widest > len(spare):
+        raise ApsiError(f"einsum: {subscripts!r} needs more than 52 distinct axes")
+    return "".join(spare[:widest])
+
+
+def _check_output(subscripts, inputs, output):
+    for c in output:
+        if output.count(c) > 1:
+            raise ApsiError(f"einsum: the output of {subscripts!r} names {c!r} twice; each output "
+                            "letter appears once")
+        if not any(c in s for s in inputs):
+            raise ApsiError(f"einsum: the output letter {c!r} of {subscripts!r} is in no operand")
+
+
+def _check_sizes(subscripts, inputs, shapes):
+    sizes = {}
+    for i, (term, shape) in enumerate(zip(inputs, shapes, strict=True)):
+        for c, n in zip(term, shape, strict=True):
+            if sizes.setdefault(c, (n, i))[0] != n:
+                n0, i0 = sizes[c]
+                what = f"letter {c!r}" if c in subscripts else "an axis under '...'"
+                raise ApsiError(f"einsum: {what} in {subscripts!r} has size {n0} in operand {i0} "
+                                f"but {n} in operand {i}; the sizes of one letter must be equal "
+                                "(broadcast_to first to repeat a tensor)")
+
+
+def expanded(inputs, output):
+    return ",".join(inputs) + "->" + output
+
+
+def einsum(subscripts, *operands):
+    """Einstein summation as NumPy's einsum: einsum("ij,jk->ik", a, b); differentiable in every
+    operand."""
+    if not operands:
+        raise ApsiError("einsum: give the subscripts and at least one tensor, e.g. einsum(\"ii\", a)")
+    if len(operands) > MAX_EINSUM_OPERANDS:
+        raise ApsiError(f"einsum: at most {MAX_EINSUM_OPERANDS} operands, got {len(operands)}")
+    try:
+        ts = tuple(as_tensor(x, "einsum", f"operands[{i}]") for i, x in enumerate(operands))
+    except Foreign:
+        return foreign.call("einsum", subscripts, *operands)
+    inputs, output = parse(subscripts, [t.shape for t in ts])
+    spec = expanded(inputs, output)
+    opt = len(ts) > 2
+    return apply("einsum", lambda *ds, inputs, output: np.einsum(spec, *ds, optimize=opt), ts,
+                 {"inputs": inputs, "output": output})
