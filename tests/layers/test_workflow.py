@@ -277,3 +277,38 @@ def test_continuing_with_r_opt_is_one_longer_run(backend, precision):
         assert np.allclose(a, b, rtol=0, atol=1e-12)
     assert max(np.max(np.abs(b - c)) for b, c in zip(_leaves(two.params), _leaves(fresh.params),
                                                     strict=True)) > 1e-4
+
+
+def test_a_tampered_checkpoint_is_refused_never_a_python_error(tmp_path):
+    """A checkpoint is a file in the project: a program may have written it. Its arrays and JSON are
+    checked before anything of it is used."""
+    import json
+    import zipfile
+
+    kw = _opts("numpy", None)
+    fit(NET, P, X, Y, epochs=1, checkpoint="run.ckpt", **kw)
+    with zipfile.ZipFile(tmp_path / "run.ckpt") as z:
+        entries = {n: z.read(n) for n in z.namelist()}
+
+    def tamper(name, change):
+        meta_npy = entries["meta.npy"]
+        header_end = meta_npy.index(b"\n", 10) + 1
+        meta = json.loads(meta_npy[header_end:].decode())
+        change(meta)
+        raw = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+        import io
+
+        buf = io.BytesIO()
+        np.lib.format.write_array(buf, raw, allow_pickle=False)
+        with zipfile.ZipFile(tmp_path / name, "w") as z:
+            for n, data in entries.items():
+                z.writestr(n, buf.getvalue() if n == "meta.npy" else data)
+
+    cases = {"shuffle.ckpt": lambda m: m.update(shuffle={"bit_generator": "nope"}),
+             "history.ckpt": lambda m: m.update(history="x"),
+             "stop.ckpt": lambda m: m.update(stop=[1]),
+             "names.ckpt": lambda m: m.update(opt_leaves="many")}
+    for name, change in cases.items():
+        tamper(name, change)
+        with pytest.raises(ApsiError, match=rf"fit: resume='{name}'"):
+            fit(NET, P, X, Y, epochs=2, resume=name, **kw)

@@ -71,11 +71,17 @@ def load(shown):
         raise ApsiError(f"fit: resume={shown!r} is not a checkpoint written by fit(checkpoint=…)") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise ApsiError(f"fit: resume={shown!r} is not a checkpoint written by fit(checkpoint=…)")
+    try:
+        return _parts(meta, entries)
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError):
+        raise damaged(shown) from None
+
+
+def _parts(meta, entries):
     n = len(meta["names"])
     snap = {"meta": meta, "leaves": [entries[f"params/{i}"] for i in range(n)],
             "noise": entries.get("noise")}
-    count = meta.get("opt_leaves", 0)
-    opt = [{} for _ in range(count)]
+    opt = [{} for _ in range(int(meta.get("opt_leaves", 0)))]
     for key, a in entries.items():
         if key.startswith("opt/"):
             _, i, name = key.split("/", 2)
@@ -84,6 +90,11 @@ def load(shown):
     best = [entries[f"best/{i}"] for i in range(n) if f"best/{i}" in entries]
     snap["best"] = best if len(best) == n else None
     return snap
+
+
+def damaged(shown):
+    return ApsiError(f"fit: resume={shown!r}: the checkpoint is damaged (its parts do not fit together); "
+                     "resume from another checkpoint or start a new fit")
 
 
 def check_same_run(shown, meta, signature):

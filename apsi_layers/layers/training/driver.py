@@ -213,14 +213,24 @@ def _resume(plan, session, run, shuffle):
     if meta["epoch"] > plan.epochs:
         raise ApsiError(f"fit: resume={plan.resume!r} holds {meta['epoch']} epochs, more than epochs="
                         f"{plan.epochs}; with resume=, epochs counts the whole run")
-    session.set_leaves(snap["leaves"])
-    session.set_opt_state(meta["steps"], snap["opt"])
-    session.set_noise_state(meta["noise"], snap["noise"])
-    shuffle.bit_generator.state = meta["shuffle"]
-    run.epoch = meta["epoch"]
-    run.history, run.val_history = list(meta["history"]), list(meta["val_history"])
-    run.metrics, run.val_metrics = dict(meta["metric_values"]), dict(meta["val_metrics"])
-    run.stop = stopping.Progress(*meta["stop"])
+    for a, shape in zip(snap["leaves"], meta["shapes"], strict=True):
+        if list(np.shape(a)) != shape or np.asarray(a).dtype.kind not in "biuf":
+            raise ckpt.damaged(plan.resume)
+    try:
+        session.set_leaves(snap["leaves"])
+        session.set_opt_state(int(meta["steps"]), snap["opt"])
+        session.set_noise_state(meta["noise"], snap["noise"])
+        shuffle.bit_generator.state = meta["shuffle"]
+        run.epoch = int(meta["epoch"])
+        run.history = [float(v) for v in meta["history"]]
+        run.val_history = [float(v) for v in meta["val_history"]]
+        run.metrics = {str(k): [float(x) for x in v] for k, v in meta["metric_values"].items()}
+        run.val_metrics = {str(k): [float(x) for x in v] for k, v in meta["val_metrics"].items()}
+        best, best_epoch, wait = meta["stop"]
+        run.stop = stopping.Progress(None if best is None else float(best),
+                                     None if best_epoch is None else int(best_epoch), int(wait))
+    except (TypeError, ValueError, KeyError, AttributeError, RuntimeError):
+        raise ckpt.damaged(plan.resume) from None
     run.best = snap["best"]
 
 
