@@ -37,6 +37,7 @@ class Panel:
         self.legend_at = None               # a PLACES entry once legend() was called
         self.grid_on = False
         self.hidden = False                 # a place left empty in the grid (plot_history)
+        self.whole_x = False                # ticks at whole numbers only (epochs)
 
     def __repr__(self):
         return f"<{self._where}: {len(self.items)} drawn>"
@@ -175,25 +176,43 @@ class Figure:
 
         return save(self, path, "save")
 
+    # with one panel, the figure draws in it (the same parameters as Panel's, so a misspelt one is
+    # named in the usual way)
+    def line(self, x, y=None, label=None, color=None, style="solid", width=1.5):
+        self._only("line").line(x, y, label, color, style, width)
+
+    def scatter(self, x, y, label=None, color=None, size=20):
+        self._only("scatter").scatter(x, y, label, color, size)
+
+    def hist(self, values, bins=10, label=None, color=None):
+        self._only("hist").hist(values, bins, label, color)
+
+    def image(self, t, cmap="viridis", colorbar=False):
+        self._only("image").image(t, cmap, colorbar)
+
+    def xlabel(self, text):
+        self._only("xlabel").xlabel(text)
+
+    def ylabel(self, text):
+        self._only("ylabel").ylabel(text)
+
+    def legend(self, place="best"):
+        self._only("legend").legend(place)
+
+    def xscale(self, scale):
+        self._only("xscale").xscale(scale)
+
+    def yscale(self, scale):
+        self._only("yscale").yscale(scale)
+
+    def grid(self, on=True):
+        self._only("grid").grid(on)
+
     def _only(self, name):
         if len(self.panels) > 1:
             raise ApsiError(f"{name}: this figure has {len(self.panels)} panels; draw in one of them, "
                             f"like f.panel(0).{name}(…)")
         return self.panels[0]
-
-
-def _delegate(name):
-    def method(self, *args, **kwargs):
-        return getattr(self._only(name), name)(*args, **kwargs)
-
-    method.__name__ = name
-    method.__doc__ = getattr(Panel, name).__doc__
-    return method
-
-
-for _name in Panel.__apsi_attrs__ - {"title"}:
-    setattr(Figure, _name, _delegate(_name))
-del _name
 
 
 def figure(width=640, height=480, rows=1, cols=1, title=None):

@@ -27,14 +27,15 @@ def plot_history(r, path, title=None):
                  title=data.text(title, "plot_history", "title"))
     best = _best_epoch(r)
     for panel, (name, own, val) in zip(fig.panels, curves):
-        panel.line(_epochs(own), own, label=name if name == "loss" else f"train {name}")
+        panel.line(_epochs(own), own, label=name)
         if val:
-            panel.line(_epochs(val), val, label=f"val {name}" if name != "loss" else "val_loss")
+            panel.line(_epochs(val), val, label=f"val_{name}")
         if best is not None:
             panel.items.append(("vline", (best,), {"label": f"best epoch ({best})"}))
         panel.title(name)
         panel.xlabel("epoch")
         panel.grid()
+        panel.whole_x = True
         panel.legend()
     for panel in fig.panels[n:]:
         panel.hidden = True

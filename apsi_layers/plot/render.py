@@ -152,6 +152,10 @@ def _draw_panel(out, panel, ax, call, index):
     for key, setter in (("title", ax.set_title), ("xlabel", ax.set_xlabel), ("ylabel", ax.set_ylabel)):
         if panel.texts.get(key) is not None:
             setter(panel.texts[key])
+    if panel.whole_x:
+        from matplotlib.ticker import MaxNLocator
+
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     if panel.grid_on:
         ax.grid(True, alpha=0.3)
     if panel.legend_at is not None:
@@ -178,6 +182,17 @@ def _check_math(fig, call):
         try:
             parser.parse(t, dpi=DPI)
         except ValueError as e:
-            reason = str(e).strip().splitlines()[-1] if str(e).strip() else "it cannot be read"
+            reason = _parse_reason(e)
             raise ApsiError(f"{call}: the text {show(t, True)} has $…$ math that matplotlib cannot read "
                             f"({reason}); write \\$ for a dollar sign") from None
+
+
+def _parse_reason(e):
+    """pyparsing's words ("Expected \\frac{num}{den}, found end of text"), without its class name and
+    character positions."""
+    import re
+
+    lines = [ln for ln in str(e).strip().splitlines() if ln.strip() and set(ln.strip()) != {"^"}]
+    text = lines[-1] if lines else "it cannot be read"
+    text = re.sub(r"^\w+(Exception|Error): ", "", text)
+    return re.sub(r"\s*\(at char \d+\).*$", "", text).strip()
