@@ -290,3 +290,35 @@ def test_series_are_checked(tmp_path, bad):
              "[]": [], "5": 5}[bad]
     with pytest.raises(ApsiError, match=r"line\(y\): y "):
         figure().line(value)
+
+
+DOC = (ROOT / "docs" / "plot.md").read_text(encoding="utf-8")
+
+
+def test_docs_examples_draw_what_they_say(tmp_path):
+    import re
+
+    blocks = re.findall(r"```apsi\n(.*?)```", DOC, re.S)
+    assert len(blocks) == 2
+    for block in blocks:
+        _ok(tmp_path, block)
+    assert _png(tmp_path / "proj" / "waves.png").shape == (480, 640, 4)
+    data = _png(tmp_path / "proj" / "data.png")
+    assert data.shape == (400, 900, 4) and _pixels_near(data[:, :450], BLUE) > 1000
+
+
+def test_docs_list_every_export():
+    from apsi_layers.plot import plot_exports
+    from apsi_layers.plot.figure import Figure
+
+    assert [n for n in plot_exports() if f"`{n}(" not in DOC] == []
+    assert [n for n in Figure.__apsi_attrs__ if f"`{n}(" not in DOC and f"`f.{n}" not in DOC] == []
+
+
+def test_readme_plot_line_runs(tmp_path):
+    import re
+
+    line = re.search(r"apsi -e '(use plot;[^']*)'", (ROOT / "README.md").read_text()).group(1)
+    rc, out, err = cli(["-e", line], tmp_path)
+    assert rc == 0 and out == '"plot.png"\n', err
+    assert _png(tmp_path / "plot.png").shape == (480, 640, 4)
