@@ -80,7 +80,7 @@ def test_panels_hist_and_image(tmp_path):
     _ok(tmp_path, """use plot
 use nn
 let f = figure(width=800, height=300, rows=1, cols=2, title="two panels")
-f.panel(0).hist(randn(2000, seed=1), bins=25, color="C1")
+f.panel(0).hist(randn(40, 50, seed=1), bins=25, color="C1")      # every entry of a matrix
 f.panel(0).yscale("log")
 let p = f.panel(0, 1)
 p.image(reshape(arange(64), [8, 8]), cmap="gray", colorbar=true)
@@ -322,3 +322,28 @@ def test_readme_plot_line_runs(tmp_path):
     rc, out, err = cli(["-e", line], tmp_path)
     assert rc == 0 and out == '"plot.png"\n', err
     assert _png(tmp_path / "plot.png").shape == (480, 640, 4)
+
+
+def test_programs_started_later_do_not_inherit_matplotlib_settings(tmp_path):
+    """MPLCONFIGDIR is set only while matplotlib loads: a process the program starts (`run`) must not
+    get the folder chosen for Apsi's own matplotlib (under confinement, the home folder itself)."""
+    code = ("from apsi_layers.plot.render import matplotlib; import os; matplotlib(); "
+            "print(matplotlib().get_cachedir() == os.path.join(os.environ['HOME'], '.cache', 'matplotlib'), "
+            "'MPLCONFIGDIR' in os.environ)")
+    env = {k: v for k, v in os.environ.items() if k not in ("MPLCONFIGDIR", "XDG_CACHE_HOME")}
+    env.update(HOME=str(tmp_path), PYTHONPATH=str(ROOT))
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60,
+                       cwd=tmp_path)
+    assert (p.returncode, p.stdout, p.stderr) == (0, "True False\n", "")
+
+
+def test_hist_takes_any_shape_but_not_a_single_number():
+    from apsi_lang.errors import ApsiError
+    from apsi_layers.plot import figure
+
+    f = figure()
+    f.hist([[1.0, 2.0], [3.0, float("nan")]])
+    assert f.panels[0].items[0][1][0].tolist() == [1.0, 2.0, 3.0]
+    with pytest.raises(ApsiError, match=r"hist\(values\): values must be a list of numbers, not an int "
+                                        r"\(a number; give a list\)"):
+        f.hist(5)

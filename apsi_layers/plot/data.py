@@ -45,8 +45,8 @@ def _describe(x):
 
 
 def series(value, where, arg, ndim=1):
-    """A float64 array of `ndim` dimensions from a tensor or (nested) list of numbers; inf is refused
-    (NaN is a gap in a line, a missing pixel in an image)."""
+    """A float64 array of `ndim` dimensions (ndim=None: any, flattened) from a tensor or (nested) list
+    of numbers; inf is refused (NaN is a gap in a line, a missing pixel in an image)."""
     import numpy as np
 
     try:
@@ -54,8 +54,10 @@ def series(value, where, arg, ndim=1):
     except (TypeError, ValueError):
         raise ApsiError(f"{where}: {arg} must be a tensor or a list of numbers, "
                         f"not {_describe(value)}") from None
-    if data.ndim != ndim:
-        shape = "one row of numbers" if ndim == 1 else "a 2-D tensor (rows × columns)"
+    if ndim is None and data.ndim >= 1:
+        data = data.ravel()
+    elif data.ndim != ndim:
+        shape = {1: "one row of numbers", 2: "a 2-D tensor (rows × columns)"}.get(ndim, "a list of numbers")
         raise ApsiError(f"{where}: {arg} must be {shape}, not {_describe(value)}"
                         + (" (a number; give a list)" if data.ndim == 0 else ""))
     if data.size == 0:

@@ -59,9 +59,9 @@ class Panel:
         self.items.append(("scatter", (xs, ys), opts))
 
     def hist(self, values, bins=10, label=None, color=None):
-        """A histogram of the values (NaN are left out)."""
+        """A histogram of the values, of any shape (a weight matrix: all its entries); NaN are left out."""
         fn = "hist(values)"
-        v = data.series(values, fn, "values")
+        v = data.series(values, fn, "values", ndim=None)
         v = v[v == v]
         if v.size == 0:
             raise ApsiError(f"{fn}: every value is NaN: there is nothing to count")

@@ -28,11 +28,14 @@ def matplotlib():
         return sys.modules["matplotlib"]
     import logging
 
-    quiet = _choose_config_folder()
+    folder = _config_folder()
+    if folder is not None:
+        os.environ["MPLCONFIGDIR"] = folder
+    # quiet while it loads: "could not save font_manager cache" (expected where confined), "building
+    # the font cache" (a first run): matplotlib's housekeeping, not the program's business
     log = logging.getLogger("matplotlib")
     level = log.level
-    if quiet:
-        log.setLevel(logging.ERROR)   # "could not save font_manager cache": expected where confined
+    log.setLevel(logging.ERROR)
     try:
         import matplotlib as mpl
         import matplotlib.figure  # noqa: F401  (font_manager builds or loads its font list here)
@@ -42,12 +45,15 @@ def matplotlib():
                         "(`pip install -e .` of apsi installs it)") from None
     finally:
         log.setLevel(level)
+        if folder is not None:
+            # matplotlib has read it (its folders are cached); programs the Apsi program starts
+            # (`run`) must not inherit it: their matplotlib would then keep its files in the home folder
+            os.environ.pop("MPLCONFIGDIR", None)
     return mpl
 
 
-def _choose_config_folder():
-    """Set MPLCONFIGDIR (unless the user did) before matplotlib is imported; True when matplotlib
-    will not be able to keep its font list, so its warnings about that are noise.
+def _config_folder():
+    """The folder for MPLCONFIGDIR while matplotlib is imported, or None to leave the user's choice.
 
     matplotlib keeps a font list in a folder that it requires access(2) to call writable; failing that
     it makes a temporary folder, and where the kernel's confinement closes /tmp, tempfile falls back
@@ -58,7 +64,7 @@ def _choose_config_folder():
     refuses matplotlib's reads and writes there, so it builds the font list in memory (its bundled
     fonts) and writes nothing."""
     if os.environ.get("MPLCONFIGDIR"):
-        return False
+        return None
     home = permissions.current().home
     if not home or not os.path.isabs(home):
         home = None
@@ -68,12 +74,10 @@ def _choose_config_folder():
         try:
             os.makedirs(folder, exist_ok=True)
             os.listdir(folder)            # refused under the confinement, although access(2) says yes
-            os.environ["MPLCONFIGDIR"] = folder
-            return False
+            return folder
         except OSError:
             pass
-    os.environ["MPLCONFIGDIR"] = home if home and os.path.isdir(home) else "/"
-    return True
+    return home if home and os.path.isdir(home) else "/"
 
 
 def is_color(value):
