@@ -347,3 +347,26 @@ def test_hist_takes_any_shape_but_not_a_single_number():
     with pytest.raises(ApsiError, match=r"hist\(values\): values must be a list of numbers, not an int "
                                         r"\(a number; give a list\)"):
         f.hist(5)
+
+
+def test_plot_history_wraps_panels_in_rows_of_three(tmp_path, monkeypatch):
+    """Four curves: two rows of three panels, the last two places left empty (white)."""
+    from apsi_lang import permissions
+    from apsi_lang.values import Record
+    from apsi_layers.plot import plot_history
+
+    monkeypatch.chdir(tmp_path)
+    before = permissions.current()
+    permissions.set_current(permissions.Grants(project_root=tmp_path))
+    r = Record(history=[3.0, 2.0, 1.5], val_history=[],
+               metrics=Record(a=[1, 2, 3], b=[0.5, None, 0.7], c=[float("nan"), 1.0, float("inf")]))
+    try:
+        assert plot_history(r, "h.png") == "h.png"
+    finally:
+        permissions.set_current(before)
+    img = _png(tmp_path / "h.png")
+    assert img.shape == (720, 1440, 4)
+    assert (img[380:, 500:, :3] > 0.99).all()                     # the empty places
+    assert all(_pixels_near(img[:360, i * 480:(i + 1) * 480], BLUE) > 20 for i in range(3))
+    assert _pixels_near(img[360:, :480], BLUE) > 20
+    assert _pixels_near(img[360 + 130:360 + 230, 190:330], BLUE) > 5   # c's one finite epoch: a dot

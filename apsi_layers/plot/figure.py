@@ -12,6 +12,7 @@ from apsi_lang.values import show
 from . import data
 
 STYLES = {"solid": "-", "dashed": "--", "dotted": ":", "dashdot": "-."}
+MARKERS = {"dot": ".", "circle": "o", "square": "s", "triangle": "^", "cross": "x", "plus": "+"}
 SCALES = ("linear", "log")
 PLACES = ("best", "upper right", "upper left", "lower left", "lower right", "right", "center left",
           "center right", "lower center", "upper center", "center")
@@ -26,29 +27,32 @@ class Panel:
     """One set of axes: what is drawn in it, its texts and scales, in the order given."""
 
     __apsi_attrs__ = frozenset({"line", "scatter", "hist", "image", "title", "xlabel", "ylabel",
-                                "legend", "xscale", "yscale", "grid"})
+                                "legend", "xscale", "yscale", "xlim", "ylim", "grid"})
     __apsi_type__ = "panel"
 
-    def __init__(self, where="figure"):
-        self._where = where                 # how messages name it: "figure" or "panel 1"
+    def __init__(self, index=0):
+        self.index = index                  # its place in the figure, row by row
         self.items = []                     # (kind, arrays, options) in drawing order
         self.texts = {}                     # title, xlabel, ylabel
         self.scales = {"x": "linear", "y": "linear"}
+        self.limits = {}                    # "x"/"y" -> (low, high)
         self.legend_at = None               # a PLACES entry once legend() was called
         self.grid_on = False
         self.hidden = False                 # a place left empty in the grid (plot_history)
         self.whole_x = False                # ticks at whole numbers only (epochs)
 
     def __repr__(self):
-        return f"<{self._where}: {len(self.items)} drawn>"
+        return f"<panel {self.index}: {len(self.items)} drawn>"
 
-    def line(self, x, y=None, label=None, color=None, style="solid", width=1.5):
+    def line(self, x, y=None, label=None, color=None, style="solid", width=1.5, marker=None):
         """line(y) draws y against 0, 1, 2, …; line(x, y) against x."""
         fn = "line(x, y)" if y is not None else "line(y)"
         xs, ys = self._pair(fn, x, y)
         opts = {"label": data.text(label, fn, "label"), "color": _color(color, fn),
                 "linestyle": STYLES[data.choice(style, fn, "style", tuple(STYLES))],
-                "linewidth": data.number(width, fn, "width", 0, 50)}
+                "linewidth": data.number(width, fn, "width", 0, 50),
+                "marker": None if marker is None else MARKERS[data.choice(marker, fn, "marker",
+                                                                          tuple(MARKERS))]}
         self.items.append(("line", (xs, ys), opts))
 
     def scatter(self, x, y, label=None, color=None, size=20):
@@ -98,6 +102,12 @@ class Panel:
     def yscale(self, scale):
         self.scales["y"] = data.choice(scale, "yscale(scale)", "scale", SCALES)
 
+    def xlim(self, low, high):
+        self.limits["x"] = _limits("xlim(low, high)", low, high)
+
+    def ylim(self, low, high):
+        self.limits["y"] = _limits("ylim(low, high)", low, high)
+
     def grid(self, on=True):
         self.grid_on = data.flag(on, "grid(on)", "on")
 
@@ -111,6 +121,14 @@ class Panel:
         if xs.size != ys.size:
             raise ApsiError(f"{fn}: x has {xs.size} values and y has {ys.size}; give one x per y")
         return xs, ys
+
+
+def _limits(fn, low, high):
+    low = data.number(low, fn, "low", -1e300, 1e300)
+    high = data.number(high, fn, "high", -1e300, 1e300)
+    if not low < high:
+        raise ApsiError(f"{fn}: low must be less than high, got {show(low)} and {show(high)}")
+    return low, high
 
 
 def _color(value, fn):
@@ -146,7 +164,7 @@ class Figure:
         if self.rows * self.cols > MAX_PANELS:
             raise ApsiError(f"{fn}: {self.rows} × {self.cols} panels; at most {MAX_PANELS}")
         n = self.rows * self.cols
-        self.panels = [Panel("figure" if n == 1 else f"panel {i}") for i in range(n)]
+        self.panels = [Panel(i) for i in range(n)]
         self.suptitle = data.text(title, fn, "title")
 
     def __repr__(self):
@@ -178,8 +196,8 @@ class Figure:
 
     # with one panel, the figure draws in it (the same parameters as Panel's, so a misspelt one is
     # named in the usual way)
-    def line(self, x, y=None, label=None, color=None, style="solid", width=1.5):
-        self._only("line").line(x, y, label, color, style, width)
+    def line(self, x, y=None, label=None, color=None, style="solid", width=1.5, marker=None):
+        self._only("line").line(x, y, label, color, style, width, marker)
 
     def scatter(self, x, y, label=None, color=None, size=20):
         self._only("scatter").scatter(x, y, label, color, size)
@@ -204,6 +222,12 @@ class Figure:
 
     def yscale(self, scale):
         self._only("yscale").yscale(scale)
+
+    def xlim(self, low, high):
+        self._only("xlim").xlim(low, high)
+
+    def ylim(self, low, high):
+        self._only("ylim").ylim(low, high)
 
     def grid(self, on=True):
         self._only("grid").grid(on)

@@ -14,6 +14,7 @@ from . import data
 from .figure import Figure
 
 PANEL_WIDTH, PANEL_HEIGHT, MAX_COLS = 480, 360, 3
+MARKED = 60             # up to this many epochs, each one's value is also a dot
 
 
 def plot_history(r, path, title=None):
@@ -27,9 +28,13 @@ def plot_history(r, path, title=None):
                  title=data.text(title, "plot_history", "title"))
     best = _best_epoch(r)
     for panel, (name, own, val) in zip(fig.panels, curves):
-        panel.line(_epochs(own), own, label=name)
+        marker = "dot" if len(own) <= MARKED else None      # a lone epoch between gaps still shows
+        panel.line(_epochs(own), own, label=name, marker=marker)
         if val:
-            panel.line(_epochs(val), val, label=f"val_{name}")
+            panel.line(_epochs(val), val, label=f"val_{name}", marker=marker)
+        last = max(len(own), len(val))
+        pad = 0.5 if last < 3 else 0.03 * (last - 1)      # room for the first and last dots
+        panel.xlim(1 - pad, last + pad)
         if best is not None:
             panel.items.append(("vline", (best,), {"label": f"best epoch ({best})"}))
         panel.title(name)

@@ -39,6 +39,9 @@ def matplotlib():
     try:
         import matplotlib as mpl
         import matplotlib.figure  # noqa: F401  (font_manager builds or loads its font list here)
+
+        mpl.get_configdir(), mpl.get_cachedir()   # both cached now (with a matplotlibrc in the current
+        # folder, the import itself never asked for the first)
     except ImportError:
         raise ApsiError(f"plotting needs matplotlib, which is not installed in the Python that runs Apsi "
                         f"({sys.executable}): install it with `{sys.executable} -m pip install matplotlib` "
@@ -153,13 +156,17 @@ def _draw_panel(out, panel, ax, call, index):
                 out.colorbar(shown, ax=ax)
     ax.set_xscale(panel.scales["x"])
     ax.set_yscale(panel.scales["y"])
+    if "x" in panel.limits:
+        ax.set_xlim(*panel.limits["x"])
+    if "y" in panel.limits:
+        ax.set_ylim(*panel.limits["y"])
     for key, setter in (("title", ax.set_title), ("xlabel", ax.set_xlabel), ("ylabel", ax.set_ylabel)):
         if panel.texts.get(key) is not None:
             setter(panel.texts[key])
     if panel.whole_x:
         from matplotlib.ticker import MaxNLocator
 
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
     if panel.grid_on:
         ax.grid(True, alpha=0.3)
     if panel.legend_at is not None:
