@@ -251,6 +251,18 @@ def test_confined_runs_leave_nothing_behind_and_say_nothing(tmp_path):
     assert os.listdir(home / ".cache" / "matplotlib")      # from the unconfined run
 
 
+def test_a_matplotlibrc_at_home_does_not_stop_a_confined_run(tmp_path):
+    """Confined, the home folder is closed: a settings file there that matplotlib would try to read
+    must not end the run (nor may its temporary folder land in the project)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "matplotlibrc").write_text("lines.linewidth: 20\n")
+    rc, out, err = _run(tmp_path, 'use plot\nlet f = figure()\nf.line([1, 2])\nf.save("a.png")\n', home=home)
+    assert (rc, out, err) == (0, "", "")
+    assert sorted(os.listdir(tmp_path / "proj")) == ["a.png", "prog.apsi"]
+    assert _pixels_near(_png(tmp_path / "proj" / "a.png"), BLUE) < 4000    # the default width
+
+
 def _imports(code, cwd):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     p = subprocess.run([sys.executable, "-X", "importtime", "-m", "apsi", "-e", code], env=env,

@@ -46,6 +46,9 @@ def matplotlib():
         raise ApsiError(f"plotting needs matplotlib, which is not installed in the Python that runs Apsi "
                         f"({sys.executable}): install it with `{sys.executable} -m pip install matplotlib` "
                         "(`pip install -e .` of apsi installs it)") from None
+    except OSError as e:          # e.g. a settings file it may not read; its path is not shown
+        raise ApsiError(f"plotting: matplotlib could not start ({e.strerror or type(e).__name__}); run "
+                        "with APSI_DEBUG=1 to see where") from None
     finally:
         log.setLevel(level)
         if folder is not None:
@@ -72,7 +75,9 @@ def _config_folder():
     if not home or not os.path.isabs(home):
         home = None
     cache = os.environ.get("XDG_CACHE_HOME") or (home and os.path.join(home, ".cache"))
-    if cache and os.path.isabs(cache):
+    if not (cache and os.path.isabs(cache)):
+        cache = None
+    if cache:
         folder = os.path.join(cache, "matplotlib")
         try:
             os.makedirs(folder, exist_ok=True)
@@ -80,7 +85,11 @@ def _config_folder():
             return folder
         except OSError:
             pass
-    return home if home and os.path.isdir(home) else "/"
+    # confined: a folder that exists and holds no matplotlibrc (which matplotlib would fail to read)
+    for folder in (cache and os.path.join(cache, "matplotlib"), cache, home):
+        if folder and os.path.isdir(folder) and not os.path.lexists(os.path.join(folder, "matplotlibrc")):
+            return folder
+    return "/"
 
 
 def is_color(value):
