@@ -94,3 +94,10 @@ def layers_module():
     from apsi_layers.layers.exports import layers_exports
 
     return layers_exports()
+
+
+def plot_module():
+    """{name: value} for `use plot` (apsi_layers/plot; matplotlib is imported only when a figure is saved)."""
+    from apsi_layers.plot import plot_exports
+
+    return plot_exports()

@@ -35,6 +35,9 @@ def layers_exports():
     from apsi_layers.nn import param_count
 
     exports["param_count"] = param_count
+    from apsi_layers.plot import plot_history  # imports no matplotlib until a plot is saved
+
+    exports["plot_history"] = plot_history
     exports.update(_torch_exports())
     for name, value in _plugin_layers().items():
         exports.setdefault(name, value)
