@@ -154,6 +154,7 @@ PROTECTED_NAMES = {
     "procfile": "it names the commands a platform runs",
     "dockerfile": "docker build runs the commands in it",
     "environment.yml": "conda installs what it lists",
+    "matplotlibrc": "matplotlib loads the backend module it names",
 }
 # Folders Python's import machinery reads from a folder on sys.path: a planted distribution's
 # entry points (`zzz-1.0.dist-info/entry_points.txt`) ran code on a later `use` (issue 15).

@@ -32,6 +32,7 @@ def test_rewriting_an_executable_keeps_its_execute_bits_only_with_write(project,
     "zzz-1.0.dist-info/METADATA", "zzz-1.0.dist-info/entry_points.txt", "pkg.egg-info/entry_points.txt",
     "entry_points.txt", "venv/bin/activate", "venv/bin/python3", "venv/Scripts/pip.exe", "package.json",
     "justfile", "Dockerfile", "sitecustomize.py", "usercustomize.py", "zzz.pth", "bin/activate.fish",
+    "matplotlibrc",
 ])
 def test_files_that_run_code_later_are_protected(project, path):
     (project / "venv").mkdir()
