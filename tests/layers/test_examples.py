@@ -70,3 +70,7 @@ def test_workflow_trains_then_resumes_from_its_checkpoint(tmp_path):
     assert first.startswith("epochs 4  loss ") and second.startswith("epochs 8  loss ")
     assert first.split()[3] == second.split()[3]                # the same first epoch: one run
     assert (tmp_path / "examples" / "workflow.ckpt").exists()
+    import matplotlib.image
+
+    png = matplotlib.image.imread(tmp_path / "examples" / "workflow.png")
+    assert png.shape[0] > 100 and png.shape[1] > 100 and png[..., :3].std() > 0.01     # drawn, not blank
