@@ -41,6 +41,13 @@ def _opts(backend, precision, **extra):
     return kw
 
 
+def _backend(backend, precision):
+    if backend == "torch":
+        pytest.importorskip("torch")
+        return {"backend": "torch", "precision": precision}
+    return {}
+
+
 def _leaves(tree):
     return [v.data for _, v in nn.flatten(tree)]
 
@@ -161,8 +168,10 @@ def test_metric_mistakes_are_named():
 
 # --- validation_split, early stopping, on_epoch -----------------------------------------------------
 
-def test_validation_split_holds_out_the_last_samples_before_shuffling():
-    kw = dict(loss="cross_entropy", epochs=2, verbose=False, seed=1, batch_size=8)
+@pytest.mark.parametrize("backend, precision", BACKENDS[:2])
+def test_validation_split_holds_out_the_last_samples_before_shuffling(backend, precision):
+    kw = dict(loss="cross_entropy", epochs=2, verbose=False, seed=1, batch_size=8,
+              **_backend(backend, precision))
     a = fit(NET, P, X, Y, validation_split=0.25, **kw)
     b = fit(NET, P, X[:48], Y[:48], val=[X[48:], Y[48:]], **kw)
     assert a.history == b.history and a.val_history == b.val_history
@@ -172,9 +181,10 @@ def test_validation_split_holds_out_the_last_samples_before_shuffling():
         fit(NET, P, X, Y, validation_split=1.5, **kw)
 
 
-def test_early_stopping_stops_and_restores_the_best_epoch():
+@pytest.mark.parametrize("backend, precision", BACKENDS[:2])
+def test_early_stopping_stops_and_restores_the_best_epoch(backend, precision):
     kw = dict(loss="cross_entropy", verbose=False, seed=1, batch_size=8, opt=nn.adam(lr=0.05),
-              val=[X[:16], 2 - Y[:16]])                   # a val set the model gets worse on
+              val=[X[:16], 2 - Y[:16]], **_backend(backend, precision))   # a val set it gets worse on
     r = fit(NET, P, X, Y, epochs=30, early_stopping={"patience": 2}, **kw)
     assert r.stopped == "early" and r.stopped_epoch == len(r.history) < 30
     best = int(np.argmin(r.val_history)) + 1
@@ -192,14 +202,15 @@ def test_early_stopping_stops_and_restores_the_best_epoch():
             verbose=False)
 
 
-def test_on_epoch_sees_the_logs_and_can_stop():
+@pytest.mark.parametrize("backend, precision", BACKENDS[:2])
+def test_on_epoch_sees_the_logs_and_can_stop(backend, precision):
     seen = []
 
     def watch(epoch, logs):
         seen.append((epoch, logs.loss, logs.val_loss, logs.metrics.accuracy, logs.lr))
         return "stop" if epoch == 3 else None
 
-    r = fit(NET, P, X, Y, epochs=10, on_epoch=watch, **_opts("numpy", None))
+    r = fit(NET, P, X, Y, epochs=10, on_epoch=watch, **_opts(backend, precision))
     assert [e for e, *_ in seen] == [1, 2, 3] and r.stopped == "callback" and len(r.history) == 3
     assert [s[1] for s in seen] == r.history and [s[3] for s in seen] == r.metrics.accuracy
     assert seen[0][4] == pytest.approx(0.01 / (1 + 0.1 * 6))       # the last step's rate (7 steps/epoch)
@@ -209,25 +220,27 @@ def test_on_epoch_sees_the_logs_and_can_stop():
 
 # --- stops that keep what was trained ---------------------------------------------------------------
 
-def test_ctrl_c_in_the_repl_returns_the_last_finished_epoch(monkeypatch):
+@pytest.mark.parametrize("backend, precision", BACKENDS[:2])
+def test_ctrl_c_in_the_repl_returns_the_last_finished_epoch(monkeypatch, backend, precision):
     monkeypatch.setattr(interactive, "_active", True)
 
     def stop_at(epoch, logs):
         if epoch == 2:
             raise KeyboardInterrupt
 
-    r = fit(NET, P, X, Y, epochs=5, on_epoch=stop_at, **_opts("numpy", None))
+    r = fit(NET, P, X, Y, epochs=5, on_epoch=stop_at, **_opts(backend, precision))
     assert r.interrupted and r.stopped == "interrupted" and len(r.history) == 2
-    two = fit(NET, P, X, Y, epochs=2, **_opts("numpy", None))
+    two = fit(NET, P, X, Y, epochs=2, **_opts(backend, precision))
     assert all(np.array_equal(a, b) for a, b in zip(_leaves(r.params), _leaves(two.params), strict=True))
 
 
-def test_a_nan_stop_with_a_checkpoint_keeps_the_last_finite_epoch(capsys):
+@pytest.mark.parametrize("backend, precision", BACKENDS[:2])
+def test_a_nan_stop_with_a_checkpoint_keeps_the_last_finite_epoch(capsys, backend, precision):
     def blow_up(step):
         return 0.01 if step < 14 else 1e300
 
     r = fit(NET, P, X * 1e150, Y, epochs=5, checkpoint="run.ckpt", loss="cross_entropy", verbose=False,
-            opt=nn.sgd(lr=0.01), schedule=blow_up, batch_size=10)
+            opt=nn.sgd(lr=0.01), schedule=blow_up, batch_size=10, **_backend(backend, precision))
     assert r.stopped == "nan" and len(r.history) == 2
     assert all(np.isfinite(a).all() for a in _leaves(r.params))
     assert "r.params are those after epoch 2" in capsys.readouterr().err
