@@ -40,6 +40,7 @@ class Run:
         self.stop = stopping.Progress()
         self.best = None                  # the best epoch's leaves (early stopping's restore_best)
         self.epoch_leaves = None          # the leaves after the last finished epoch (see _keep)
+        self.saved = None                 # the epoch the checkpoint file holds (None: not written yet)
 
     def add(self, loss, val, m, vm):
         self.epoch += 1
@@ -79,6 +80,7 @@ def fit_loop(plan, session):
             stop = _early_stop(plan, session, run, logs)
             if plan.checkpoint is not None:
                 ckpt.save(plan.checkpoint, _snapshot(plan, session, run, shuffle))
+                run.saved = run.epoch
             if plan.on_epoch is not None and _callback(plan.on_epoch, epoch, logs) == "stop":
                 stopped = "callback"
                 break
@@ -168,10 +170,10 @@ def _say_where_to_resume(plan, run, error):
 
     if plan.checkpoint is None:
         return
-    if run.epoch == 0:
+    if run.saved is None:
         where = f"no epoch finished, so {plan.checkpoint} was not written"
     else:
-        where = (f"{plan.checkpoint} holds the run after epoch {run.epoch}; continue with "
+        where = (f"{plan.checkpoint} holds the run after epoch {run.saved}; continue with "
                  f'fit(…, resume="{plan.checkpoint}")')
     print(f"fit: {signals.describe(error)} during epoch {run.epoch + 1}; {where}", file=sys.stderr,
           flush=True)
@@ -232,6 +234,7 @@ def _resume(plan, session, run, shuffle):
     except (TypeError, ValueError, KeyError, AttributeError, RuntimeError):
         raise ckpt.damaged(plan.resume) from None
     run.best = snap["best"]
+    run.saved = run.epoch
 
 
 def _jsonable(state):
