@@ -13,6 +13,7 @@ they should and give the message naming line and column.
 import csv
 import io
 import math
+import re
 
 import numpy as np
 
@@ -27,6 +28,9 @@ _BOM = b"\xef\xbb\xbf"
 # a separator NumPy's parser may take: not a digit, point, sign, exponent or blank, which are part of
 # numbers or stripped around them
 _NOT_FAST_SEP = set("0123456789.+-eE \t")
+# NumPy strips every ASCII blank around a number (form feed, vertical tab, \x1c-\x1f); the strict rule
+# only spaces and tabs. Blocks with such characters (or NUL) take the strict reading.
+_CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 class _TextColumn(Exception):
@@ -74,6 +78,7 @@ class _Reader:
         """Reads the first non-blank line as the header (or the first row) when it is a whole record;
         returns where the data starts, (byte offset, line), or None to read all strictly."""
         raw, offset, line = self.raw, 0, 1
+        raw.seek(0)
         text = raw.readline()
         if text.startswith(_BOM):
             offset, text = len(_BOM), text[len(_BOM):]
@@ -112,7 +117,7 @@ class _Reader:
             chunk = self.raw.read(BLOCK_BYTES)
             data = rest + chunk
             if not chunk:
-                if data.strip():
+                if data:
                     self._block(data + b"\n", line)
                 return
             cut = data.rfind(b"\n") + 1
@@ -139,12 +144,14 @@ class _Reader:
     # ---- NumPy's parser, for blocks of plain numbers -------------------------------------------------
 
     def _fast(self, block):
-        if not block.strip():
+        if not block.strip(b"\r\n"):         # blank lines are no records; a line of spaces is one
             return np.empty((0, len(self.picks)))
         if b"\r" in block:
             block = block.replace(b"\r\n", b"\n")
             if b"\r" in block:               # a lone carriage return ends a line for csv only
                 return None
+        if _CONTROL.search(block):
+            return None
         try:
             text = block.decode("ascii")
         except UnicodeDecodeError:
@@ -194,7 +201,10 @@ class _Reader:
             if self.shape == "columns" and self.wanted is None:
                 raise _TextColumn
             raise _not_a_number(self.path, line, self._name(c), cell)
-        return value
+        try:
+            return float(value)         # an int of 400 digits is no float64
+        except OverflowError:
+            raise csv_read.overflow_error("load_csv", self.path, line, self._name(c), cell) from None
 
     def _name(self, c):
         return self.names[c] if self.names else str(c)
@@ -245,7 +255,12 @@ def _columns_with_text(path, raw, header, sep, picks):
         missing = next((i for i, v in enumerate(cells) if v is None), None)
         if missing is not None:
             raise _not_a_number(path, lines[missing], names[j] if names else str(j), "")
-        out.append(Tensor(np.array(cells, dtype=np.float64)))
+        try:
+            out.append(Tensor(np.array(cells, dtype=np.float64)))
+        except OverflowError:           # an int of 400 digits
+            i = next(i for i, v in enumerate(cells) if abs(v) > 1e308)
+            raise csv_read.overflow_error("load_csv", path, lines[i], names[j] if names else str(j),
+                                          str(cells[i])) from None
     if not header:
         return out
     return Record(**dict(zip(names, out, strict=True)))
