@@ -13,7 +13,6 @@ they should and give the message naming line and column.
 import csv
 import io
 import math
-import re
 
 import numpy as np
 
@@ -23,14 +22,15 @@ from apsi_lang.values import Record, show
 
 from .tensor import Tensor
 
-BLOCK_BYTES = 1 << 20
+BLOCK_BYTES = 1 << 18         # small blocks: their passing buffers (text, parser) stay small
 _BOM = b"\xef\xbb\xbf"
 # a separator NumPy's parser may take: not a digit, point, sign, exponent or blank, which are part of
 # numbers or stripped around them
 _NOT_FAST_SEP = set("0123456789.+-eE \t")
 # NumPy strips every ASCII blank around a number (form feed, vertical tab, \x1c-\x1f); the strict rule
-# only spaces and tabs. Blocks with such characters (or NUL) take the strict reading.
-_CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# only spaces and tabs. Blocks with anything but printable ASCII, tabs and line ends take the strict
+# reading (bytes.translate finds them at memory speed).
+_PLAIN = bytes(range(0x20, 0x7f)) + b"\t\n\r"
 
 
 class _TextColumn(Exception):
@@ -150,12 +150,9 @@ class _Reader:
             block = block.replace(b"\r\n", b"\n")
             if b"\r" in block:               # a lone carriage return ends a line for csv only
                 return None
-        if _CONTROL.search(block):
+        if block.translate(None, _PLAIN):
             return None
-        try:
-            text = block.decode("ascii")
-        except UnicodeDecodeError:
-            return None
+        text = block.decode("ascii")
         usecols = None if len(self.picks) == self.width else self.picks
         if usecols is not None and not _even_rows(block, self.sep, self.width):
             return None
@@ -228,8 +225,9 @@ def _line_bound(raw):
     raw.seek(0)
     lines = 1
     while chunk := raw.read(BLOCK_BYTES):
-        # csv also ends a line at a lone \r
-        lines += chunk.count(b"\n") + chunk.count(b"\r") - chunk.count(b"\r\n")
+        lines += chunk.count(b"\n")
+        if b"\r" in chunk:               # csv also ends a line at a lone \r
+            lines += chunk.count(b"\r") - chunk.count(b"\r\n")
     return lines
 
 
