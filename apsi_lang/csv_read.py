@@ -15,18 +15,17 @@ source rather than data, and `0x10` or non-ASCII digits are text.
 
 import csv
 import io
-import re
 
 from . import permissions
 from .errors import ApsiError
 from .files import open_checked
 from .values import Record, show
 
-_NUMBER = re.compile(r"[ \t]*(?:(?P<int>[+-]?[0-9]+)|[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
-                     r"|(?P<word>[+-]?inf|nan))[ \t]*")
 NOT_A_NUMBER = object()
 MAX_NUMBER_CHARS = 400      # int() of thousands of digits is slow (and Python caps it at 4300)
 _INF = float("inf")
+_WORDS = frozenset({"nan", "inf", "+inf", "-inf"})
+_NOT_WORDS = frozenset({"nan", "inf", "infinity"})
 
 
 class Overflow(Exception):
@@ -34,18 +33,29 @@ class Overflow(Exception):
 
 
 def number(cell):
-    """The int or float a cell means, NOT_A_NUMBER, or Overflow for a literal like 1e400."""
+    """The int or float a cell means, NOT_A_NUMBER, or Overflow for a literal like 1e400.
+
+    float() does the parsing (in C: this runs once per cell); what it accepts beyond the rule in the
+    module's docstring is then turned away: underscores, non-ASCII digits, blanks other than spaces
+    and tabs around the number, and nan/inf spelled otherwise than nan, inf, +inf, -inf."""
     if len(cell) > MAX_NUMBER_CHARS:
         return NOT_A_NUMBER
-    m = _NUMBER.fullmatch(cell)
-    if m is None:
+    try:
+        value = float(cell)
+    except ValueError:
         return NOT_A_NUMBER
-    if m.group("int") is not None:
-        return int(cell)
-    value = float(cell)
-    if (value == _INF or value == -_INF) and m.group("word") is None:
-        raise Overflow
-    return value
+    text = cell.strip(" \t")
+    if not text.isascii() or "_" in text or text != text.strip():
+        return NOT_A_NUMBER
+    if text.isdigit() or (text[0] in "+-" and text[1:].isdigit()):
+        return int(text)
+    if value - value == 0:          # finite
+        return value
+    if text in _WORDS:
+        return value
+    if text.lower().lstrip("+-") in _NOT_WORDS:
+        return NOT_A_NUMBER
+    raise Overflow
 
 
 def layout(fn, options):
@@ -131,8 +141,12 @@ def cells_word(n):
 
 def read_table(fn, path, raw, header, sep, numbers):
     """(names or None, columns, lines): every column a list of cells (typed by `numbers`), `lines`
-    the line each data row starts on."""
-    names, width, lines, rows = None, None, [], []
+    the line each data row starts on.
+
+    Cells are converted as they are read, so a file of numbers never holds all its cells as strings
+    at once (that was most of read_csv's memory). A column that turns out to be text, after numbers
+    or empty cells, gets its earlier cells back as written by reading the file once more."""
+    names, width, lines, table = None, None, [], None
     for line, cells in records(fn, path, raw, sep):
         if header and names is None:
             names, width = header_names(fn, path, cells), len(cells)
@@ -143,38 +157,83 @@ def read_table(fn, path, raw, header, sep, numbers):
             against = "the header has" if header else "the first row has"
             raise ApsiError(f"{fn}({show(path, True)}): line {line} has {cells_word(len(cells))} but "
                             f"{against} {width}")
+        if table is None:
+            table = _Table(width, numbers)
+        table.add(len(lines), cells)
         lines.append(line)
-        rows.append(cells)
-    columns = [list(col) for col in zip(*rows, strict=True)] if rows else [[] for _ in range(width or 0)]
-    del rows
-    if numbers:
-        for j, cells in enumerate(columns):
-            columns[j] = typed(fn, path, cells, lines, names[j] if names else str(j))
-    return names, columns, lines
+    if table is None:
+        return names, [[] for _ in range(width or 0)], lines
+    redo = table.finish(fn, path, lines, names)
+    if redo:
+        raw.seek(0)
+        _restore(fn, path, raw, sep, header, table.columns, redo)
+    return names, table.columns, lines
 
 
-def typed(fn, path, cells, lines, column):
-    """A column as numbers when every cell that is not empty is one (empty cells become none), else
-    the column as it is: text. An overflowing literal in a column of numbers is an error."""
-    out, seen, overflow = [], False, None
-    for i, cell in enumerate(cells):
-        try:
-            value = number(cell)
-        except Overflow:
-            overflow = overflow if overflow is not None else i
-            value = _INF
-        if value is NOT_A_NUMBER:
-            if cell.strip():
-                return cells                # a column of text stays text
-            value = None
-        else:
-            seen = True
-        out.append(value)
-    if not seen:
-        return cells
-    if overflow is not None:
-        raise overflow_error(fn, path, lines[overflow], column, cells[overflow])
-    return out
+class _Table:
+    """Columns filled row by row: numbers while every cell so far is one (or empty), text after."""
+
+    def __init__(self, width, numbers):
+        self.columns = [[] for _ in range(width)]
+        # per column: the row its text starts at (0 for every column when numbers=false), whether a
+        # number was seen, and the first overflowing literal (row, cell)
+        self.text_from = [None if numbers else 0] * width
+        self.seen = [False] * width
+        self.overflow = [None] * width
+
+    def add(self, row, cells):
+        columns, text_from = self.columns, self.text_from
+        for j, cell in enumerate(cells):
+            if text_from[j] is not None:
+                columns[j].append(cell)
+                continue
+            try:
+                value = number(cell)
+            except Overflow:
+                value = _INF
+                if self.overflow[j] is None:
+                    self.overflow[j] = (row, cell)
+            if value is NOT_A_NUMBER:
+                if cell.strip():
+                    text_from[j] = row          # a column of text stays text
+                    columns[j].append(cell)
+                    continue
+                value = None
+            else:
+                self.seen[j] = True
+            columns[j].append(value)
+
+    def finish(self, fn, path, lines, names):
+        """Checks the columns of numbers; returns {column: rows to read again} for columns of text
+        whose first cells were taken as numbers or none."""
+        redo = {}
+        for j, start in enumerate(self.text_from):
+            if start is None and not self.seen[j]:
+                start = len(lines)              # only empty cells: text (as written)
+            if start is None:
+                if self.overflow[j] is not None:
+                    row, cell = self.overflow[j]
+                    raise overflow_error(fn, path, lines[row], names[j] if names else str(j), cell)
+            elif start > 0:
+                redo[j] = start
+        return redo
+
+
+def _restore(fn, path, raw, sep, header, columns, redo):
+    """The first cells of the columns in `redo`, as written, from a second reading of the file."""
+    last = max(redo.values())
+    recs = records(fn, path, raw, sep)
+    if header:
+        next(recs)
+    for row, (_, cells) in enumerate(recs):
+        if row >= last:
+            break
+        if len(cells) != len(columns):
+            raise ApsiError(f"{fn}({show(path, True)}): the file changed while it was read")
+        for j, upto in redo.items():
+            if row < upto:
+                columns[j][row] = cells[j]
+    recs.close()
 
 
 def overflow_error(fn, path, line, column, cell):

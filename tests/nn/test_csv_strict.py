@@ -2,12 +2,15 @@
 quote, numbers nobody meant, a column of text turned into numbers, 1e400 read as inf."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from apsi_lang import csv_read, permissions
 from apsi_lang.data_files import read_csv
@@ -209,3 +212,75 @@ def test_an_apsi_program_meets_the_strict_rules(tmp_path):
     assert r.returncode == 1
     assert 't.apsi:16' in r.stderr and 'read_csv("u.csv"): line 2: a quoted cell starts' in r.stderr
     assert "Traceback (most recent call last):\n  File" not in r.stderr
+
+
+def test_a_column_turning_to_text_late_gets_its_first_cells_as_written(inside):
+    write("late.csv", "a,b,c,d\n" + "1.50,, ,7\n" * 500 + "x,2,  ,8\n")
+    cols = read_csv("late.csv", **COLUMNS)
+    assert cols.a == ["1.50"] * 500 + ["x"]             # not "1.5": the text as written
+    assert cols.b == [None] * 500 + [2]                 # a column of numbers, empty cells none
+    assert cols.c == [" "] * 500 + ["  "]               # only blank cells: text, as written
+    assert cols.d == [7] * 500 + [8]
+    rows = read_csv("late.csv")
+    assert (rows[0].a, rows[0].b, rows[0].c) == ("1.50", None, " ")
+
+
+def reference(text, header):
+    """What read_csv should give, computed plainly: all cells as strings, then each column typed."""
+    import csv
+    import io
+
+    rows = [r for r in csv.reader(io.StringIO(text, newline=""), strict=True) if r]
+    names = rows.pop(0) if header else None
+    columns = [list(c) for c in zip(*rows)]
+    for j, col in enumerate(columns):
+        values = [csv_read.number(c) for c in col]
+        numeric = [v for v, c in zip(values, col) if v is not csv_read.NOT_A_NUMBER or c.strip()]
+        if numeric and all(v is not csv_read.NOT_A_NUMBER for v in numeric):
+            columns[j] = [None if v is csv_read.NOT_A_NUMBER else v for v in values]
+    return names, columns
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cells=st.lists(st.lists(st.sampled_from(["1", "2.5", "", " ", "x", "nan", "Nan", "-3", "1e2",
+                                                 "a b", "07"]), min_size=3, max_size=3), max_size=12))
+def test_read_csv_matches_a_plain_reference(inside, cells):
+    text = "a,b,c\n" + "".join(",".join(r) + "\n" for r in cells)
+    write("p.csv", text)
+    names, columns = reference(text, True)
+    got = read_csv("p.csv", **COLUMNS)
+    assert repr(vars(got)) == repr(dict(zip(names, columns or [[], [], []])))
+
+
+# The rule of apsi_lang/csv_read.py's docstring, written as a regular expression: number() (which lets
+# float() parse, then turns away what float() accepts beyond the rule) must agree with it.
+SPEC = re.compile(r"[ \t]*(?:(?P<int>[+-]?[0-9]+)|[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+                  r"|(?P<word>[+-]?inf|nan))[ \t]*")
+
+
+def by_the_spec(cell):
+    m = SPEC.fullmatch(cell)
+    if m is None or len(cell) > csv_read.MAX_NUMBER_CHARS:
+        return "not"
+    if m.group("int") is not None:
+        return int(cell)
+    value = float(cell)
+    if value in (float("inf"), float("-inf")) and m.group("word") is None:
+        return "overflow"
+    return value
+
+
+def by_number(cell):
+    try:
+        value = csv_read.number(cell)
+    except csv_read.Overflow:
+        return "overflow"
+    return "not" if value is csv_read.NOT_A_NUMBER else value
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="0123456789.eE+-_ \t\n\x0c\xa0naifINFtyx١", max_size=12)
+       | st.from_regex(SPEC, fullmatch=True))
+def test_number_follows_the_documented_rule(cell):
+    want, got = by_the_spec(cell), by_number(cell)
+    assert repr(got) == repr(want) and type(got) is type(want)
