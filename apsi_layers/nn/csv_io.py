@@ -161,8 +161,12 @@ class _Reader:
                              dtype=np.float64, ndmin=2, usecols=usecols)
         except ValueError:
             return None
-        if arr.shape[1] != len(self.picks) or not math.isfinite(arr.sum()):
-            return None                      # nan, inf or an overflow: the strict reading decides
+        if arr.shape[1] != len(self.picks):
+            return None
+        with np.errstate(all="ignore"):      # inf - inf, or finite values summing past 1.8e308
+            total = arr.sum()
+        if not math.isfinite(total) and not (usecols is None and _words_as_written(block, arr, self.sep)):
+            return None                      # NaN, Infinity, an overflow…: the strict reading decides
         if usecols is None and self.picks != list(range(self.width)):
             arr = arr[:, self.picks]
         return arr
@@ -218,6 +222,20 @@ def _not_a_number(path, line, column, cell):
                          "(lower case, as Python and NumPy write them)")
     return ApsiError(f"{where}: {show(cell, True)} is not a number (pick numeric columns with "
                      "columns=[…], or use as=\"columns\" to get text columns as lists)")
+
+
+def _words_as_written(block, arr, sep):
+    """Whether the block's nan and inf values (NumPy also reads NaN, Infinity, -nan, and 1e400 as
+    inf) are all spelled nan, inf, -inf or +inf. Every cell is in `arr` (no usecols): with numbers and
+    separators deleted, what is left must be made of the words nan and inf alone (e and E go with the
+    numbers, so a word holding them, like Infinity, is left in part and fails), no nan has a sign,
+    and there are as many infinities as words inf (one more is an overflow)."""
+    words = block.translate(None, b"0123456789.+-eE \t\r\n" + sep.encode())
+    if words.replace(b"nan", b"").replace(b"inf", b""):
+        return False
+    if b"-nan" in block or b"+nan" in block:
+        return False
+    return int(np.isinf(arr).sum()) == block.count(b"inf")
 
 
 def _line_bound(raw):

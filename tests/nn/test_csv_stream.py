@@ -160,3 +160,20 @@ def test_peak_memory_is_about_the_final_array(tmp_path, shape):
     assert r.returncode == 0, r.stderr
     grew = int(r.stdout)
     assert grew <= 2 * size, f"peak grew by {grew / 2**20:.1f} MB for a {size / 2**20:.1f} MB file"
+
+
+def test_nan_and_inf_as_numpy_writes_them_stay_on_the_fast_path(inside, monkeypatch):
+    a = np.random.default_rng(2).standard_normal((2000, 3))
+    a[::7, 0], a[::11, 1], a[::13, 2] = np.nan, np.inf, -np.inf
+    np.savetxt("n.csv", a, delimiter=",", header="x,y,z", comments="")
+    calls = []
+    real = csv_io._Reader._rows
+    monkeypatch.setattr(csv_io._Reader, "_rows", lambda self, recs: calls.append(1) or real(self, recs))
+    np.testing.assert_array_equal(nn.load_csv("n.csv").data, a)
+    assert calls == []
+    Path("m.csv").write_text("x,y\n" + "1,2\n" * 100 + "NaN,3\n")       # NumPy reads NaN; the rule does not
+    with pytest.raises(ApsiError, match='line 102, column x: "NaN" is not a number here'):
+        nn.load_csv("m.csv")
+    Path("o.csv").write_text("x,y\n" + "1,inf\n" * 100 + "1e999,3\n")
+    with pytest.raises(ApsiError, match="line 102, column x: 1e999 is beyond"):
+        nn.load_csv("o.csv")
