@@ -201,7 +201,7 @@ class _Reader:
         if value is csv_read.NOT_A_NUMBER:
             if self.shape == "columns" and self.wanted is None:
                 raise _TextColumn
-            raise _not_a_number(self.path, line, self._name(c), cell)
+            raise _not_a_number(self.path, line, self._name(c), cell, picked=self.wanted is not None)
         try:
             return float(value)         # an int of 400 digits is no float64
         except OverflowError:
@@ -211,7 +211,7 @@ class _Reader:
         return self.names[c] if self.names else str(c)
 
 
-def _not_a_number(path, line, column, cell):
+def _not_a_number(path, line, column, cell, picked=False):
     word = cell.strip()
     where = f"load_csv({show(path, True)}): line {line}, column {column}"
     if not word:
@@ -220,6 +220,9 @@ def _not_a_number(path, line, column, cell):
     if word.lower().lstrip("+-") in ("nan", "inf", "infinity", "na", "n/a", "null", "none"):
         return ApsiError(f"{where}: {show(cell, True)} is not a number here; write nan, inf or -inf "
                          "(lower case, as Python and NumPy write them)")
+    if picked:
+        return ApsiError(f"{where}: {show(cell, True)} is not a number (columns= picked it: leave it "
+                         "out, or use as=\"columns\" without columns= to get text columns as lists)")
     return ApsiError(f"{where}: {show(cell, True)} is not a number (pick numeric columns with "
                      "columns=[…], or use as=\"columns\" to get text columns as lists)")
 

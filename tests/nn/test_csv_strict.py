@@ -284,3 +284,9 @@ def by_number(cell):
 def test_number_follows_the_documented_rule(cell):
     want, got = by_the_spec(cell), by_number(cell)
     assert repr(got) == repr(want) and type(got) is type(want)
+
+
+def test_a_picked_column_of_text_says_it_was_picked(inside):
+    write("p.csv", "x,label\n1,a\n")
+    with pytest.raises(ApsiError, match=r'line 2, column label: "a" is not a number \(columns= picked it'):
+        nn.load_csv("p.csv", columns=["label"], **COLUMNS)
