@@ -63,7 +63,8 @@ def layout(fn, options):
     value = "rows"
     for key, v in options.items():
         if key not in ("as", "_kw_as"):
-            raise ApsiError(f"{fn}() has no parameter named {key!r}")
+            shown = key[4:] if key.startswith("_kw_") else key      # Apsi's `if=` arrives as _kw_if
+            raise ApsiError(f"{fn}() has no parameter named {shown!r}")
         value = v
     if value not in ("rows", "columns"):
         raise ApsiError(f'{fn}: as= must be "rows" or "columns", got {show(value, True)}')

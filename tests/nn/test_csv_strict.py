@@ -176,6 +176,8 @@ def test_as_must_be_rows_or_columns(inside):
         read_csv("a.csv", **{"as": "cols"})
     with pytest.raises(ApsiError, match="has no parameter named 'ass'"):
         nn.load_csv("a.csv", ass=1)
+    with pytest.raises(ApsiError, match="has no parameter named 'if'"):
+        read_csv("a.csv", _kw_if=1)
 
 
 PROGRAM = """use nn
