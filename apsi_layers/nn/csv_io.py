@@ -72,7 +72,7 @@ class _Reader:
         if not self.n:
             raise ApsiError(f"load_csv({show(self.path, True)}): the file has no data rows")
         data = self.out[:self.n]
-        return self._result(data if self.n > 0.9 * self.limit else data.copy())
+        return self._result(data if self.n > 0.9 * self.limit else data.copy(order="K"))
 
     def _first_line(self):
         """Reads the first non-blank line as the header (or the first row) when it is a whole record;

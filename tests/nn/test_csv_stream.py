@@ -177,3 +177,11 @@ def test_nan_and_inf_as_numpy_writes_them_stay_on_the_fast_path(inside, monkeypa
     Path("o.csv").write_text("x,y\n" + "1,inf\n" * 100 + "1e999,3\n")
     with pytest.raises(ApsiError, match="line 102, column x: 1e999 is beyond"):
         nn.load_csv("o.csv")
+
+
+def test_many_blank_lines_give_a_compact_result(inside):
+    Path("b.csv").write_text("a,b\n" + "\n\n\n".join(f"{i},{i * 2}" for i in range(100)) + "\n")
+    c = nn.load_csv("b.csv", **COLUMNS)
+    assert c.b.data.flags["C_CONTIGUOUS"] and c.b.tolist() == [2.0 * i for i in range(100)]
+    m = nn.load_csv("b.csv")
+    assert m.shape == (100, 2) and m.data.base is None or m.data.base.shape[0] == 100
