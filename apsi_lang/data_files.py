@@ -3,7 +3,8 @@
 Every function checks its permission first (inside the project folder reading and writing need
 nothing; elsewhere `read`/`write`), then works on the resolved path the check returns (so what is
 checked is what is used; messages still name the path as the program wrote it). JSON objects become
-maps (their keys are any text); CSV rows become records (with a header of names) or lists.
+maps (their keys are any text); CSV rows become records (with a header of names) or lists
+(csv_read.py reads them).
 """
 
 import os
@@ -121,55 +122,12 @@ def _jsonable(v, where, depth):
 
 # ---- CSV ---------------------------------------------------------------------------------------------
 
-def read_csv(path, header=True, sep=",", numbers=True):
-    """Rows of a CSV file. With header=true (the default) each row is a record named by the first
-    line; header=false gives lists. numbers=true turns cells that read as numbers into ints/floats."""
-    import csv
-    import io
+def read_csv(path, header=True, sep=",", numbers=True, **options):
+    """Rows of a CSV file: records named by the header line (header=false: lists); as="columns" gives
+    a list per column instead. Columns of numbers hold numbers (csv_read says which cells are)."""
+    from .csv_read import read_csv as read
 
-    if type(sep) is not str or len(sep) != 1:
-        raise ApsiError(f"read_csv: sep must be one character, got {show(sep, True)}")
-    text = _read("read_csv", path)
-    try:
-        rows = list(csv.reader(io.StringIO(text), delimiter=sep))
-    except csv.Error as e:
-        raise ApsiError(f"read_csv({show(path, True)}): {e}") from None
-    rows = [r for r in rows if r]              # blank lines are not rows
-    if numbers:
-        rows = [[_cell(c) for c in r] for r in rows]
-    if not header:
-        return rows
-    if not rows:
-        return []
-    names = [str(n).strip() for n in rows[0]]
-    bad = [n for n in names if not n.isidentifier() or n.startswith("_")]
-    if bad:
-        raise ApsiError(f"read_csv({show(path, True)}): the header {show(bad[0], True)} is not a field "
-                        "name (letters, digits and _, not starting with _ or a digit): read it with "
-                        "header=false and take the first row as names")
-    if len(set(names)) != len(names):
-        raise ApsiError(f"read_csv({show(path, True)}): the header names a column twice")
-    out = []
-    for i, r in enumerate(rows[1:], start=2):
-        if len(r) != len(names):
-            raise ApsiError(f"read_csv({show(path, True)}): row {i} has {len(r)} cells but the header "
-                            f"has {len(names)}")
-        out.append(Record(**dict(zip(names, r, strict=True))))
-    return out
-
-
-def _cell(text):
-    s = text.strip()
-    if not s or len(s) > 400:
-        return text
-    try:
-        return int(s)
-    except ValueError:
-        pass
-    try:
-        return float(s)
-    except ValueError:
-        return text
+    return read(path, header=header, sep=sep, numbers=numbers, **options)
 
 
 # ---- folders and files ----------------------------------------------------------------------------

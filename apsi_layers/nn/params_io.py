@@ -4,8 +4,14 @@ Writes are atomic (a temporary file in the same folder, then os.replace), so a c
 half-written file under the real name. Reads never unpickle (allow_pickle=False) and check what they
 find: numeric arrays only, names that make a tree, and (with like=) the expected names and shapes.
 Both ask apsi_lang's permissions first: inside the project folder nothing needs granting.
+
+Both name the file by one rule (`.npz` is added when the name lacks it), so save_params("m2", p) and
+load_params("m2") meet at m2.npz. Leaves that are plain values (text, numbers, booleans, none: a
+learning rate, a vocabulary, a note) are metadata: they go to one JSON member, `_meta.json`, never
+through pickle, and come back as the same values in the same places.
 """
 
+import json
 import os
 import re
 import zipfile
@@ -30,23 +36,42 @@ def _order(fn, path, params):
     return path, params
 
 
+def file_name(path):
+    """The one naming rule of save_params and load_params: `.npz` is added when the name lacks it."""
+    return path if path.endswith(".npz") else path + ".npz"
+
+
+# the member that holds the metadata: no parameter is named with a leading '_', and every array
+# member ends in .npy, so it can meet no parameter's name
+META = "_meta.json"
+_META_TYPES = (str, bool, int, float, type(None))
+
+
 def save_params(path, params):
-    """Write the tree to `path` (.npz added when missing); returns the path written."""
+    """Write the tree to `path` (.npz added when missing); returns the path written. Tensors and
+    arrays become arrays; text, numbers, booleans and none become metadata (JSON, not pickle)."""
     path, params = _order("save_params", path, params)
-    if not path.endswith(".npz"):
-        path += ".npz"
+    path = file_name(path)
     shown = path
     path = permissions.require("write", what=f'save_params("{path}")', path=path)   # resolved
-    arrays = {}
+    arrays, meta = {}, {}
     for name, leaf in tree.flatten(params):
+        if type(leaf) in _META_TYPES:
+            meta[name] = leaf
+            continue
         data = plain_array(leaf, "save_params", f"parameter {name!r}")
         if data.dtype.kind not in "biuf":
             raise ApsiError(f"save_params: parameter {name!r} is {describe(leaf)}, not numbers")
         arrays[name] = data
-    if not arrays:
-        raise ApsiError("save_params: the parameter tree has no tensors to save")
+    if not arrays and not meta:
+        raise ApsiError("save_params: the parameter tree has nothing to save")
+    extra = None
+    if meta:
+        # the order of every leaf, so the loaded tree's fields come back in the saved order
+        order = [name for name, _ in tree.flatten(params)]
+        extra = json.dumps({"order": order, "values": meta}, ensure_ascii=False).encode()
     with _as_written(path, shown):
-        _atomic_savez(path, arrays)
+        _atomic_savez(path, arrays, extra)
     return shown
 
 
@@ -62,25 +87,27 @@ def _as_written(resolved, shown):
                         e.kind) from None
 
 
-def _atomic_savez(path, arrays):
+def _atomic_savez(path, arrays, meta):
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise ApsiError(f"save_params: the folder {folder} does not exist; create it first")
     try:
         with atomic_open(path, "wb") as f:
-            _write_npz(f, arrays)
+            _write_npz(f, arrays, meta)
     except OSError as e:
         raise ApsiError(f"save_params: cannot write {path}: {e.strerror or e}") from None
 
 
-def _write_npz(f, arrays):
+def _write_npz(f, arrays, meta):
     """What np.savez writes (one NAME.npy per entry in a stored zip), without its keyword arguments:
     np.savez(f, **arrays) took a parameter named `allow_pickle` as its own option (dropping it) and
-    failed on one named `file`."""
+    failed on one named `file`. The metadata, if any, is one more member (np.load lists it too)."""
     with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as z:
         for name, a in arrays.items():
             with z.open(name + ".npy", "w", force_zip64=True) as member:
                 np.lib.format.write_array(member, np.asanyarray(a), allow_pickle=False)
+        if meta is not None:
+            z.writestr(META, meta)
 
 
 # An .npz is a zip: a small file can claim (and inflate to) any size. Nothing bigger than this is
@@ -91,30 +118,68 @@ _NAME = re.compile(r"(?:[A-Za-z][A-Za-z0-9_]*|[0-9]+)(?:\.(?:[A-Za-z][A-Za-z0-9_
 
 
 def load_params(path, like=None, max_mb=MAX_MB):
-    """Read a tree written by save_params. With like=tree, check the names and shapes match it.
-    Entries are float64 tensors whatever they were stored as; at most max_mb megabytes are read."""
+    """Read a tree written by save_params (the same name rule: .npz added when missing). With
+    like=tree, check the names and shapes match it. Arrays become float64 tensors (int64 stays) whatever
+    they were stored as, metadata its values; at most max_mb megabytes are read."""
     path, like = _order("load_params", path, like) if isinstance(like, str) else (path, like)
     if not isinstance(path, str):
         raise ApsiError(f"load_params: the path must be a string, not {describe(path)}")
     if isinstance(max_mb, bool) or not isinstance(max_mb, int | float) or max_mb <= 0:
         raise ApsiError(f"load_params: max_mb must be a positive number, got {describe(max_mb)}")
-    shown = path
-    path = permissions.require("read", what=f'load_params("{path}")', path=path)   # resolved
+    shown, path = _existing_name(path)             # as written, and resolved
     if not os.path.isfile(path):
         raise ApsiError(f"load_params: there is no file {shown}")
     with _as_written(path, shown):
-        pairs = _read_npz(path, int(max_mb * 2 ** 20))
-    path = shown                # below, messages only: they name the file as the program wrote it
+        pairs, meta = _read_npz(path, int(max_mb * 2 ** 20))
     for name, data in pairs:
         if not _NAME.fullmatch(name):
             raise ApsiError(f"load_params: {shown}: entry {name!r} is not a parameter name (dotted "
                             "field names and list positions, like 'layers.0.w'; none starts with '_')")
         if data.dtype.kind not in "biuf":
             raise ApsiError(f"load_params: {shown}: entry {name!r} has dtype {data.dtype}, not numbers")
-    params = tree.unflatten([(name, Tensor(_nn_dtype(data))) for name, data in pairs])
+    leaves = [(name, Tensor(_nn_dtype(data))) for name, data in pairs]
+    if meta is not None:
+        leaves = _with_meta(shown, leaves, meta)
+    params = tree.unflatten(leaves)
     if like is not None:
-        _check_like(shown, pairs, like)
+        _check_like(shown, leaves, like)
     return params
+
+
+def _existing_name(path):
+    """save_params's rule (.npz added when missing); a file that exists under exactly the given name
+    while the ruled one does not (written by another tool, like m.npy) is read as named, so its
+    problems are explained. Each name's permission is checked before its existence is looked at."""
+    ruled = file_name(path)
+    resolved = permissions.require("read", what=f'load_params("{ruled}")', path=ruled)
+    if ruled != path and not os.path.isfile(resolved):
+        other = permissions.require("read", what=f'load_params("{path}")', path=path)
+        if os.path.isfile(other):
+            return path, other
+    return ruled, resolved
+
+
+def _with_meta(shown, leaves, meta):
+    """The arrays' (name, tensor) pairs and the metadata's, in the order the tree was saved in."""
+    bad = f"load_params: {shown}: the metadata ({META}) is damaged"
+    if not (isinstance(meta, dict) and isinstance(meta.get("order"), list)
+            and isinstance(meta.get("values"), dict)):
+        raise ApsiError(f"{bad}: expected an object with 'order' and 'values'")
+    values = meta["values"]
+    for name, v in values.items():
+        if not _NAME.fullmatch(name):
+            raise ApsiError(f"load_params: {shown}: metadata entry {name!r} is not a parameter name")
+        if type(v) not in _META_TYPES:
+            raise ApsiError(f"{bad}: entry {name!r} is not text, a number, a boolean or null")
+    have = dict(leaves)
+    clash = [n for n in values if n in have]
+    if clash:
+        raise ApsiError(f"{bad}: {clash[0]!r} is both an array and metadata")
+    have.update(values)
+    order = meta["order"]
+    if sorted(map(str, order)) != sorted(have) or len(set(order)) != len(order):
+        raise ApsiError(f"{bad}: its list of names does not match the file's entries")
+    return [(name, have[name]) for name in order]
 
 
 def _read_npz(path, max_bytes):
@@ -133,8 +198,11 @@ def _read_npz(path, max_bytes):
                 raise ApsiError(f"load_params: {path} would unpack to {total / 2 ** 20:.0f} MB, more "
                                 f"than the limit of {max_bytes / 2 ** 20:.0f} MB; if you trust the "
                                 "file, raise it with load_params(path, max_mb=…)")
-            out = []
+            out, meta = [], None
             for info in infos:
+                if info.filename == META:
+                    meta = _json(z.read(info))
+                    continue
                 if not info.filename.endswith(".npy"):
                     raise ValueError(f"it holds {info.filename!r}, which is not an array")
                 with z.open(info) as member:
@@ -146,11 +214,19 @@ def _read_npz(path, max_bytes):
                         raise ValueError(f"entry {info.filename[:-4]!r} claims more data than it holds")
                 with z.open(info) as member:
                     out.append((info.filename[:-4], np.lib.format.read_array(member, allow_pickle=False)))
-            return out
+            return out, meta
     except ApsiError:
         raise
     except (ValueError, OSError, zipfile.BadZipFile, EOFError, RuntimeError) as e:
         raise ApsiError(f"{not_params}: {e}") from None
+
+
+def _json(raw):
+    """The metadata member: JSON (NaN and Infinity allowed: a loss can be nan), never a pickle."""
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        raise ValueError(f"its metadata ({META}) is not JSON: {e}") from None
 
 
 def _nn_dtype(data):
@@ -165,9 +241,9 @@ def _header(member, version):
     return np.lib.format.read_array_header_2_0(member)
 
 
-def _check_like(path, pairs, like):
-    want = {name: np.shape(v.data if type(v) is Tensor else v) for name, v in tree.flatten(like)}
-    have = {name: data.shape for name, data in pairs}
+def _check_like(path, leaves, like):
+    want = {name: _shape(v) for name, v in tree.flatten(like)}
+    have = {name: _shape(v) for name, v in leaves}
     missing = [n for n in want if n not in have]
     extra = [n for n in have if n not in want]
     wrong = [f"{n} is {have[n]}, expected {want[n]}" for n in want if n in have and have[n] != want[n]]
@@ -180,3 +256,12 @@ def _check_like(path, pairs, like):
         problems.append("; ".join(wrong[:5]))
     if problems:
         raise ApsiError(f"load_params: {path} does not match the model: {'; '.join(problems)}")
+
+
+def _shape(v):
+    """A leaf's shape for like=: text and none are metadata with no shape ('text'), numbers ()."""
+    if type(v) is Tensor:
+        return v.data.shape
+    if isinstance(v, str) or v is None:
+        return "text" if isinstance(v, str) else "none"
+    return np.shape(v)
