@@ -52,7 +52,7 @@ def save(shown, snapshot):
     if snapshot.get("noise") is not None:
         arrays["noise"] = snapshot["noise"]
     try:
-        _atomic_savez(path, arrays)
+        _atomic_savez(path, arrays, None)
     except ApsiError as e:
         raise ApsiError(e.message.replace("save_params", "fit(checkpoint=…)").replace(path, shown)) from None
 
@@ -65,7 +65,7 @@ def load(shown):
     if not os.path.isfile(path):
         raise ApsiError(f"fit: resume={shown!r}: there is no such file (checkpoint= writes it)")
     try:
-        entries = dict(_read_npz(path, MAX_MB << 20))
+        entries = dict(_read_npz(path, MAX_MB << 20)[0])
         meta = json.loads(bytes(entries.pop("meta")).decode("utf-8"))
     except (ApsiError, KeyError, ValueError, UnicodeDecodeError):
         raise ApsiError(f"fit: resume={shown!r} is not a checkpoint written by fit(checkpoint=…)") from None
