@@ -36,12 +36,22 @@ def _tensor_aware(nn):
     def abs(x):  # noqa: A001
         return nn.abs(x) if type(x) is Tensor or isinstance(x, foreign.TYPES) else builtins.abs(x)
 
-    def round(x, ndigits=None):  # noqa: A001
-        if type(x) is Tensor:
-            return Tensor(nn.round_values(x, ndigits or 0))
+    def round(x, ndigits=None, decimals=None):  # noqa: A001
+        if type(x) is Tensor or isinstance(x, foreign.TYPES):
+            return nn.round_(x, decimals if decimals is not None else ndigits or 0)
         return builtins.round(x, ndigits)
 
+    def _boolean(name, reduce, builtin):
+        # all/any: Apsi's builtins for lists, NumPy's for tensors (axis=, keepdims=)
+        def fn(x, axis=None, keepdims=False):
+            if type(x) is Tensor or isinstance(x, foreign.TYPES):
+                return reduce(x, axis=axis, keepdims=keepdims)
+            return builtin(x)
+        fn.__name__ = name
+        return fn
+
     return {"sum": sum, "abs": abs, "round": round,
+            "all": _boolean("all", nn.all, builtins.all), "any": _boolean("any", nn.any, builtins.any),
             "max": _extreme("max", nn.max, nn.maximum, builtins.max),
             "min": _extreme("min", nn.min, nn.minimum, builtins.min)}
 
@@ -64,6 +74,21 @@ NN_EXPORTS = (
     "mse", "mae", "huber", "cross_entropy", "bce", "vae",
     "tree_map", "flatten", "unflatten", "param_count", "global_norm", "clip_by_global_norm",
     "save_params", "load_params", "load_csv",
+    # numlib (issue 19): NumPy's elementwise functions
+    "sign", "floor", "ceil", "trunc", "mod", "expm1", "log2", "log10", "tan", "arcsin", "arccos",
+    "arctan", "arctan2", "sinh", "cosh", "arcsinh", "arctanh", "erf", "hypot", "isnan", "isinf",
+    "isfinite", "nan_to_num",
+    # numlib: reductions and scans (sum, all, any and round are tensor-aware builtins, see above)
+    "prod", "std", "var", "median", "quantile", "percentile", "cumsum", "cumprod", "diff",
+    "nanmean", "nansum", "count_nonzero",
+    # numlib: sorting and sets
+    "sort", "argsort", "topk", "unique", "bincount", "histogram", "searchsorted", "isin",
+    # numlib: shapes, construction, dtypes
+    "squeeze", "flip", "roll", "tile", "repeat", "pad", "split", "meshgrid", "moveaxis", "identity",
+    "full_like", "astype", "float64", "float32", "int64", "int32",
+    # numlib: comparisons and random generators
+    "isclose", "allclose", "array_equal", "rng", "spawn", "normal", "uniform", "choice", "shuffle",
+    "bernoulli",
 )
 
 
