@@ -19,8 +19,11 @@ def _like(x, ref):
     if isinstance(x, torch.Tensor):
         return x
     data = x.data if type(x) is Tensor else x
-    t = torch.as_tensor(data, device=ref.device)
-    return t.to(ref.dtype) if ref.is_floating_point() else t
+    if ref.is_floating_point():
+        # straight to ref's dtype: a Python float made a float32 tensor first lost its last digits
+        # (mod(x, 0.7) on float64 computed with 0.699999988)
+        return torch.as_tensor(data, dtype=ref.dtype, device=ref.device)
+    return torch.as_tensor(data, device=ref.device)
 
 
 def _ref(*xs):
@@ -170,5 +173,8 @@ IMPLS = {
 
 def install():
     """Let nn's functions accept torch tensors (idempotent)."""
+    from .nn_numlib import NUMLIB_IMPLS  # numlib (issue 19)
+
+    IMPLS.update(NUMLIB_IMPLS)
     if foreign.TYPES != (torch.Tensor,):
         foreign.register((torch.Tensor,), IMPLS, "torch")
