@@ -214,15 +214,25 @@ def full_like(x, value):
     return Tensor(np.full(d.shape, value, dtype=d.dtype))
 
 
-# dtype names as values, so NumPy's spelling astype(x, float32) works; Python's (Apsi's) int, float
-# and bool functions stand for int64, float64 and bool as in NumPy.
-float64, float32, int64, int32 = "float64", "float32", "int64", "int32"
-_BUILTIN_TYPES = {int: "int64", float: "float64", bool: "bool"}
+def _converter(dtype):
+    def convert(x):
+        return astype(x, dtype)
+
+    convert.__name__ = convert.__qualname__ = dtype
+    convert.__doc__ = f"x as a {dtype} tensor (NumPy's np.{dtype}(x)); also a dtype: astype(x, {dtype})"
+    return convert
+
+
+# NumPy's dtype names: float32(x) converts, and astype(x, float32) takes them as dtypes. Python's
+# (Apsi's) int, float and bool stand for int64, float64 and bool, as in NumPy.
+float64, float32, int64, int32 = (_converter(n) for n in ("float64", "float32", "int64", "int32"))
+_NAMED = {int: "int64", float: "float64", bool: "bool", float64: "float64", float32: "float32",
+          int64: "int64", int32: "int32"}
 
 
 def dtype_of(name, dtype):
     """A dtype name checked against DTYPES (so "object", "O", "V8", ... are refused)."""
-    key = dtype if isinstance(dtype, str) else _BUILTIN_TYPES.get(dtype) if isinstance(dtype, type) else None
+    key = dtype if isinstance(dtype, str) else _NAMED.get(dtype) if callable(dtype) else None
     if key not in DTYPES:
         raise ApsiError(f"{name}: dtype must be one of {', '.join(DTYPES)}, not "
                         f"{repr(dtype) if isinstance(dtype, str) else describe(dtype)}")

@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (the Apsi program below keeps one function per line)
 """numlib (issue 19) on the torch backend: Apsi code written with the new nn functions gives the same
 values and gradients on torch tensors as on nn tensors (what fit(backend="torch") runs)."""
 
