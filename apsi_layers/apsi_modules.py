@@ -50,11 +50,33 @@ def _tensor_aware(nn):
         fn.__name__ = name
         return fn
 
-    return {"sum": sum, "abs": abs, "round": round,
+    from apsi_lang.builtins import BUILTINS
+
+    def _number_builtin(name, nn_name=None):
+        # floor(2.5) stays Apsi's int 2 (an index, a count) under `use nn`; tensors and lists get nn's
+        builtin, tensor_fn = BUILTINS[name], getattr(nn, nn_name or name)
+
+        def fn(*args, **kw):
+            if not kw and all(type(a) in (int, float) for a in args):
+                return builtin(*args)
+            return tensor_fn(*args, **kw)
+        fn.__name__ = name
+        fn.__doc__ = tensor_fn.__doc__
+        return fn
+
+    numeric = {name: _number_builtin(name) for name in NUMBER_NAMES if name in BUILTINS}
+    # the math builtins' short names (asin, atan2, ...) act on tensors as NumPy's arcsin, arctan2, ...
+    numeric.update({name: _number_builtin(name, nn_name) for name, nn_name in MATH_ALIASES.items()
+                    if name in BUILTINS})
+    return {**numeric, "sum": sum, "abs": abs, "round": round,
             "all": _boolean("all", nn.all, builtins.all), "any": _boolean("any", nn.any, builtins.any),
             "max": _extreme("max", nn.max, nn.maximum, builtins.max),
             "min": _extreme("min", nn.min, nn.minimum, builtins.min)}
 
+
+# numlib names that are also Apsi's number builtins: plain numbers keep the builtin's result
+NUMBER_NAMES = ("floor", "ceil", "trunc", "isnan", "isinf", "isfinite", "hypot", "log2", "log10", "tan")
+MATH_ALIASES = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "atan2": "arctan2"}
 
 NN_EXPORTS = (
     # making tensors

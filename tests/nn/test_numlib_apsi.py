@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from apsi_lang import run_source
-from apsi_lang.errors import ApsiError
+from apsi_lang.errors import ApsiError, ApsiSyntaxError
 
 PROGRAM = Path(__file__).with_name("numlib_stats.apsi")
 ROOT = Path(__file__).resolve().parents[2]
@@ -103,3 +103,28 @@ def test_generators_are_values_not_state():
     assert np.array_equal(ns["a"].data, ns["b"].data)          # same generator, same numbers
     assert not np.array_equal(ns["e"].data, ns["f"].data)      # children differ from each other
     assert not np.array_equal(ns["a"].data, ns["e"].data)      # and from the parent
+
+
+@pytest.mark.parametrize("source,hint", [
+    ("use nn\nprint(concatenate([array([1.0]), array([2.0])]))\n", "undefined name 'concatenate' (Apsi writes concat([a, b], axis=0)"),
+    ("use nn\nprint(amax(array([1.0])))\n", "Apsi writes max(x, axis=...)"),
+    ("use nn\nprint(remainder(array([3.0]), 2.0))\n", "Apsi writes mod(a, b) or a % b"),
+    ("use nn\nlet g = default_rng(0)\n", "Apsi writes rng(seed)"),
+    ("print(std([1.0, 2.0]))\n", "'std' comes with 'use nn'"),
+])
+def test_numpy_names_get_the_apsi_spelling(source, hint):
+    with pytest.raises(ApsiSyntaxError) as e:
+        run_source(source)
+    assert hint in str(e.value)
+
+
+def test_number_builtins_keep_their_meaning_under_use_nn():
+    # floor(2.5) is Apsi's int 2 (usable as an index) even though nn's floor now takes tensors
+    ns = run_source("use nn\nlet i = floor(2.5)\nlet t = floor(array([2.5]))\nlet h = hypot(3, 4)\nlet n = isnan(1.0)\n")
+    assert ns["i"] == 2 and type(ns["i"]) is int
+    assert ns["t"].tolist() == [2.0] and ns["h"] == 5.0 and ns["n"] is False
+
+
+def test_math_builtin_names_take_tensors_under_use_nn():
+    ns = run_source("use nn\nlet a = atan2(array([1.0]), array([2.0]))\nlet b = asin(0.5)\n")
+    assert ns["a"].tolist() == [np.arctan2(1.0, 2.0)] and ns["b"] == np.arcsin(0.5)
