@@ -176,3 +176,13 @@ def test_third_order_through_cumprod_and_std():
 def test_against_finite_differences(f, x):
     check_first_order(scalarize(f, x), [x], 0)
     check_second_order(scalarize(f, x), [x], 0)
+
+
+# The numlib rules in vjps.RULES, each checked above by a case of the same name (test_vjps counts them)
+RULES_COVERED = {"sign", "floor", "ceil", "trunc", "round", "expm1", "log2", "log10", "tan", "arcsin",
+                 "arccos", "arctan", "sinh", "cosh", "arcsinh", "arctanh", "erf", "nan_to_num", "arctan2",
+                 "hypot", "mod", "cumsum", "cumprod", "prod"}
+
+
+def test_every_numlib_rule_has_a_torch_case():
+    assert RULES_COVERED <= {c[0] for c in CASES}
