@@ -252,6 +252,9 @@ def _quantile(name, x, q, axis, keepdims, scale=1.0):
     t = pos - lo
     a, b = getitem(s, (Ellipsis, lo)), getitem(s, (Ellipsis, hi))
     out = a + (b - a) * t                             # (..., len(q)) or (...) for a scalar q
+    nan_rows = np.isnan(s.data[..., -1]) if s.data.dtype.kind == "f" else None   # sort puts NaN last
+    if nan_rows is not None and nan_rows.any():       # NumPy: a slice holding NaN has a NaN quantile
+        out = where(nan_rows[..., None] if qs.ndim else nan_rows, np.nan, out)
     if keepdims:
         kshape = list(keep_shape(x.shape, axes))
         out = reshape(out, kshape + ([qs.size] if qs.ndim else []))

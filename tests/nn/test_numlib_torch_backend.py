@@ -24,7 +24,9 @@ let s1 = fn(x) => sort(x, axis=1)[:, 0] + topk(x, 2, axis=1)[0][:, 1] + flip(x, 
 let s2 = fn(x) => squeeze(x[:, none])[:, 0] + tile(x, [1, 2])[:, 4] + repeat(x, 2, axis=1)[:, 3]
 let s3 = fn(x) => pad(x, 1)[1:3, 1] + split(x, 3, axis=1)[2][:, 0] + moveaxis(x, 0, 1)[0]
 let s4 = fn(x) => astype(x, float64)[:, 0] + full_like(x, 2.0)[:, 0] + std(x, axis=1)
-let all_ops = fn(x) => sum(e1(x) + e2(x) + e3(x) + e4(x)) + sum(r1(x) + r2(x) + r3(x)) + sum(s1(x) + s2(x) + s3(x) + s4(x))
+let r4 = fn(x) => sum(quantile(x, [0.2, 0.9], axis=[0, 1], keepdims=true)) + sum(median(x, axis=[1, 0])) + sum(percentile(x, [10, 60], axis=0))
+let s5 = fn(x) => sum(pad(x, [[1, 0], [2, 1]], mode="reflect") * 1.5) + sum(pad(x, 1, mode="edge")) + sum(pad(x, 2, mode="wrap") ** 2)
+let all_ops = fn(x) => sum(e1(x) + e2(x) + e3(x) + e4(x)) + sum(r1(x) + r2(x) + r3(x)) + sum(s1(x) + s2(x) + s3(x) + s4(x)) + r4(x) + s5(x)
 let bools = fn(x) => [all(x > -10, axis=1), any(x > 0, axis=0), count_nonzero(x > 0, axis=1), isnan(x), isinf(x)]
 """
 
@@ -61,3 +63,11 @@ def test_a_python_float_keeps_float64_digits_on_torch():
     nn_dispatch.install()
     got = nn.maximum(torch.tensor([0.1], dtype=torch.float64), 0.7)
     assert got.item() == 0.7
+
+
+def test_nan_quantiles_on_torch_as_on_numpy(ns):
+    f = run_source("use nn\nlet f = fn(x) => [median(x, axis=1), quantile(x, [0.2, 0.5], axis=1)]\n")["f"]
+    x = np.array([[np.nan, 1, 2, 3, 4], [1, 2, 3, 4, 5.0]])
+    for a, b, c in zip(f(nn.Tensor(x)), f(torch.tensor(x)), [np.median(x, 1), np.quantile(x, [0.2, 0.5], 1)],
+                       strict=True):
+        assert np.array_equal(a.data, c, equal_nan=True) and np.array_equal(b.numpy(), c, equal_nan=True)

@@ -149,6 +149,6 @@ def test_every_rule_is_exercised():
                "matmul", "sum", "max", "min", "logsumexp", "softmax", "log_softmax", "reshape",
                "transpose", "broadcast_to", "sum_to", "getitem", "index_add", "take_along", "put_along",
                "identity"}
-    from .test_numlib_grads import RULES_COVERED       # numlib's rules, checked against torch there
+    from .test_numlib_grads import RULES_COVERED  # numlib's rules, checked against torch there
 
     assert set(RULES) - DEFINED == covered | RULES_COVERED

@@ -5,7 +5,6 @@ runs under fit(backend="torch"). Same names and arguments as apsi_layers/nn's, N
 import torch
 import torch.nn.functional as F
 
-from apsi_lang.errors import ApsiError
 from apsi_layers.nn.construct import DTYPES, dtype_of
 
 from .nn_dispatch import _binary as binary
@@ -59,10 +58,15 @@ def _bool(fn):
 
 
 def _quantile(x, q, axis=None, keepdims=False, scale=1.0):
-    if isinstance(axis, list | tuple):
-        raise ApsiError("quantile on torch: axis must be one int or none")
+    dims = _dims(x, axis)
+    rest = [d for d in range(x.ndim) if d not in dims]
+    flat = x.permute(*rest, *dims).reshape(*[x.shape[d] for d in rest], -1)
     qt = torch.as_tensor(q, dtype=x.dtype, device=x.device) / scale
-    return torch.quantile(x, qt, dim=axis, keepdim=bool(keepdims))
+    out = torch.quantile(flat, qt, dim=-1)                  # q's axis first, as NumPy
+    if keepdims:
+        kept = [1 if d in dims else n for d, n in enumerate(x.shape)]
+        out = out.reshape(*out.shape[:qt.ndim], *kept)
+    return out
 
 
 def _sort(x, axis=-1, descending=False):
@@ -103,13 +107,19 @@ def _repeat(x, repeats, axis=None):
 
 
 def _pad(x, pad_width, mode="constant", constant_values=0):
-    if mode != "constant":
-        raise ApsiError(f"pad on torch: mode {mode!r} is NumPy-only; use mode=\"constant\" or train with "
-                        "backend=\"numpy\"")
     w = [pad_width] * 2 if isinstance(pad_width, int) else list(pad_width)
-    pairs = [w] * x.ndim if w and isinstance(w[0], int) else w
-    flat = [int(n) for pair in reversed(pairs) for n in pair]
-    return F.pad(x, flat, value=float(constant_values))
+    pairs = [list(w)] * x.ndim if w and isinstance(w[0], int) else [list(p) for p in w]
+    if mode == "constant":
+        flat = [int(n) for pair in reversed(pairs) for n in pair]
+        return F.pad(x, flat, value=float(constant_values))
+    # the other modes pick existing elements: NumPy's own pad of the positions gives the index
+    import numpy as np
+
+    for d, (before, after) in enumerate(pairs):
+        if before or after:
+            idx = np.pad(np.arange(x.shape[d]), (before, after), mode=mode)
+            x = x.index_select(d, torch.as_tensor(idx, device=x.device))
+    return x
 
 
 def _split(x, indices_or_sections, axis=0):
