@@ -44,8 +44,8 @@ def _tensor_aware(nn):
     def _boolean(name, reduce, builtin):
         # all/any: Apsi's builtins for lists, NumPy's for tensors (axis=, keepdims=)
         def fn(x, axis=None, keepdims=False):
-            if type(x) is Tensor or isinstance(x, foreign.TYPES):
-                return reduce(x, axis=axis, keepdims=keepdims)
+            if type(x) is Tensor or isinstance(x, foreign.TYPES) or axis is not None or keepdims:
+                return reduce(x, axis=axis, keepdims=keepdims)     # all(rows, axis=1) as NumPy
             return builtin(x)
         fn.__name__ = name
         return fn

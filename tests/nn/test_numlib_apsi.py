@@ -128,3 +128,10 @@ def test_number_builtins_keep_their_meaning_under_use_nn():
 def test_math_builtin_names_take_tensors_under_use_nn():
     ns = run_source("use nn\nlet a = atan2(array([1.0]), array([2.0]))\nlet b = asin(0.5)\n")
     assert ns["a"].tolist() == [np.arctan2(1.0, 2.0)] and ns["b"] == np.arcsin(0.5)
+
+
+def test_all_and_any_keep_apsi_meaning_on_lists_and_numpy_meaning_on_tensors():
+    ns = run_source("use nn\nlet a = all([1, 0])\nlet b = any([])\nlet c = all([[true, false], [true, true]], axis=1)\n"
+                    "let d = any(array([[0.0, 1.0], [0.0, 0.0]]), axis=1)\n")
+    assert ns["a"] is False and ns["b"] is False
+    assert ns["c"].tolist() == [False, True] and ns["d"].tolist() == [True, False]
