@@ -203,25 +203,25 @@ def diff(x, n=1, axis=-1):
     return x
 
 
-def quantile(x, q, axis=None, keepdims=False):
-    """The q-th quantile (q in [0, 1], a number or a list) along `axis`, interpolating linearly
-    between the sorted values as NumPy's default method does. With a list q the result has q's
-    axis first."""
+def quantile(x, q, axis=None, keepdims=False, method="linear"):
+    """The q-th quantile (q in [0, 1], a number or a list) along `axis`. method: "linear" (NumPy's
+    default: interpolate between the sorted values), "lower", "higher", "nearest", "midpoint".
+    With a list q the result has q's axis first."""
     try:
         x = as_tensor(x, "quantile")
     except Foreign:
-        return foreign.call("quantile", x, q, axis=axis, keepdims=keepdims)
-    return _quantile("quantile", x, q, axis, keepdims)
+        return foreign.call("quantile", x, q, axis=axis, keepdims=keepdims, method=method)
+    return _quantile("quantile", x, q, axis, keepdims, method=method)
 
 
-def percentile(x, q, axis=None, keepdims=False):
+def percentile(x, q, axis=None, keepdims=False, method="linear"):
     """quantile with q in percent (0 to 100)."""
     try:
         x = as_tensor(x, "percentile")
     except Foreign:
-        return foreign.call("percentile", x, q, axis=axis, keepdims=keepdims)
+        return foreign.call("percentile", x, q, axis=axis, keepdims=keepdims, method=method)
     qs = plain_array(q, "percentile", "q").astype(np.float64) / 100.0
-    return _quantile("percentile", x, qs, axis, keepdims, scale=100.0)
+    return _quantile("percentile", x, qs, axis, keepdims, scale=100.0, method=method)
 
 
 def median(x, axis=None, keepdims=False):
@@ -233,8 +233,25 @@ def median(x, axis=None, keepdims=False):
     return _quantile("median", x, 0.5, axis, keepdims)
 
 
-def _quantile(name, x, q, axis, keepdims, scale=1.0):
+QUANTILE_METHODS = ("linear", "lower", "higher", "nearest", "midpoint")
+
+
+def _positions(pos, n, method):
+    """(lo, hi, t): the quantile is s[lo] + (s[hi] - s[lo]) * t for each position."""
+    lo = np.floor(pos).astype(np.int64)
+    if method == "linear":
+        return lo, np.minimum(lo + 1, n - 1), pos - lo
+    if method == "midpoint":
+        return lo, np.ceil(pos).astype(np.int64), np.full(pos.shape, 0.5)
+    pick = {"lower": lo, "higher": np.ceil(pos), "nearest": np.round(pos)}[method].astype(np.int64)
+    return pick, pick, np.zeros(pos.shape)
+
+
+def _quantile(name, x, q, axis, keepdims, scale=1.0, method="linear"):
     from .sorting import sort
+
+    if method not in QUANTILE_METHODS:
+        raise ApsiError(f"{name}: method must be one of {', '.join(QUANTILE_METHODS)}, not {method!r}")
 
     qs = plain_array(q, name, "q").astype(np.float64)
     if qs.ndim > 1 or np.any(~(qs >= 0)) or np.any(qs > 1):
@@ -246,10 +263,7 @@ def _quantile(name, x, q, axis, keepdims, scale=1.0):
     rest = [i for i in range(x.ndim) if i not in axes]
     flat = reshape(transpose(x, rest + list(axes)), [x.shape[i] for i in rest] + [-1])
     s = sort(flat, axis=-1)
-    pos = qs * (s.shape[-1] - 1)
-    lo = np.floor(pos).astype(np.int64)
-    hi = np.minimum(lo + 1, s.shape[-1] - 1)
-    t = pos - lo
+    lo, hi, t = _positions(qs * (s.shape[-1] - 1), s.shape[-1], method)
     a, b = getitem(s, (Ellipsis, lo)), getitem(s, (Ellipsis, hi))
     out = a + (b - a) * t                             # (..., len(q)) or (...) for a scalar q
     nan_rows = np.isnan(s.data[..., -1]) if s.data.dtype.kind == "f" else None   # sort puts NaN last

@@ -41,6 +41,8 @@ def T(x):
     return torch.tensor(x, dtype=torch.float64, requires_grad=True)
 
 
+METHODS = ("lower", "higher", "nearest", "midpoint")
+
 # (name, nn function, torch function, input); each is compared as sum(f(x) * w) for a random w
 CASES = [
     ("sign", lambda x: nn.sign(x) * x, lambda x: torch.sign(x) * x, normal(3, 4)),
@@ -93,6 +95,11 @@ CASES = [
      lambda x: torch.quantile(x, torch.tensor([0.1, 0.5, 0.93], dtype=torch.float64), dim=0), distinct(5, 3)),
     ("percentile_keep", lambda x: nn.percentile(x, 30, axis=1, keepdims=True),
      lambda x: torch.quantile(x, 0.3, dim=1, keepdim=True), distinct(3, 6)),
+    ("quantile_methods", lambda x: nn.concat([nn.quantile(x, [0.1, 0.5, 0.8], axis=1, method=m)
+                                              for m in METHODS]),
+     lambda x: torch.cat([torch.quantile(x, torch.tensor([0.1, 0.5, 0.8], dtype=torch.float64), dim=1,
+                                         interpolation=m) for m in METHODS]),
+     distinct(3, 6)),
     # sorting
     ("sort", lambda x: nn.sort(x, axis=0), lambda x: torch.sort(x, 0).values, distinct(3, 4)),
     ("sort_desc", lambda x: nn.sort(x, descending=True), lambda x: torch.sort(x, -1, descending=True).values,
@@ -186,3 +193,13 @@ RULES_COVERED = {"sign", "floor", "ceil", "trunc", "round", "expm1", "log2", "lo
 
 def test_every_numlib_rule_has_a_torch_case():
     assert RULES_COVERED <= {c[0] for c in CASES}
+
+
+@pytest.mark.parametrize("method", ["linear", "lower", "higher", "nearest", "midpoint"])
+def test_quantile_methods_match_numpy(method):
+    x = np.random.default_rng(1).standard_normal((4, 7))
+    for q in [0.0, 0.1, 0.25, 0.5, 0.77, 1.0]:
+        ours = nn.quantile(x, q, axis=1, method=method).data
+        assert np.allclose(ours, np.quantile(x, q, axis=1, method=method), rtol=1e-14, atol=0)
+    ours = nn.percentile(x, [5, 95], method=method).data
+    assert np.allclose(ours, np.percentile(x, [5, 95], method=method), rtol=1e-14, atol=0)

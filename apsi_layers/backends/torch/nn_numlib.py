@@ -57,12 +57,12 @@ def _bool(fn):
     return op
 
 
-def _quantile(x, q, axis=None, keepdims=False, scale=1.0):
+def _quantile(x, q, axis=None, keepdims=False, scale=1.0, method="linear"):
     dims = _dims(x, axis)
     rest = [d for d in range(x.ndim) if d not in dims]
     flat = x.permute(*rest, *dims).reshape(*[x.shape[d] for d in rest], -1)
     qt = torch.as_tensor(q, dtype=x.dtype, device=x.device) / scale
-    out = torch.quantile(flat, qt, dim=-1)                  # q's axis first, as NumPy
+    out = torch.quantile(flat, qt, dim=-1, interpolation=method)      # q's axis first, as NumPy
     if keepdims:
         kept = [1 if d in dims else n for d, n in enumerate(x.shape)]
         out = out.reshape(*out.shape[:qt.ndim], *kept)
@@ -166,7 +166,8 @@ NUMLIB_IMPLS = {
     "any": _bool(torch.any),
     "count_nonzero": lambda x, axis=None, keepdims=False: _bool(torch.sum)(x != 0, axis, keepdims),
     "diff": _diff, "quantile": _quantile,
-    "percentile": lambda x, q, axis=None, keepdims=False: _quantile(x, q, axis, keepdims, 100.0),
+    "percentile": lambda x, q, axis=None, keepdims=False, method="linear": _quantile(
+        x, q, axis, keepdims, 100.0, method),
     "median": lambda x, axis=None, keepdims=False: _quantile(x, 0.5, axis, keepdims),
     "moveaxis": torch.movedim, "sort": _sort, "argsort": _argsort, "topk": _topk,
     "squeeze": _squeeze, "flip": _flip, "roll": _roll,
