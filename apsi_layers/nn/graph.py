@@ -111,7 +111,9 @@ def _install_numlib():
         sqrt=ops.sqrt, cosh=elementwise.cosh, sinh=elementwise.sinh, floor=_const(np.floor),
         flip=construct.flip, cumsum=scans.cumsum, cumprod=scans.cumprod, moveaxis=scans.moveaxis,
         has_zero=lambda x: _xn.has_zero(x.data if type(x) is Tensor else x),
-        eye_mask=_xn.eye_mask, tri_mask=_xn.tri_mask, finite_mask=_const(_xn.finite_mask),
+        zero_masks=lambda x, axis: _xn.zero_masks(x.data if type(x) is Tensor else x, axis),
+        finite_mask=_const(_xn.finite_mask), eye_mask=_xn.eye_mask, tri_mask=_xn.tri_mask,
+        recording=True,
         others_prod=scans._others_prod,
     )
     T = Tensor

@@ -197,8 +197,22 @@ def _cumsum_grad(xp, g, ans, x, axis=0):
 def _cumprod_grad(xp, g, ans, x, axis=0):
     if not xp.has_zero(x):
         return _cumsum_grad(xp, g * ans, None, x, axis) / x
-    # With zeros, dividing by x is 0/0: sum_j>=i g_j prod_{k<=j, k!=i} x_k, built without division
-    # from a cumprod of n copies of x, copy i having x_i replaced by 1 (O(n^2), only on this path).
+    if xp.recording:
+        return _cumprod_grad_pairs(xp, g, x, axis)
+    # With zeros, dividing by x is 0/0. Per slice, with z its first zero: before z the quotient is
+    # safe; at z the gradient is sum_{j>=z} g_j prod_{k<=j, k!=z} x_k, which is cumprod with x_z
+    # replaced by 1; after z every product holds x_z = 0, so it is 0. O(n), first order only: a
+    # derivative of these constants-masked pieces would miss the slope of the 0s in x_z.
+    before, first = xp.zero_masks(x, axis)
+    safe = _cumsum_grad(xp, g * ans, None, x, axis) / xp.where(before, x, 1.0)
+    at_zero = _cumsum_grad(xp, g * xp.cumprod(xp.where(first, 1.0, x), axis), None, x, axis)
+    return xp.where(before, safe, 0.0) + xp.where(first, at_zero, 0.0)
+
+
+def _cumprod_grad_pairs(xp, g, x, axis):
+    # Recorded (higher order) with zeros: sum_{j>=i} g_j prod_{k<=j, k!=i} x_k written without
+    # division, from a cumprod of n copies of x, copy i having x_i replaced by 1. O(n^2) per slice,
+    # the size of the hessian being built anyway.
     n = x.shape[axis]
     xm = xp.moveaxis(x, axis, -1)
     gm = xp.moveaxis(g, axis, -1)

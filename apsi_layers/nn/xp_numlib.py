@@ -21,6 +21,12 @@ def tri_mask(n):
     return np.triu(np.ones((n, n), dtype=bool))
 
 
+def zero_masks(x, axis):
+    """(before, first) along `axis`: positions before the slice's first zero, and that zero."""
+    zeros_so_far = np.cumsum(np.asarray(x) == 0, axis=axis)
+    return zeros_so_far == 0, (zeros_so_far == 1) & (np.asarray(x) == 0)
+
+
 def finite_mask(x):
     return np.isfinite(x)
 
@@ -39,6 +45,7 @@ def others_prod(x, axis):
 RAW_NUMLIB = {
     "sqrt": np.sqrt, "cosh": np.cosh, "sinh": np.sinh, "floor": np.floor, "flip": np.flip,
     "cumsum": np.cumsum, "cumprod": np.cumprod, "moveaxis": np.moveaxis, "has_zero": has_zero,
-    "eye_mask": eye_mask, "tri_mask": tri_mask, "finite_mask": finite_mask,
+    "zero_masks": zero_masks, "finite_mask": finite_mask, "eye_mask": eye_mask, "tri_mask": tri_mask,
+    "recording": False,     # GRAPH's is True: a rule may pick a form that differentiates again
     "others_prod": others_prod,
 }

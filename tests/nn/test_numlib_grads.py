@@ -203,3 +203,20 @@ def test_quantile_methods_match_numpy(method):
         assert np.allclose(ours, np.quantile(x, q, axis=1, method=method), rtol=1e-14, atol=0)
     ours = nn.percentile(x, [5, 95], method=method).data
     assert np.allclose(ours, np.percentile(x, [5, 95], method=method), rtol=1e-14, atol=0)
+
+
+def test_cumprod_gradient_with_many_zeros_matches_torch_and_stays_linear():
+    # several zeros per slice, adjacent ones, a slice without any; then a length (10**5) whose
+    # n x n pair form would need 80 GB: the first-order rule must not build it
+    x = rng.uniform(0.8, 1.2, (3, 40))
+    x[0, [3, 4, 20]] = 0.0
+    x[1, 39] = 0.0
+    w = rng.standard_normal(x.shape)
+    g = nn.grad(lambda v: nn.sum(nn.cumprod(v, axis=1) * w))(nn.Tensor(x)).data
+    xt = T(x)
+    (gt,) = torch.autograd.grad((torch.cumprod(xt, 1) * torch.tensor(w)).sum(), xt)
+    assert _rel(g, gt.numpy()) <= 1e-10
+    long = rng.uniform(0.9, 1.1, 100_000)
+    long[[10, 500, 70_000]] = 0.0
+    g = nn.grad(lambda v: nn.sum(nn.cumprod(v)))(nn.Tensor(long)).data
+    assert np.all(np.isfinite(g)) and np.all(g[11:] == 0.0) and g[10] != 0.0
