@@ -4,6 +4,7 @@ import numpy as np
 
 from apsi_lang.errors import ApsiError
 
+from .sorting import numpy_only
 from .tensor import Tensor, plain_array
 
 
@@ -14,6 +15,7 @@ def _tol(name, rtol, atol):
 
 
 def _pair(name, a, b):
+    numpy_only(name, a, b)
     ad, bd = plain_array(a, name, "a"), plain_array(b, name, "b")
     try:
         np.broadcast_shapes(ad.shape, bd.shape)
@@ -38,6 +40,7 @@ def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 def array_equal(a, b, equal_nan=False):
     """true when a and b have the same shape and the same elements."""
+    numpy_only("array_equal", a, b)
     ad, bd = plain_array(a, "array_equal", "a"), plain_array(b, "array_equal", "b")
     if equal_nan and (ad.dtype.kind not in "fc" or bd.dtype.kind not in "fc"):
         equal_nan = False

@@ -15,6 +15,12 @@ from .shape import index_add, reshape, take_along
 from .tensor import Tensor, as_tensor, plain_array
 
 
+def numpy_only(name, *values):
+    """A torch tensor given to a NumPy-only function: the Foreign error that says so."""
+    if foreign.TYPES and any(isinstance(v, foreign.TYPES) for v in values):
+        raise Foreign(name)
+
+
 def _flat_or(name, x, axis):
     """(x, axis) with axis none meaning the flattened tensor, as NumPy's sort does."""
     if axis is None:
@@ -119,6 +125,7 @@ def bincount(x, weights=None, minlength=0):
 def histogram(x, bins=10, range=None):  # noqa: A002
     """[counts, edges]: how many values of x fall in each of `bins` equal bins over `range`
     (default: x's min to max) or between the given edges (a list)."""
+    numpy_only("histogram", x, bins)
     d = plain_array(x, "histogram", "x").astype(np.float64).ravel()
     if isinstance(bins, list | Tensor):
         bins = plain_array(bins, "histogram", "bins").astype(np.float64)
@@ -141,6 +148,7 @@ def searchsorted(a, v, side="left"):
     """Where each value of v would be inserted into the sorted 1-D a to keep it sorted (ints)."""
     if side not in ("left", "right"):
         raise ApsiError(f'searchsorted: side must be "left" or "right", not {side!r}')
+    numpy_only("searchsorted", a, v)
     ad = plain_array(a, "searchsorted", "a")
     if ad.ndim != 1:
         raise ApsiError(f"searchsorted: a must be 1-D and sorted, got shape {ad.shape}")
@@ -151,6 +159,7 @@ def searchsorted(a, v, side="left"):
 
 def isin(x, test):
     """true where an element of x is one of the values in `test` (a boolean tensor of x's shape)."""
+    numpy_only("isin", x, test)
     xd = plain_array(x, "isin", "x")
     td = plain_array(test, "isin", "test")
     return Tensor(np.isin(xd, td))

@@ -8,6 +8,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from apsi_lang import run_source  # noqa: E402
+from apsi_lang.errors import ApsiError  # noqa: E402
 from apsi_layers import nn  # noqa: E402
 from apsi_layers.backends.torch import nn_dispatch  # noqa: E402
 
@@ -71,3 +72,13 @@ def test_nan_quantiles_on_torch_as_on_numpy(ns):
     for a, b, c in zip(f(nn.Tensor(x)), f(torch.tensor(x)), [np.median(x, 1), np.quantile(x, [0.2, 0.5], 1)],
                        strict=True):
         assert np.array_equal(a.data, c, equal_nan=True) and np.array_equal(b.numpy(), c, equal_nan=True)
+
+
+@pytest.mark.parametrize("call", [lambda t: nn.histogram(t), lambda t: nn.isin(t, [1.0]),
+                                  lambda t: nn.isclose(t, t), lambda t: nn.unique(t),
+                                  lambda t: nn.searchsorted(t, 0.5)],
+                         ids=["histogram", "isin", "isclose", "unique", "searchsorted"])
+def test_numpy_only_functions_say_so_on_torch(call):
+    nn_dispatch.install()
+    with pytest.raises(ApsiError, match="the torch backend has no implementation of nn."):
+        call(torch.tensor([1.0, 2.0], dtype=torch.float64))
