@@ -39,7 +39,7 @@ def _tensor_aware(nn):
     def round(x, ndigits=None, decimals=None):  # noqa: A001
         if type(x) is Tensor or isinstance(x, foreign.TYPES):
             return nn.round_(x, decimals if decimals is not None else ndigits or 0)
-        return builtins.round(x, ndigits)
+        return builtins.round(x, ndigits if decimals is None else decimals)
 
     def _boolean(name, reduce, builtin):
         # all/any: Apsi's builtins for lists, NumPy's for tensors (axis=, keepdims=)

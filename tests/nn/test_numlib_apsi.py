@@ -135,3 +135,10 @@ def test_all_and_any_keep_apsi_meaning_on_lists_and_numpy_meaning_on_tensors():
                     "let d = any(array([[0.0, 1.0], [0.0, 0.0]]), axis=1)\n")
     assert ns["a"] is False and ns["b"] is False
     assert ns["c"].tolist() == [False, True] and ns["d"].tolist() == [True, False]
+
+
+def test_round_takes_numpy_decimals_on_numbers_and_tensors():
+    ns = run_source("use nn\nlet a = round(2.567, decimals=1)\nlet b = round(2.567, 2)\n"
+                    "let c = round(array([2.567, 0.5]), decimals=1)\nlet d = round(array([0.5, 1.5]))\n")
+    assert ns["a"] == 2.6 and ns["b"] == 2.57
+    assert ns["c"].tolist() == [2.6, 0.5] and ns["d"].tolist() == [0.0, 2.0]
