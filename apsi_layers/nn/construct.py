@@ -15,7 +15,7 @@ from .foreign import Foreign
 from .ops import apply
 from .scans import axes_of, axis_of
 from .shape import broadcast_to, getitem, index_add, reshape
-from .tensor import Tensor, as_tensor, describe
+from .tensor import Tensor, as_tensor, describe, to_plain
 
 # The dtypes a tensor may have. Nothing else is accepted: an object array would hold Python objects.
 DTYPES = {"float64": np.float64, "float": np.float64, "float32": np.float32, "int64": np.int64,
@@ -100,8 +100,8 @@ def repeat(x, repeats, axis=None):
     if axis is None:
         x, axis = reshape(x, [-1]), 0
     axis = axis_of("repeat", x, axis)
-    counts = np.asarray(repeats.tolist() if type(repeats) is Tensor else repeats)
-    if counts.dtype.kind not in "iu" or np.any(counts < 0) or counts.ndim > 1:
+    counts = _int_values(repeats)           # (checked by to_plain: NumPy never sees an unknown object)
+    if counts is None or np.any(counts < 0) or counts.ndim > 1:
         raise ApsiError(f"repeat: repeats must be an int >= 0 or a list of them, got {describe(repeats)}")
     try:
         idx = np.repeat(np.arange(x.shape[axis]), counts)
@@ -109,6 +109,15 @@ def repeat(x, repeats, axis=None):
         raise ApsiError(f"repeat: {counts.size} counts for an axis of size {x.shape[axis]}; give one "
                         "count or one per element") from None
     return _along(x, axis, idx)
+
+
+def _int_values(v):
+    """v as an int array if it is an int, a tensor or (nested) lists of ints, else None."""
+    try:
+        d = np.asarray(to_plain(v))
+    except (TypeError, ValueError):
+        return None
+    return d if d.dtype.kind in "iu" else None
 
 
 _PAD_MODES = ("constant", "edge", "reflect", "symmetric", "wrap")
@@ -141,9 +150,9 @@ def pad(x, pad_width, mode="constant", constant_values=0):
 
 
 def _pad_widths(x, pad_width):
-    w = np.asarray(pad_width.tolist() if type(pad_width) is Tensor else pad_width)
+    w = _int_values(pad_width)
     try:
-        if w.dtype.kind not in "iu" or np.any(w < 0):
+        if w is None or np.any(w < 0):
             raise ValueError
         return np.broadcast_to(w, (x.ndim, 2)).tolist()
     except ValueError:
