@@ -142,3 +142,10 @@ def test_round_takes_numpy_decimals_on_numbers_and_tensors():
                     "let c = round(array([2.567, 0.5]), decimals=1)\nlet d = round(array([0.5, 1.5]))\n")
     assert ns["a"] == 2.6 and ns["b"] == 2.57
     assert ns["c"].tolist() == [2.6, 0.5] and ns["d"].tolist() == [0.0, 2.0]
+
+
+def test_the_older_random_functions_take_generator_values_too():
+    ns = run_source("use nn\nlet g = rng(4)\nlet a = randn(3, seed=g)\nlet b = normal(size=[3], seed=g)\n"
+                    "let p = permutation(5, seed=spawn(g)[0])\n")
+    assert np.array_equal(ns["a"].data, ns["b"].data)
+    assert sorted(ns["p"].tolist()) == [0, 1, 2, 3, 4]
