@@ -13,6 +13,7 @@ from . import sandbox
 from . import syntax as S
 from .builtins import BUILTINS
 from .errors import ApsiSyntaxError
+from .numpy_names import NUMPY_SPELLINGS
 from .parser import PYTHON_MODULES
 from .plain import is_plain, plain_names
 from .scopes import Scope, assigned_in_nested, binds, bound_anywhere, declarations, field_reads, loop_targets
@@ -35,6 +36,7 @@ PYTHON_SPELLINGS = {
     "isinstance": "compare type(x) with a name, like type(x) == \"int\"",
     # Python modules and builtins a newcomer reaches for, and the Apsi builtin that does the job
     **PYTHON_MODULES,
+    **NUMPY_SPELLINGS,          # NumPy/PyTorch names and Apsi's spelling (issue 19)
     "open": "files are read and written whole: read_text(path), write_text(path, text), append_text",
     "getattr": "a record's field by a computed name: get(r, name, default)",
     "hasattr": "has(r, name) asks whether a record has a field",

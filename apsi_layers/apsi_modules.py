@@ -36,15 +36,47 @@ def _tensor_aware(nn):
     def abs(x):  # noqa: A001
         return nn.abs(x) if type(x) is Tensor or isinstance(x, foreign.TYPES) else builtins.abs(x)
 
-    def round(x, ndigits=None):  # noqa: A001
-        if type(x) is Tensor:
-            return Tensor(nn.round_values(x, ndigits or 0))
-        return builtins.round(x, ndigits)
+    def round(x, ndigits=None, decimals=None):  # noqa: A001
+        if type(x) is Tensor or isinstance(x, foreign.TYPES):
+            return nn.round_(x, decimals if decimals is not None else ndigits or 0)
+        return builtins.round(x, ndigits if decimals is None else decimals)
 
-    return {"sum": sum, "abs": abs, "round": round,
+    def _boolean(name, reduce, builtin):
+        # all/any: Apsi's builtins for lists, NumPy's for tensors (axis=, keepdims=)
+        def fn(x, axis=None, keepdims=False):
+            if type(x) is Tensor or isinstance(x, foreign.TYPES) or axis is not None or keepdims:
+                return reduce(x, axis=axis, keepdims=keepdims)     # all(rows, axis=1) as NumPy
+            return builtin(x)
+        fn.__name__ = name
+        return fn
+
+    from apsi_lang.builtins import BUILTINS
+
+    def _number_builtin(name, nn_name=None):
+        # floor(2.5) stays Apsi's int 2 (an index, a count) under `use nn`; tensors and lists get nn's
+        builtin, tensor_fn = BUILTINS[name], getattr(nn, nn_name or name)
+
+        def fn(*args, **kw):
+            if not kw and all(type(a) in (int, float) for a in args):
+                return builtin(*args)
+            return tensor_fn(*args, **kw)
+        fn.__name__ = name
+        fn.__doc__ = tensor_fn.__doc__
+        return fn
+
+    numeric = {name: _number_builtin(name) for name in NUMBER_NAMES if name in BUILTINS}
+    # the math builtins' short names (asin, atan2, ...) act on tensors as NumPy's arcsin, arctan2, ...
+    numeric.update({name: _number_builtin(name, nn_name) for name, nn_name in MATH_ALIASES.items()
+                    if name in BUILTINS})
+    return {**numeric, "sum": sum, "abs": abs, "round": round,
+            "all": _boolean("all", nn.all, builtins.all), "any": _boolean("any", nn.any, builtins.any),
             "max": _extreme("max", nn.max, nn.maximum, builtins.max),
             "min": _extreme("min", nn.min, nn.minimum, builtins.min)}
 
+
+# numlib names that are also Apsi's number builtins: plain numbers keep the builtin's result
+NUMBER_NAMES = ("floor", "ceil", "trunc", "isnan", "isinf", "isfinite", "hypot", "log2", "log10", "tan")
+MATH_ALIASES = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "atan2": "arctan2"}
 
 NN_EXPORTS = (
     # making tensors
@@ -68,6 +100,21 @@ NN_EXPORTS = (
     "dot", "vdot", "outer", "inner", "einsum", "tensordot", "trace", "diag", "tril", "triu", "kron",
     "norm", "inv", "pinv", "solve", "lstsq", "det", "slogdet", "cholesky", "qr", "eigh", "eigvalsh",
     "svd", "matrix_power", "cond",
+    # numlib (issue 19): NumPy's elementwise functions
+    "sign", "floor", "ceil", "trunc", "mod", "expm1", "log2", "log10", "tan", "arcsin", "arccos",
+    "arctan", "arctan2", "sinh", "cosh", "arcsinh", "arctanh", "erf", "hypot", "isnan", "isinf",
+    "isfinite", "nan_to_num",
+    # numlib: reductions and scans (sum, all, any and round are tensor-aware builtins, see above)
+    "prod", "std", "var", "median", "quantile", "percentile", "cumsum", "cumprod", "diff",
+    "nanmean", "nansum", "count_nonzero",
+    # numlib: sorting and sets
+    "sort", "argsort", "topk", "unique", "bincount", "histogram", "searchsorted", "isin",
+    # numlib: shapes, construction, dtypes
+    "squeeze", "flip", "roll", "tile", "repeat", "pad", "split", "meshgrid", "moveaxis", "identity",
+    "full_like", "astype", "float64", "float32", "int64", "int32",
+    # numlib: comparisons and random generators
+    "isclose", "allclose", "array_equal", "rng", "spawn", "normal", "uniform", "choice", "shuffle",
+    "bernoulli",
 )
 
 

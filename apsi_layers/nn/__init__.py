@@ -8,6 +8,26 @@ from . import foreign
 from . import graph as _graph  # installs Tensor's operators
 from . import heap as _heap
 from .autodiff import grad, hessian, jacobian, value_and_grad
+
+# numlib (issue 19): NumPy's elementwise, scan, sorting, shape, comparison and random functions
+from .compare import allclose, array_equal, isclose
+from .construct import (
+    astype,
+    flip,
+    float32,
+    float64,
+    full_like,
+    identity,
+    int32,
+    int64,
+    meshgrid,
+    pad,
+    repeat,
+    roll,
+    split,
+    squeeze,
+    tile,
+)
 from .creation import (
     arange,
     array,
@@ -25,6 +45,32 @@ from .creation import (
     zeros_like,
 )
 from .csv_io import load_csv
+from .elementwise import (
+    arccos,
+    arcsin,
+    arcsinh,
+    arctan,
+    arctan2,
+    arctanh,
+    ceil,
+    cosh,
+    erf,
+    expm1,
+    floor,
+    hypot,
+    isfinite,
+    isinf,
+    isnan,
+    log2,
+    log10,
+    mod,
+    nan_to_num,
+    sign,
+    sinh,
+    tan,
+    trunc,
+)
+from .elementwise import round as round_
 from .extend import defop
 from .linalg import (
     cholesky,
@@ -81,9 +127,28 @@ from .ops import (
 )
 from .optim import adagrad, adam, adamw, nadam, radam, rmsprop, sgd
 from .params_io import load_params, save_params
+from .random_gen import Rng, bernoulli, choice, normal, rng, shuffle, spawn, uniform
 from .reduce import argmax, argmin, log_softmax, logsumexp, max, mean, min, softmax, sum
+from .scans import all_ as all  # noqa: A004
+from .scans import any_ as any  # noqa: A004
+from .scans import (
+    count_nonzero,
+    cumprod,
+    cumsum,
+    diff,
+    median,
+    moveaxis,
+    nanmean,
+    nansum,
+    percentile,
+    prod,
+    quantile,
+    std,
+    var,
+)
 from .schedules import cosine_lr, exp_lr, step_lr, warmup_lr
 from .shape import broadcast_to, concat, expand_dims, reshape, stack, take_along, transpose
+from .sorting import argsort, bincount, histogram, isin, searchsorted, sort, topk, unique
 from .tensor import Tensor, as_tensor
 from .tree import clip_by_global_norm, flatten, global_norm, param_count, tree_map, unflatten
 

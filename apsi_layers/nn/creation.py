@@ -112,8 +112,12 @@ def eye(n, m=None):
 
 
 def _rng(seed):
+    from .random_gen import Rng
+
+    if type(seed) is Rng:                 # a generator value from rng(seed) / spawn (numlib)
+        return seed.generator()
     if seed is not None and not (isinstance(seed, int) and not isinstance(seed, bool)):
-        raise ApsiError(f"seed must be an int, got {seed!r}")
+        raise ApsiError(f"seed must be an int or a generator from rng(seed), got {seed!r}")
     return np.random.default_rng(seed)
 
 

@@ -111,3 +111,28 @@ def _add_linalg():
 
 
 _add_linalg()
+
+
+def _install_numlib():
+    """numlib (issue 19): GRAPH twins of xp_numlib's helpers and the NumPy-style tensor methods."""
+    from . import construct, elementwise, scans, sorting
+    from . import xp_numlib as _xn
+
+    GRAPH.__dict__.update(
+        sqrt=ops.sqrt, cosh=elementwise.cosh, sinh=elementwise.sinh, floor=_const(np.floor),
+        flip=construct.flip, cumsum=scans.cumsum, cumprod=scans.cumprod, moveaxis=scans.moveaxis,
+        has_zero=lambda x: _xn.has_zero(x.data if type(x) is Tensor else x),
+        zero_masks=lambda x, axis: _xn.zero_masks(x.data if type(x) is Tensor else x, axis),
+        finite_mask=_const(_xn.finite_mask), eye_mask=_xn.eye_mask, tri_mask=_xn.tri_mask,
+        recording=True,
+        others_prod=scans._others_prod,
+    )
+    T = Tensor
+    T.std, T.var, T.prod = scans.std, scans.var, scans.prod
+    T.cumsum, T.cumprod = scans.cumsum, scans.cumprod
+    T.all, T.any = scans.all_, scans.any_
+    T.astype, T.squeeze, T.flatten = construct.astype, construct.squeeze, lambda a: shape.reshape(a, [-1])
+    T.argmin, T.argsort, T.round = reduce.argmin, sorting.argsort, elementwise.round
+
+
+_install_numlib()

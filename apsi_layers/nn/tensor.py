@@ -19,7 +19,10 @@ class Tensor:
     # What Apsi code may read (the sandbox's allow-list). The raw ndarray (`data`, `numpy()`) is not
     # here: it would expose tofile/dump/ctypes.
     __apsi_attrs__ = frozenset({"shape", "ndim", "size", "dtype", "T", "item", "tolist",
-                                "reshape", "sum", "mean", "max", "min", "argmax"})
+                                "reshape", "sum", "mean", "max", "min", "argmax",
+                                # numlib (issue 19): NumPy's data-returning methods
+                                "std", "var", "prod", "cumsum", "cumprod", "all", "any", "astype",
+                                "squeeze", "flatten", "argmin", "argsort", "round"})
     __apsi_type__ = "tensor"
     # Make `ndarray + Tensor` call Tensor.__radd__ instead of NumPy looping over our elements.
     __array_ufunc__ = None

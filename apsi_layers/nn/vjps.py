@@ -170,6 +170,94 @@ def concat_rule(start, stop):
     return rule
 
 
+
+# --- numlib (issue 19): elementwise, scans and reductions -------------------------------------------
+_LN2, _LN10 = math.log(2.0), math.log(10.0)
+_ERF_C = 2.0 / math.sqrt(math.pi)
+
+
+def _flat_zero(xp, g, ans, x, **params):
+    # floor, ceil, round, trunc, sign: piecewise constant, so the gradient is 0 (torch's choice too)
+    return g * 0.0
+
+
+def _atan2_y(xp, g, ans, y, x):
+    return g * x / (x * x + y * y)
+
+
+def _atan2_x(xp, g, ans, y, x):
+    return -g * y / (x * x + y * y)
+
+
+def _cumsum_grad(xp, g, ans, x, axis=0):
+    # each input feeds every later output: the adjoint is the sum from the other end
+    return xp.flip(xp.cumsum(xp.flip(g, axis), axis), axis)
+
+
+def _cumprod_grad(xp, g, ans, x, axis=0):
+    if not xp.has_zero(x):
+        return _cumsum_grad(xp, g * ans, None, x, axis) / x
+    if xp.recording:
+        return _cumprod_grad_pairs(xp, g, x, axis)
+    # With zeros, dividing by x is 0/0. Per slice, with z its first zero: before z the quotient is
+    # safe; at z the gradient is sum_{j>=z} g_j prod_{k<=j, k!=z} x_k, which is cumprod with x_z
+    # replaced by 1; after z every product holds x_z = 0, so it is 0. O(n), first order only: a
+    # derivative of these constants-masked pieces would miss the slope of the 0s in x_z.
+    before, first = xp.zero_masks(x, axis)
+    safe = _cumsum_grad(xp, g * ans, None, x, axis) / xp.where(before, x, 1.0)
+    at_zero = _cumsum_grad(xp, g * xp.cumprod(xp.where(first, 1.0, x), axis), None, x, axis)
+    return xp.where(before, safe, 0.0) + xp.where(first, at_zero, 0.0)
+
+
+def _cumprod_grad_pairs(xp, g, x, axis):
+    # Recorded (higher order) with zeros: sum_{j>=i} g_j prod_{k<=j, k!=i} x_k written without
+    # division, from a cumprod of n copies of x, copy i having x_i replaced by 1. O(n^2) per slice,
+    # the size of the hessian being built anyway.
+    n = x.shape[axis]
+    xm = xp.moveaxis(x, axis, -1)
+    gm = xp.moveaxis(g, axis, -1)
+    eye = xp.eye_mask(n)                                    # (n, n) constant, eye[i, k] = (i == k)
+    copies = xp.where(eye, 1.0, xp.expand_dims(xm, -2))     # (..., i, k)
+    later = xp.tri_mask(n)                                  # later[i, j] = j >= i
+    terms = xp.where(later, xp.cumprod(copies, -1), 0.0) * xp.expand_dims(gm, -2)
+    return xp.moveaxis(xp.sum(terms, axis=-1), -1, axis)
+
+
+def _prod_grad(xp, g, ans, x, axis=0, keepdims=False):
+    # d prod / d x_i = the product of the others: exclusive products from both ends, no division
+    gk = _keep(xp, g, x.shape, axis, keepdims)
+    return gk * xp.others_prod(x, axis)
+
+
+RULES.update({
+    "sign": (_flat_zero,),
+    "floor": (_flat_zero,),
+    "ceil": (_flat_zero,),
+    "trunc": (_flat_zero,),
+    "round": (_flat_zero,),
+    "expm1": (lambda xp, g, ans, x: g * (ans + 1.0),),
+    "log2": (lambda xp, g, ans, x: g / (x * _LN2),),
+    "log10": (lambda xp, g, ans, x: g / (x * _LN10),),
+    "tan": (lambda xp, g, ans, x: g * (1.0 + ans * ans),),
+    "arcsin": (lambda xp, g, ans, x: g / xp.sqrt(1.0 - x * x),),
+    "arccos": (lambda xp, g, ans, x: -g / xp.sqrt(1.0 - x * x),),
+    "arctan": (lambda xp, g, ans, x: g / (1.0 + x * x),),
+    "sinh": (lambda xp, g, ans, x: g * xp.cosh(x),),
+    "cosh": (lambda xp, g, ans, x: g * xp.sinh(x),),
+    "arcsinh": (lambda xp, g, ans, x: g / xp.sqrt(x * x + 1.0),),
+    "arctanh": (lambda xp, g, ans, x: g / (1.0 - x * x),),
+    "erf": (lambda xp, g, ans, x: g * _ERF_C * xp.exp(-(x * x)),),
+    "nan_to_num": (lambda xp, g, ans, x, nan=0.0, posinf=None, neginf=None: g * xp.finite_mask(x),),
+    "arctan2": _unbroadcast_pair(_atan2_y, _atan2_x),
+    "hypot": _unbroadcast_pair(lambda xp, g, ans, a, b: g * a / ans,
+                               lambda xp, g, ans, a, b: g * b / ans),
+    "mod": _unbroadcast_pair(lambda xp, g, ans, a, b: g,
+                             lambda xp, g, ans, a, b: -g * xp.floor(a / b)),
+    "cumsum": (_cumsum_grad,),
+    "cumprod": (_cumprod_grad,),
+    "prod": (_prod_grad,),
+})
+
 RULES["identity"] = (lambda xp, g, ans, x: g,)
 _NAMES = {id(rules): name for name, rules in RULES.items()}
 

@@ -95,3 +95,8 @@ RAW = SimpleNamespace(
     getitem=lambda x, index: x[index], index_add=index_add,
     take_along=np.take_along_axis, put_along=put_along,
 )
+
+# numlib (issue 19): the helpers its rules use
+from .xp_numlib import RAW_NUMLIB  # noqa: E402
+
+RAW.__dict__.update(RAW_NUMLIB)

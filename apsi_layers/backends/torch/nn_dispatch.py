@@ -180,5 +180,8 @@ _with_linalg()
 
 def install():
     """Let nn's functions accept torch tensors (idempotent)."""
+    from .nn_numlib import NUMLIB_IMPLS  # numlib (issue 19)
+
+    IMPLS.update(NUMLIB_IMPLS)
     if foreign.TYPES != (torch.Tensor,):
         foreign.register((torch.Tensor,), IMPLS, "torch")
