@@ -90,3 +90,10 @@ def layers_module():
     from apsi_layers.layers.exports import layers_exports
 
     return layers_exports()
+
+
+def units_module():
+    """{name: value} for `use units` (pint is imported here, not before)."""
+    from apsi_layers.units.exports import units_exports
+
+    return units_exports()

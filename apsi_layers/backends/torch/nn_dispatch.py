@@ -171,5 +171,5 @@ IMPLS = {
 
 def install():
     """Let nn's functions accept torch tensors (idempotent)."""
-    if foreign.TYPES != (torch.Tensor,):
+    if torch.Tensor not in foreign.TYPES:
         foreign.register((torch.Tensor,), IMPLS, "torch")
