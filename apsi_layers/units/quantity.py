@@ -185,9 +185,9 @@ def _is_zero(x):
 def _additive(op, a, b):
     am, au = split(a)
     bm, bu = split(b)
-    if au is bu:
+    if au is bu and not au._offset:       # the common case; degC ± degC follows pint's rules below
         return Quantity(am + bm, au) if op == "+" else Quantity(am - bm, au)
-    if au is None and _is_zero(am):            # 0 + q (what sum([...]) starts with), as pint allows
+    if au is None and _is_zero(am):     # 0 + q (what sum([...]) starts with), as pint allows
         return Quantity(bm if op == "+" else -bm, bu)
     if bu is None and _is_zero(bm):
         return Quantity(am, au)
@@ -273,8 +273,8 @@ def same_unit(a, b, fn):
         return am, bm, au
     src, dst = bu or R.dimensionless_unit(), au or R.dimensionless_unit()
     if src._dim != dst._dim:
-        raise ApsiError(f"{fn}: cannot compare {R.describe_unit(dst)} with {R.describe_unit(src)}: "
-                        "the values must have the same dimension")
+        raise ApsiError(f"{fn}: {R.describe_unit(dst)} and {R.describe_unit(src)} have different "
+                        "dimensions: give both in units of one dimension")
     scale, offset = R.factor(src, dst, fn)
     bm = bm if scale == 1.0 else bm * scale
     return am, (bm if offset == 0.0 else bm + offset), au
