@@ -159,7 +159,7 @@ def split(x):
     if t is Quantity:
         return x._m, x._u
     if t is Unit:
-        return 1.0, x
+        return 1, x         # 2 * u.m is 2 m, as in pint
     if t in _NUMBER or t is bool:
         return x, None
     return _plain_tensor(x), None

@@ -125,7 +125,7 @@ def dimension_text(unit):
     if unit._dimless:
         return "dimensionless"
     num, den = [], []
-    for name, power in sorted(dict(unit._pint.dimensionality).items(), key=lambda kv: -kv[1]):
+    for name, power in sorted(dict(unit._pint.dimensionality).items(), key=lambda kv: (-kv[1], kv[0])):
         word = name.strip("[]")
         p = abs(power)
         part = word if p == 1 else f"{word}{_SUP.get(p, '^' + _num(p))}"
