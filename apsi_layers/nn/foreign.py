@@ -17,11 +17,34 @@ _REGISTERED = {}   # type -> (impls, name, message for a missing function)
 
 
 class Foreign(ApsiError):
-    """An nn function met a foreign tensor; carries the function's name."""
+    """An nn function met a foreign tensor; carries the function's name. Raised and caught on every
+    call of an nn function with a foreign value, so its message is made only when someone reads it."""
 
-    def __init__(self, fn, message=None):
-        super().__init__(message or no_implementation(fn))
+    def __init__(self, fn, message=None):      # noqa: B042  (no super().__init__: that formats the text)
         self.fn = fn
+        self._text = message
+        self.kind = "error"
+
+    @property
+    def message(self):
+        if self._text is None:
+            self._text = no_implementation(self.fn)
+        return self._text
+
+    @message.setter
+    def message(self, text):
+        self._text = text
+
+    @property
+    def args(self):
+        return (self.message,)
+
+    @args.setter
+    def args(self, value):
+        self._text = value[0] if value else ""
+
+    def __str__(self):
+        return self.message
 
 
 def no_implementation(fn):
@@ -58,7 +81,8 @@ def _owner(args, kwargs):
 
 def call(fn, *args, **kwargs):
     """The foreign version of nn function `fn` applied to args, or `Foreign` when there is none."""
-    impls, _, missing = _owner(args, kwargs)
+    entry = _REGISTERED.get(type(args[0])) if args else None
+    impls, _, missing = entry or _owner(args, kwargs)
     impl = impls.get(fn)
     if impl is None:
         raise Foreign(fn, missing(fn) if missing else None)

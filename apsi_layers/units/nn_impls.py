@@ -10,16 +10,23 @@ from . import registry as R
 from .quantity import Quantity, add, div, matmul, mul, plain, power, same_unit, split, sub
 from .registry import Unit
 
+_NN = None
+
 
 def _nn():
-    from apsi_layers import nn
+    global _NN
+    if _NN is None:
+        from apsi_layers import nn
 
-    return nn
+        _NN = nn
+    return _NN
 
 
 def _keep(name):
     """f(q, ...) = Quantity(f(magnitude, ...), unit): sums, extremes, shapes, abs, relu."""
     def impl(x, *args, **kwargs):
+        if type(x) is Quantity:             # the common case, first
+            return Quantity(getattr(_NN or _nn(), name)(x._m, *args, **kwargs), x._u)
         m, u = split(x)
         out = getattr(_nn(), name)(m, *args, **kwargs)
         return out if u is None else Quantity(out, u)

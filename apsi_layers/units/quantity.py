@@ -6,6 +6,8 @@ common case (both operands in one unit) is a single identity test before the mag
 """
 
 from apsi_lang.errors import ApsiError
+from apsi_layers.nn.tape import STATE
+from apsi_layers.nn.tensor import Tensor
 
 from . import registry as R
 from .registry import Unit
@@ -192,6 +194,10 @@ def _additive(op, a, b):
     if bu is None and _is_zero(bm):
         return Quantity(am, au)
     ru, alpha, beta, gamma = R.additive(op, au or R.dimensionless_unit(), bu or R.dimensionless_unit())
+    if alpha == 1.0 and gamma == 0.0 and type(am) is Tensor and type(bm) is Tensor and STATE.tape is None:
+        out = bm.data * beta            # no tape: one NumPy pass for the conversion, one for the sum
+        out += am.data
+        return make(Tensor(out), ru)
     out = (am if alpha == 1.0 else am * alpha) + (bm if beta == 1.0 else bm * beta)
     return make(out if gamma == 0.0 else out + gamma, ru)
 
@@ -258,7 +264,11 @@ def plain(x, fn, what="the argument"):
         raise ApsiError(f"{fn}: {what} must be dimensionless (a plain number or an angle), not "
                         f"{R.describe_unit(u)}; divide by a unit or take magnitude(q, unit) first")
     scale = R.factor(u, R.dimensionless_unit(), fn)[0]
-    return m if scale == 1.0 else m * scale
+    if scale == 1.0:
+        return m
+    if type(m) is Tensor and STATE.tape is None:
+        return Tensor(m.data * scale)
+    return m * scale
 
 
 def same_unit(a, b, fn):
