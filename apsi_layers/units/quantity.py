@@ -168,9 +168,17 @@ def split(x):
 
 
 def _plain_tensor(x):
-    from apsi_layers.nn import Tensor, as_tensor
+    from apsi_layers.nn import as_tensor
 
-    return x if type(x) is Tensor else as_tensor(x, "units", "operand")
+    if type(x) is Tensor:
+        return x
+    try:
+        return as_tensor(x, "units", "operand")
+    except ApsiError:
+        from apsi_lang.values import a_type
+
+        raise ApsiError(f"a value with units combines with numbers, tensors, lists of numbers and other "
+                        f"values with units, not {a_type(x)}") from None
 
 
 def make(m, u):

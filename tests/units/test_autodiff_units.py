@@ -56,3 +56,20 @@ def test_grad_is_the_derivative_in_the_units_it_names(U):
     e = lambda kmh: 0.5 * 3 * (kmh / 3.6) ** 2  # noqa: E731  joules for a speed in km/h
     assert U.magnitude(d, "J/(km/h)").item() == pytest.approx((e(72 + h) - e(72 - h)) / (2 * h), rel=1e-6)
     assert U.magnitude(d, "kg*m/s").item() == pytest.approx(3 * 20.0)
+
+
+def test_a_conversion_inside_grad_is_differentiated(U):
+    """m + cm inside grad takes the taped path (the one-pass NumPy conversion is only for no tape)."""
+    u = U.u
+    y = nn.array([100.0, 250.0]) * u.cm
+    d = nn.grad(lambda x: nn.sum((x + y) ** 2))(nn.array([1.0, 2.0]) * u.m)
+    assert str(U.unit_of(d)) == "m"
+    np.testing.assert_allclose(U.magnitude(d).data, [2 * (1 + 1.0), 2 * (2 + 2.5)])
+
+
+def test_a_unit_mistake_inside_grad_is_an_error(U):
+    from apsi_lang.errors import ApsiError
+
+    u = U.u
+    with pytest.raises(ApsiError, match=r"cannot add m \(length\) and s \(time\)"):
+        nn.grad(lambda x: nn.sum(x + 1 * u.s))(2 * u.m)

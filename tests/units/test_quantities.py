@@ -174,3 +174,8 @@ def test_unit_texts_and_errors(U):
     assert U.dimensionless(U.u.rad) and not U.dimensionless(U.u.m)
     assert U.dimension(2.0) == "dimensionless"
     assert str(U.si(U.quantity(36, "km/h"))) == "10.0 m/s"
+
+
+def test_values_that_are_not_numbers_are_refused_by_name(U):
+    with pytest.raises(ApsiError, match="a value with units combines with numbers.*not a str"):
+        1 * U.u.m + "a"
