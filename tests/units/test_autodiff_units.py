@@ -73,3 +73,11 @@ def test_a_unit_mistake_inside_grad_is_an_error(U):
     u = U.u
     with pytest.raises(ApsiError, match=r"cannot add m \(length\) and s \(time\)"):
         nn.grad(lambda x: nn.sum(x + 1 * u.s))(2 * u.m)
+
+
+def test_has_aux_keeps_the_extra_value(U):
+    u = U.u
+    (value, extra), d = nn.value_and_grad(lambda x: (x * x, "aux"), has_aux=True)(3 * u.m)
+    assert str(value) == "9.0 m²" and extra == "aux" and str(d) == "6.0 m"
+    g, extra = nn.grad(lambda x: (x * x, 7), has_aux=True)(3 * u.m)
+    assert str(g) == "6.0 m" and extra == 7

@@ -54,3 +54,18 @@ def test_an_error_in_an_nn_function_points_at_the_line(tmp_path):
     assert p.stdout.strip() == "0.49999999999999994"
     assert "angle.apsi:5:" in p.stderr and "exp: the argument must be dimensionless" in p.stderr
     assert "m (length)" in p.stderr
+
+
+def test_the_builtins_nn_shadows_work_on_quantities(run):
+    _, out = run("""use nn
+use units
+let x = array([3.0, -1.0, 2.0]) * u.m
+print(sum(x), max(x), min(x), abs(x), round(1.256 * u.s, 1))
+print(max(1 * u.m, 50 * u.cm), min(1 * u.m, 50 * u.cm), sum([1 * u.m, 20 * u.cm]))
+print(len(x), x[0], [v for v in x], type(x), type(u.m))
+""")
+    assert out.splitlines() == [
+        "4.0 m 3.0 m -1.0 m tensor([3., 1., 2.]) m 1.3 s",
+        "1.0 m 0.5 m 1.2 m",
+        "3 3.0 m [3.0 m, -1.0 m, 2.0 m] quantity unit",
+    ]
