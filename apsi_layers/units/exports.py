@@ -21,6 +21,10 @@ class Catalogue:
             raise AttributeError(name)
         return R.parse(name, f"u.{name}")
 
+    @staticmethod
+    def __apsi_refusal__(name):
+        return R.no_such_unit(name)
+
     def __repr__(self):
         return "<units: u.m, u.km, u.s, u.kg, u.N, u.degC, u.c, u.G, u.hbar, … (docs/units.md)>"
 

@@ -264,3 +264,15 @@ def base(unit):
     if found is None:
         found = _BASE[unit] = wrap(registry().Quantity(1.0, unit._pint).to_base_units().units)
     return found
+
+
+def no_such_unit(name):
+    """The message for `u.NAME` when pint has no unit of that name, with the closest names."""
+    import difflib
+
+    reg = registry()
+    plain = {n for k, d in reg._units.items() for n in (k, d.symbol, *d.aliases) if n}
+    close = difflib.get_close_matches(name, sorted(plain | set(ALIASES)), n=3)
+    hint = f" (did you mean {', '.join('u.' + c for c in close)}?)" if close else ""
+    return (f"u.{name}: pint's catalogue has no unit named '{name}'{hint}; units take prefixes "
+            "(u.km, u.mg), and unit(\"...\") parses a unit text such as unit(\"km/h\")")

@@ -17,7 +17,7 @@ REFUSED = [
 
 @pytest.mark.parametrize("expr", REFUSED)
 def test_attributes_beyond_the_allow_lists_are_refused(run, expr):
-    with pytest.raises(ApsiError, match="is not available to Apsi code") as e:
+    with pytest.raises(ApsiError, match="is not available to Apsi code|catalogue has no unit named") as e:
         run(HEAD + f"print({expr})\n")
     assert e.value.kind == "permission"
 
@@ -68,3 +68,10 @@ def test_the_catalogue_allow_list_is_only_names_of_units(U):
     assert not {n for n in names if n.startswith("_")}
     for n in ("define", "parse_units", "Quantity", "Unit", "registry", "get_dimensionality"):
         assert n not in names
+
+
+def test_a_misspelt_unit_says_so_and_suggests(run):
+    with pytest.raises(ApsiError, match=r"u.meterz: pint's catalogue has no unit named 'meterz' "
+                                        r"\(did you mean u.meter") as e:
+        run(HEAD + "print(u.meterz)\n")
+    assert "--allow-python" not in e.value.message and e.value.kind == "permission"
