@@ -10,7 +10,7 @@ from apsi_lang.errors import ApsiError
 from apsi_lang.values import Record
 
 from . import registry as R
-from .quantity import Quantity, convert, make, split
+from .quantity import Quantity, convert, make
 
 
 def is_quantity(x):
@@ -51,20 +51,23 @@ def fit_args(inputs, targets, options):
     elif type(val) is list or type(val) is tuple:
         options["val"] = [_si(v)[0] for v in val]
     loss = options.get("loss")
-    if callable(loss) and isinstance(target_unit, R.Unit):
-        options["loss"] = _loss_in(loss, target_unit)
+    if callable(loss):
+        options["loss"] = _loss_in(loss, target_unit if isinstance(target_unit, R.Unit) else None)
     return inputs, targets, options
 
 
 def _loss_in(loss, unit):
-    """The Apsi loss, called with nn tensors wrapped in the targets' SI unit (NumPy backend)."""
+    """The Apsi loss, called with nn tensors wrapped in the targets' SI unit (NumPy backend, when
+    the targets had one); a loss with a unit is minimised as its SI magnitude."""
     from apsi_layers.nn import Tensor
 
     def loss_with_units(pred, target):
-        if type(pred) is not Tensor:        # torch: plain SI numbers, as the docs say
-            return loss(pred, target)
-        value = loss(Quantity(pred, unit), Quantity(target, unit))
-        return split(value)[0] if type(value) is Quantity else value
+        if unit is not None and type(pred) is Tensor:   # on torch: plain SI numbers, as the docs say
+            pred, target = Quantity(pred, unit), Quantity(target, unit)
+        value = loss(pred, target)
+        if type(value) is not Quantity:
+            return value
+        return convert(value, R.base(value._u), "fit")
 
     loss_with_units.__name__ = getattr(loss, "__name__", "loss")
     return loss_with_units

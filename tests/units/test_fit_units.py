@@ -71,3 +71,17 @@ def test_predict_unit_must_be_a_unit(run):
     src = PROGRAM.replace(" BACKEND", "") + "predict(net, r.params, v, unit=3)\n"
     with pytest.raises(ApsiError, match="predict: unit= must be a unit"):
         run(src)
+
+
+def test_a_loss_with_a_unit_on_plain_data_is_minimised_as_its_si_magnitude(run):
+    base = """use nn
+use layers
+use units
+let x = reshape(linspace(0, 1, 8), [8, 1])
+let net = dense(1)
+let p0 = net.init(seed=0, input_shape=[1])
+let a = fit(net, p0, x, 2 * x, loss=fn(p, t) => mean((p - t) ** 2) * u.km, epochs=3, verbose=false, seed=0)
+let b = fit(net, p0, x, 2 * x, loss=fn(p, t) => mean((p - t) ** 2) * 1000, epochs=3, verbose=false, seed=0)
+"""
+    ns, _ = run(base)
+    assert ns["a"].history == ns["b"].history

@@ -78,7 +78,7 @@ def fit(model, params, inputs, targets=None, **options):
     """Train `model` from `params`; returns {params, history, val_history, device, backend, steps,
     seconds}. Options: see docs/layers.md."""
     units = _units()
-    if units and units.any_quantity(inputs, targets, options.get("val")):
+    if units and (units.any_quantity(inputs, targets, options.get("val")) or callable(options.get("loss"))):
         inputs, targets, options = units.fit_args(inputs, targets, options)
     return _run("fit", fit_plan(model, params, inputs, targets, options))
 
