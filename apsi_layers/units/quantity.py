@@ -25,6 +25,12 @@ class Quantity:
         self._m = m
         self._u = u
 
+    @staticmethod
+    def __apsi_refusal__(name):
+        return (f"'.{name}' of a quantity is not available: a value with units exposes shape, ndim "
+                "and size; use magnitude(q, \"unit\") for its number, unit_of(q), dimension(q) or "
+                "to(q, \"unit\")")
+
     @property
     def shape(self):
         return getattr(self._m, "shape", ())

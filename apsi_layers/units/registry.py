@@ -38,6 +38,11 @@ class Unit:
     __apsi_type__ = "unit"
     __array_ufunc__ = None          # ndarray * unit must come to Unit.__rmul__
 
+    @staticmethod
+    def __apsi_refusal__(name):
+        return (f"'.{name}' of a unit is not available: a unit has no fields; use dimension(x), "
+                "dimensionless(x), or combine it: 3 * u.m, u.km / u.h, to(q, u.cm)")
+
     def __repr__(self):
         return self._text
 
