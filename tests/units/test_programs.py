@@ -69,3 +69,18 @@ print(len(x), x[0], [v for v in x], type(x), type(u.m))
         "1.0 m 0.5 m 1.2 m",
         "3 3.0 m [3.0 m, -1.0 m, 2.0 m] quantity unit",
     ]
+
+
+def test_pint_is_imported_only_by_use_units(tmp_path):
+    code = ("import sys\nfrom apsi_lang import run_source, permissions\n"
+            "g = permissions.Grants(project_root=sys.argv[1])\n"
+            "run_source('use nn\\nuse layers\\nprint(sum(array([1, 2])))',\n"
+            "           filename=sys.argv[1] + '/a.apsi', grants=g)\n"
+            "print('pint' in sys.modules)\n"
+            "run_source('use units\\nprint(2 * u.m)', filename=sys.argv[1] + '/b.apsi', grants=g)\n"
+            "print('pint' in sys.modules)\n")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    p = subprocess.run([sys.executable, "-c", code, str(tmp_path)], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert p.stdout.splitlines() == ["3.0", "False", "2 m", "True"], p.stderr
