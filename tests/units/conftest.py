@@ -13,8 +13,8 @@ from apsi_lang import permissions, run_source
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="session", autouse=True)
-def units_entry_point(tmp_path_factory):
+@pytest.fixture(scope="package", autouse=True)
+def units_entry_point(tmp_path_factory):  # package scope: undone after the last units test
     from apsi_lang import installed, modules
 
     if "units" in installed.entry_points(modules.GROUP):
