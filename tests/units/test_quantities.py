@@ -5,6 +5,8 @@ import math
 import numpy as np
 import pint
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from apsi_lang.errors import ApsiError
 from apsi_layers import nn
@@ -179,3 +181,42 @@ def test_unit_texts_and_errors(U):
 def test_values_that_are_not_numbers_are_refused_by_name(U):
     with pytest.raises(ApsiError, match="a value with units combines with numbers.*not a str"):
         1 * U.u.m + "a"
+
+
+UNITS = ["m", "cm", "km", "inch", "ft", "mi", "s", "ms", "h", "kg", "g", "lb", "N", "J", "m/s", "km/h",
+         "degC", "K", "degF", "delta_degC", "rad", "deg"]
+
+
+def _pint_or_error(fn):
+    try:
+        return fn(), None
+    except (pint.DimensionalityError, pint.OffsetUnitCalculusError) as e:
+        return None, e
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(UNITS), st.sampled_from(UNITS), st.sampled_from("+-*/<"),
+       st.floats(-1e3, 1e3, allow_nan=False), st.floats(-1e3, 1e3, allow_nan=False))
+def test_arithmetic_agrees_with_pint(ua, ub, op, x, y):
+    """Any two units, any operator: the same value as pint's, or an error exactly when pint raises."""
+    from apsi_layers.units.exports import units_exports
+
+    U = units_exports()
+    ops = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+           "/": lambda a, b: a / b, "<": lambda a, b: a < b}
+    if op == "/" and y == 0:
+        return
+    expected, error = _pint_or_error(lambda: ops[op](PINT.Quantity(x, ua), PINT.Quantity(y, ub)))
+    if error is not None:
+        with pytest.raises(ApsiError):
+            ops[op](U["quantity"](x, ua), U["quantity"](y, ub))
+        return
+    got = ops[op](U["quantity"](x, ua), U["quantity"](y, ub))
+    if op == "<":
+        assert bool(got) == bool(expected)
+        return
+    if not isinstance(expected, PINT.Quantity):
+        assert U["magnitude"](got) == pytest.approx(expected, rel=1e-12, abs=1e-9)
+        return
+    text = format(expected.units, "~C") or "dimensionless"
+    assert U["magnitude"](got, text) == pytest.approx(expected.magnitude, rel=1e-12, abs=1e-9)
