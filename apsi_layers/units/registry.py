@@ -195,9 +195,16 @@ def factor(src, dst, fn="to"):
         if src._dim != dst._dim:
             raise ApsiError(f"{fn}: cannot convert {describe_unit(src)} to {describe_unit(dst)}: "
                             "the dimensions differ")
+        import pint
+
         Q = registry().Quantity
-        zero = float(Q(0.0, src._pint).to(dst._pint).magnitude)
-        one = float(Q(1.0, src._pint).to(dst._pint).magnitude)
+        try:
+            zero = float(Q(0.0, src._pint).to(dst._pint).magnitude)
+            one = float(Q(1.0, src._pint).to(dst._pint).magnitude)
+        except pint.errors.PintError:   # a temperature difference (Δ°C) is not a temperature (°C)
+            raise ApsiError(f"{fn}: cannot convert {src._text} to {dst._text}: a temperature difference "
+                            "and a temperature on an offset scale do not convert into each other; add "
+                            "the difference to a temperature, or use K for both") from None
         found = _FACTORS[key] = (one - zero, zero)
     return found
 
@@ -235,7 +242,7 @@ def _affine(op, a, b):
 
     try:
         r00 = run(0.0, 0.0)
-    except pint.errors.OffsetUnitCalculusError:
+    except pint.errors.PintError:
         raise ApsiError(f"cannot {_WORDS[op]} {a._text} and {b._text}: on an offset scale only a "
                         f"difference can be added to a temperature; use delta units (e.g. "
                         f"quantity(5, \"delta_degC\")) or convert to K first") from None
