@@ -16,6 +16,7 @@ give the class a frozenset of names, e.g.
     class Model:
         __apsi_attrs__ = frozenset({"init", "apply", "name"})
         __apsi_type__ = "model"        # what Apsi's type(x) says (optional)
+        __apsi_refusal__ = staticmethod(fn)  # fn(name) -> the message for a refused name (optional)
 
 Only list names whose values are safe to hand to Apsi code (no raw ndarrays, files, frames, modules
 or Python containers Apsi cannot make); the values returned are subject to the same rule. A plain
@@ -188,6 +189,9 @@ _INSTEAD = {(str, "format"): "use an f-string: f\"{x} and {y:.2f}\"",
 
 
 def refusal(obj, name):
+    explain = getattr(type(obj), "__apsi_refusal__", None)     # a type that knows why (units' `u`)
+    if explain is not None:
+        return explain(name)
     instead = _INSTEAD.get((type(obj), name))
     if instead:
         return (f"'.{name}' of {a_type(obj)} is not available to Apsi code: {instead} (full access to "

@@ -148,3 +148,10 @@ def plot_module():
     from apsi_layers.plot import plot_exports
 
     return plot_exports()
+
+
+def units_module():
+    """{name: value} for `use units` (pint is imported here, not before)."""
+    from apsi_layers.units.exports import units_exports
+
+    return units_exports()

@@ -10,7 +10,7 @@ import numpy as np
 
 from apsi_lang.errors import ApsiError
 
-from . import tree
+from . import foreign, tree
 from .graph import GRAPH
 from .nonfinite import NonFiniteError
 from .ops import add
@@ -239,6 +239,8 @@ def value_and_grad(f, argnums=0, has_aux=False):
     """A function returning (f(args), gradient of f w.r.t. the argument(s) `argnums`).
     With has_aux=true, f returns (loss, extra) and the result is ((loss, extra), gradient)."""
     def value_and_grad_f(*args, **kwargs):
+        if foreign.TYPES and foreign.handles("value_and_grad", args):     # quantities (use units)
+            return foreign.call("value_and_grad", f, argnums, has_aux, args, kwargs)
         trace = _Trace(f, argnums, args, kwargs, "value_and_grad")
         try:
             aux = _split_aux(trace) if has_aux else None
@@ -287,6 +289,8 @@ def jacobian(f, argnums=0):
     When f returns a tree (a record or list of tensors, like grad does), the result is that tree with
     each leaf replaced by its jacobian: so hessian of a parameter tree is a tree of trees."""
     def jacobian_f(*args, **kwargs):
+        if foreign.TYPES and foreign.handles("jacobian", args):     # quantities (use units)
+            return foreign.call("jacobian", f, argnums, args, kwargs)
         trace = _Trace(f, argnums, args, kwargs, "jacobian")
         try:
             if not tree.is_leaf(trace.out):

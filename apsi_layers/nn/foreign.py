@@ -1,25 +1,50 @@
-"""Other libraries' tensors in nn's functions: how an Apsi-written loss or lambda layer runs on torch.
+"""Other libraries' values in nn's functions: how an Apsi-written loss or lambda layer runs on torch,
+and how `use units` quantities pass through nn's functions.
 
-The torch backend registers torch.Tensor and a torch version of nn's functions here when it loads.
-nn's functions look for a foreign tensor only on their slow path (an argument that is not an nn
-Tensor), through `as_tensor` raising `Foreign`, which they catch (a try block costs nothing in
-CPython 3.11 until something is raised): nn's own speed does not change. A function without a
-registered version lets `Foreign` through, and its message says so.
+A backend (torch) or a value type (units' Quantity) registers its types and a version of nn's
+functions here when it loads. nn's functions look for a foreign value only on their slow path (an
+argument that is not an nn Tensor), through `as_tensor` raising `Foreign`, which they catch (a try
+block costs nothing in CPython 3.11 until something is raised): nn's own speed does not change. A
+function without a registered version lets `Foreign` through, and its message says so.
 """
 
 from apsi_lang.errors import ApsiError
 
-TYPES = ()      # foreign tensor types (an isinstance tuple); empty until a backend registers
-IMPLS = {}      # nn function name -> its foreign version, called with the same arguments
+TYPES = ()      # every registered foreign type (an isinstance tuple); empty until one registers
+IMPLS = {}      # nn function name -> the torch backend's version (kept for the torch backend's tests)
 BACKEND = ""    # "torch", for messages
+_REGISTERED = {}   # type -> (impls, name, message for a missing function)
 
 
 class Foreign(ApsiError):
-    """An nn function met a foreign tensor; carries the function's name."""
+    """An nn function met a foreign tensor; carries the function's name. Raised and caught on every
+    call of an nn function with a foreign value, so its message is made only when someone reads it."""
 
-    def __init__(self, fn):
-        super().__init__(no_implementation(fn))
+    def __init__(self, fn, message=None):      # noqa: B042  (no super().__init__: that formats the text)
         self.fn = fn
+        self._text = message
+        self.kind = "error"
+
+    @property
+    def message(self):
+        if self._text is None:
+            self._text = no_implementation(self.fn)
+        return self._text
+
+    @message.setter
+    def message(self, text):
+        self._text = text
+
+    @property
+    def args(self):
+        return (self.message,)
+
+    @args.setter
+    def args(self, value):
+        self._text = value[0] if value else ""
+
+    def __str__(self):
+        return self.message
 
 
 def no_implementation(fn):
@@ -29,17 +54,46 @@ def no_implementation(fn):
             "Python), or train with backend=\"numpy\"")
 
 
-def register(types, impls, backend):
-    """Accept `types` (a tuple) in nn's functions, running `impls[name]` for them."""
+def register(types, impls, backend, missing=None):
+    """Accept `types` (a tuple) in nn's functions, running `impls[name]` for them. `missing(fn)` is
+    the message for a function `impls` lacks (the torch backend's by default)."""
     global TYPES, BACKEND
-    TYPES = tuple(types)
-    IMPLS.update(impls)
-    BACKEND = backend
+    for t in types:
+        _REGISTERED[t] = (impls, backend, missing)
+    TYPES = tuple(_REGISTERED)
+    if missing is None:
+        IMPLS.update(impls)
+        BACKEND = backend
+
+
+def _owner(args, kwargs):
+    """The registration of the first foreign value among the arguments (lists looked into, for
+    concat and stack)."""
+    for a in (*args, *kwargs.values()):
+        for v in (a if type(a) is list or type(a) is tuple else (a,)):
+            entry = _REGISTERED.get(type(v))
+            if entry is None and TYPES and isinstance(v, TYPES):
+                entry = next(e for t, e in _REGISTERED.items() if isinstance(v, t))
+            if entry is not None:
+                return entry
+    return IMPLS, BACKEND, None
 
 
 def call(fn, *args, **kwargs):
     """The foreign version of nn function `fn` applied to args, or `Foreign` when there is none."""
-    impl = IMPLS.get(fn)
+    entry = _REGISTERED.get(type(args[0])) if args else None
+    impls, _, missing = entry or _owner(args, kwargs)
+    impl = impls.get(fn)
     if impl is None:
-        raise Foreign(fn)
+        raise Foreign(fn, missing(fn) if missing else None)
     return impl(*args, **kwargs)
+
+
+def handles(fn, values):
+    """Whether one of `values` is a foreign value whose registration has a version of `fn` (the
+    autodiff functions' check: a torch tensor passed along to f is not theirs to handle)."""
+    for v in values:
+        entry = _REGISTERED.get(type(v))
+        if entry is not None and fn in entry[0]:
+            return True
+    return False

@@ -183,5 +183,5 @@ def install():
     from .nn_numlib import NUMLIB_IMPLS  # numlib (issue 19)
 
     IMPLS.update(NUMLIB_IMPLS)
-    if foreign.TYPES != (torch.Tensor,):
+    if torch.Tensor not in foreign.TYPES:
         foreign.register((torch.Tensor,), IMPLS, "torch")

@@ -77,12 +77,30 @@ def _set_aside(fn, plan):
 def fit(model, params, inputs, targets=None, **options):
     """Train `model` from `params`; returns {params, history, val_history, device, backend, steps,
     seconds}. Options: see docs/layers.md."""
+    units = _units()
+    if units and (units.any_quantity(inputs, targets, options.get("val")) or callable(options.get("loss"))):
+        inputs, targets, options = units.fit_args(inputs, targets, options)
     return _run("fit", fit_plan(model, params, inputs, targets, options))
 
 
 def predict(model, params, x, **options):
-    """The model's output for x in evaluation mode (no dropout, running statistics): an nn tensor."""
+    """The model's output for x in evaluation mode (no dropout, running statistics): an nn tensor
+    (with unit="km/h" under `use units`, the output read as SI and converted to that unit)."""
+    units = _units()
+    if units and (units.any_quantity(x) or "unit" in options):
+        x, options, unit = units.predict_args(x, options)
+        y = _run("predict", predict_plan(model, params, x, options))
+        return y if unit is None else units.output_in(y, unit)
     return _run("predict", predict_plan(model, params, x, options))
+
+
+def _units():
+    """apsi_layers.units.training when `use units` has run (quantities exist only then)."""
+    if "apsi_layers.units.quantity" not in sys.modules:
+        return None
+    from apsi_layers.units import training
+
+    return training
 
 
 def _run(fn, plan):
