@@ -22,8 +22,13 @@ def _nn():
     return _NN
 
 
-def _keep(name):
+_ATTR = {"round": "round_"}      # op names whose nn function has another name
+
+
+def _keep(op):
     """f(q, ...) = Quantity(f(magnitude, ...), unit): sums, extremes, shapes, abs, relu."""
+    name = _ATTR.get(op, op)
+
     def impl(x, *args, **kwargs):
         if type(x) is Quantity:             # the common case, first
             return Quantity(getattr(_NN or _nn(), name)(x._m, *args, **kwargs), x._u)
@@ -109,7 +114,11 @@ IMPLS = {
     "maximum": _pairwise("maximum"), "minimum": _pairwise("minimum"),
     "concat": _join("concat"), "stack": _join("stack"),
     **{n: _keep(n) for n in ("neg", "abs", "relu", "sum", "mean", "max", "min", "reshape",
-                             "expand_dims", "transpose", "broadcast_to", "take_along")},
+                             "expand_dims", "transpose", "broadcast_to", "take_along",
+                             # NumPy's toolbox (issue 19): the value keeps its unit
+                             "round", "floor", "ceil", "trunc", "std", "median", "quantile",
+                             "percentile", "cumsum", "diff", "nansum", "nanmean", "sort", "flip",
+                             "roll", "tile", "repeat", "squeeze")},
     **{n: _dimensionless(n) for n in ("exp", "log", "log1p", "tanh", "sigmoid", "softplus", "gelu",
                                       "sin", "cos", "logsumexp", "softmax", "log_softmax",
                                       "cross_entropy", "bce", "huber")},

@@ -10,6 +10,8 @@ from apsi_lang.errors import ApsiError  # noqa: E402
 from apsi_layers import nn  # noqa: E402
 from apsi_layers.layers import fit, mlp, predict  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("python_allowed")    # whatever an earlier test left installed
+
 NET = mlp(3, 1, hidden=[4])
 X = nn.Tensor(np.random.default_rng(0).standard_normal((8, 3)))
 Y = nn.Tensor(np.random.default_rng(1).standard_normal((8, 1)))
