@@ -115,6 +115,8 @@ NN_EXPORTS = (
     # numlib: comparisons and random generators
     "isclose", "allclose", "array_equal", "rng", "spawn", "normal", "uniform", "choice", "shuffle",
     "bernoulli",
+    # metrics as plain functions (issue 19; nn/metrics.py, shared with fit's metrics=)
+    "accuracy", "r2_score", "confusion_matrix", "precision_recall_f1", "roc_auc",
 )
 
 

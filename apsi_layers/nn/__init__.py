@@ -161,4 +161,6 @@ def round_values(x, ndigits=0):
 
 __all__ = [name for name in dir() if not name.startswith("_")]
 
+from .metrics import accuracy, confusion_matrix, precision_recall_f1, r2_score, roc_auc  # noqa: E402,F401
+
 _heap.keep_freed_memory()

@@ -10,6 +10,7 @@ import numpy as np
 
 from apsi_lang.errors import ApsiError
 from apsi_lang.values import Record, show
+from apsi_layers.nn import metrics as nn_metrics
 
 from ..suggest import unknown
 from .batches import loss_positions
@@ -79,9 +80,10 @@ def _value(name, fn, loss, preds, targets):
     if fn is not None:
         return _custom(name, fn, preds, targets)
     p, y = preds[0], targets[0]
-    if name == "accuracy":
-        hit = (p.argmax(axis=-1) == y) if loss == "cross_entropy" else ((p > 0) == (y > 0.5))
-        return float(np.mean(hit))
+    if name == "accuracy":             # labels by the loss's rule, counted by nn's accuracy
+        if loss == "cross_entropy":
+            return nn_metrics.accuracy(y, p.argmax(axis=-1))
+        return nn_metrics.accuracy((y > 0.5).astype(np.int64), (p > 0).astype(np.int64))
     if name == "top5":
         k = min(5, p.shape[-1])
         top = np.argpartition(-p, k - 1, axis=-1)[..., :k]
@@ -93,18 +95,7 @@ def _value(name, fn, loss, preds, targets):
         return float(np.mean(err * err))
     if name == "rmse":
         return float(np.sqrt(np.mean(err * err)))
-    return r2(p, y.reshape(p.shape))
-
-
-def r2(pred, target):
-    """The coefficient of determination per output column, averaged (scikit-learn's r2_score with its
-    default multioutput="uniform_average"); a constant column counts 1 when predicted exactly, else 0."""
-    p = pred.reshape(len(pred), -1)
-    y = target.reshape(len(target), -1)
-    res = ((y - p) ** 2).sum(axis=0)
-    tot = ((y - y.mean(axis=0)) ** 2).sum(axis=0)
-    scores = np.where(tot > 0, 1.0 - res / np.where(tot > 0, tot, 1.0), np.where(res == 0, 1.0, 0.0))
-    return float(scores.mean())
+    return nn_metrics.r2(p, y.reshape(p.shape))      # nn's r2_score: one definition for both
 
 
 def _custom(name, fn, preds, targets):
