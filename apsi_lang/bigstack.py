@@ -18,7 +18,15 @@ thread as the same exception. When the program's thread does not stop within GRA
 second Ctrl-C comes first, the thread is inside C code (BLAS, reading input) and cannot be stopped:
 `abandoned` is set, and the caller must end the process with os._exit, since letting the interpreter
 shut down around a thread that is still inside NumPy crashed it (exit 139).
+
+A service running on the program's thread (use web's server) stops more gently than an exception
+raised into it: it registers `stopping(stop, grace)` while it runs; the first Ctrl-C or SIGTERM calls
+stop() and waits up to `grace` seconds for the program to go on by itself (requests in flight are
+answered, the call that served returns, the program ends normally). A second one, or a service that
+does not stop in time, gets the exception as above.
 """
+
+import contextlib
 
 import sys
 
@@ -29,6 +37,7 @@ GRACE_SECONDS = 2.0                 # how long a Ctrl-C waits for the program to
 
 _inside = None                      # threading.local(), made on first use
 abandoned = False                   # the program's thread was left running (see above)
+_service = None                     # (stop, grace) of a service running on the program's thread
 
 
 def call(fn):
@@ -101,6 +110,8 @@ def _wait(thread, done):
     try:
         done.wait()
     except KeyboardInterrupt as e:
+        if _stopped_gently(done):
+            return
         _interrupt(thread, type(e))
         try:
             stopped = done.wait(GRACE_SECONDS)
@@ -109,6 +120,29 @@ def _wait(thread, done):
         if not stopped:                      # blocked in C code: leave it, and say so
             abandoned = True
             raise e from None
+
+
+@contextlib.contextmanager
+def stopping(stop, grace):
+    """While the block runs, Ctrl-C and SIGTERM call stop() first (see above)."""
+    global _service
+    previous, _service = _service, (stop, grace)
+    try:
+        yield
+    finally:
+        _service = previous
+
+
+def _stopped_gently(done):
+    service = _service
+    if service is None:
+        return False
+    stop, grace = service
+    stop()
+    try:
+        return done.wait(grace)
+    except KeyboardInterrupt:                # a second Ctrl-C: stop it the hard way
+        return False
 
 
 def _interrupt(thread, kind=KeyboardInterrupt):
