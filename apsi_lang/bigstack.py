@@ -27,7 +27,6 @@ does not stop in time, gets the exception as above.
 """
 
 import contextlib
-
 import sys
 
 RECURSION_LIMIT = 6000

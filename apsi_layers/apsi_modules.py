@@ -90,3 +90,10 @@ def layers_module():
     from apsi_layers.layers.exports import layers_exports
 
     return layers_exports()
+
+
+def web_module():
+    """{name: value} for `use web` (uvicorn and starlette are imported when a server starts)."""
+    from apsi_layers.web import web_exports
+
+    return web_exports()
