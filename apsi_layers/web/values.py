@@ -8,6 +8,10 @@ raises the parse error, with its line and column, when the body is not JSON.
 from apsi_lang.errors import ApsiError
 
 
+class BodyNotJson(ApsiError):
+    """request.json of a body that is not JSON: the client's mistake, answered with 400."""
+
+
 class Request:
     __apsi_attrs__ = frozenset({"method", "path", "query", "headers", "json", "text"})
     __apsi_type__ = "request"
@@ -19,7 +23,7 @@ class Request:
     @property
     def json(self):
         if self._problem is not None:
-            raise ApsiError(f"request.json: {self._problem}")
+            raise BodyNotJson(f"request.json: {self._problem}")
         return self._parsed
 
     def __repr__(self):
