@@ -24,7 +24,8 @@ def table(routes):
     """[(method, path, fn)] from the routes map, checked."""
     if type(routes) is not dict or not routes:
         raise ApsiError("serve: routes must be a map from \"METHOD /path\" (or \"/path\" for GET) to a "
-                        f"function fn(request), like {{\"/hello\": fn(r) => \"hi\"}}, not {show(routes, True)}")
+                        "function fn(request), like {\"/hello\": fn(r) => \"hi\"}, not "
+                        f"{show(routes, True)}")
     found, seen = [], set()
     for key, fn in routes.items():
         method, path = _route_key(key)
@@ -42,7 +43,8 @@ def table(routes):
 
 def _route_key(key):
     if type(key) is not str:
-        raise ApsiError(f"serve: a route is a text such as \"GET /items\" or \"/items\", not {show(key, True)}")
+        raise ApsiError("serve: a route is a text such as \"GET /items\" or \"/items\", not "
+                        f"{show(key, True)}")
     parts = key.split()
     if len(parts) == 1:
         parts = ["GET", parts[0]]
