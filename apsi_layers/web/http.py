@@ -72,6 +72,7 @@ class Observed:
             return await self.app(scope, receive, send)
         start = time.perf_counter()
         status = [500]
+        self.observer.arrived()
 
         async def sending(message):
             if message["type"] == "http.response.start":

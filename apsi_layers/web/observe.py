@@ -42,9 +42,14 @@ class Observer:
         self.latency = Histogram(LATENCY_BUCKETS)
         self.batch_rows = Histogram(BATCH_BUCKETS)
         self.batches = 0
+        self.in_flight = 0
         self.started = time.time()
 
+    def arrived(self):
+        self.in_flight += 1
+
     def finished(self, client, method, path, route, status, seconds):
+        self.in_flight -= 1
         key = (method, route, status)
         self.requests[key] = self.requests.get(key, 0) + 1
         self.latency.observe(seconds)
@@ -69,6 +74,8 @@ class Observer:
                   "# TYPE apsi_request_seconds histogram", *self.latency.lines("apsi_request_seconds"),
                   "# HELP apsi_batch_rows Rows in each predict call (dynamic batching).",
                   "# TYPE apsi_batch_rows histogram", *self.batch_rows.lines("apsi_batch_rows"),
+                  "# HELP apsi_requests_in_flight Requests being answered now (this one included).",
+                  "# TYPE apsi_requests_in_flight gauge", f"apsi_requests_in_flight {self.in_flight}",
                   "# HELP apsi_uptime_seconds Seconds since the server started.",
                   "# TYPE apsi_uptime_seconds gauge", f"apsi_uptime_seconds {time.time() - self.started:.3f}"]
         return "\n".join(lines) + "\n"
