@@ -133,8 +133,8 @@ def test_200_requests_from_32_clients_are_all_answered_right_in_batches(served):
     rng = np.random.default_rng(1)
     bodies = [rng.standard_normal((int(rng.integers(1, 4)), 4)).tolist() for _ in range(200)]
 
-    limits = httpx.Limits(max_connections=32)
-    with httpx.Client(base_url=served.url, timeout=60, limits=limits) as client, ThreadPoolExecutor(32) as pool:
+    client = httpx.Client(base_url=served.url, timeout=60, limits=httpx.Limits(max_connections=32))
+    with client, ThreadPoolExecutor(32) as pool:
         answers = list(pool.map(lambda rows: client.post("/predict", json={"inputs": rows}), bodies))
     assert [r.status_code for r in answers] == [200] * 200
     for rows, r in zip(bodies, answers):
