@@ -70,7 +70,8 @@ def test_a_body_that_is_not_json_is_the_clients_400(routes):
 
 def test_handlers_see_nothing_but_plain_data(routes):
     r = httpx.get(f"{routes.url}/peek")
-    assert r.status_code == 500 and "'.stream' of a request is not available to Apsi code" in r.json()["error"]
+    assert r.status_code == 500
+    assert "'.stream' of a request is not available to Apsi code" in r.json()["error"]
     r = httpx.get(f"{routes.url}/odd")
     assert r.status_code == 500 and "cannot be sent as JSON" in r.json()["error"]
 
