@@ -95,3 +95,20 @@ def test_bad_route_tables_are_refused_before_listening(start, table, words):
     server = start(f"use web\nserve({table}, port=PORT)\n", ready=False)
     code, _, err = server.finish()
     assert code == 1 and words in err, err
+
+
+def test_a_request_slower_than_timeout_gets_408_and_the_server_goes_on(start):
+    import time
+
+    server = start("use web\nserve({\"POST /x\": fn(r) => r.text}, port=PORT, timeout=0.5)\n")
+
+    def trickle():
+        yield b"a"
+        time.sleep(1.5)
+        yield b"b"
+
+    r = httpx.post(f"{server.url}/x", content=trickle(), timeout=10)
+    assert r.status_code == 408
+    assert r.json()["error"] == ("reading the request took longer than timeout = 0.5 s; send it again, or "
+                                 "start the server with a larger timeout")
+    assert httpx.post(f"{server.url}/x", content=b"fine").json() == "fine"

@@ -1,0 +1,78 @@
+"""The dynamic batcher on its own (no server): what goes into one predict call."""
+
+import asyncio
+from dataclasses import dataclass
+
+from apsi_layers.web.batching import Batcher
+
+
+@dataclass
+class Item:
+    n: int
+    key: object = "k"
+    alone: bool = False
+    tag: str = ""
+
+
+def run_batches(items, max_batch, max_wait, gap=0.0):
+    """Submit `items` (gap seconds apart); returns (the batches run, each item's result)."""
+    batches = []
+
+    def run(batch):
+        batches.append([it.tag for it in batch])
+        return [f"{it.tag}:{len(batch)}" for it in batch]
+
+    async def main():
+        b = Batcher(run, max_batch, max_wait, lambda rows: None)
+        b.start()
+        tasks = []
+        for it in items:
+            tasks.append(asyncio.create_task(b.submit(it)))
+            if gap:
+                await asyncio.sleep(gap)
+        results = await asyncio.gather(*tasks)
+        await b.stop()
+        return results
+
+    return batches, asyncio.run(main())
+
+
+def test_requests_arriving_together_share_one_call_up_to_max_batch():
+    items = [Item(2, tag=str(i)) for i in range(7)]
+    batches, results = run_batches(items, max_batch=6, max_wait=0.2)
+    assert batches == [["0", "1", "2"], ["3", "4", "5"], ["6"]]
+    assert results == ["0:3", "1:3", "2:3", "3:3", "4:3", "5:3", "6:1"]     # each gets its own answer
+
+
+def test_max_wait_closes_a_batch():
+    items = [Item(1, tag=str(i)) for i in range(3)]
+    batches, _ = run_batches(items, max_batch=64, max_wait=0.0, gap=0.05)
+    assert batches == [["0"], ["1"], ["2"]]
+
+
+def test_only_requests_of_one_kind_share_a_call_and_a_graph_runs_alone():
+    items = [Item(1, key="a", tag="a1"), Item(1, key="b", tag="b1"), Item(1, key="a", tag="a2"),
+             Item(1, key="a", alone=True, tag="g"), Item(1, key="b", tag="b2"), Item(100, key="a", tag="big")]
+    batches, _ = run_batches(items, max_batch=8, max_wait=0.2)
+    assert sorted(batches) == sorted([["a1", "a2"], ["b1", "b2"], ["g"], ["big"]])
+
+
+def test_an_error_in_the_call_reaches_every_request_of_the_batch_and_the_next_batch_runs():
+    calls = []
+
+    def run(batch):
+        calls.append(len(batch))
+        if len(calls) == 1:
+            raise ValueError("broken")
+        return ["ok"] * len(batch)
+
+    async def main():
+        b = Batcher(run, 8, 0.1, lambda rows: None)
+        b.start()
+        first = await asyncio.gather(b.submit(Item(1)), b.submit(Item(1)), return_exceptions=True)
+        second = await b.submit(Item(1))
+        await b.stop()
+        return first, second
+
+    first, second = asyncio.run(main())
+    assert [type(e) for e in first] == [ValueError, ValueError] and second == "ok"
