@@ -1,7 +1,8 @@
 """Dynamic batching: requests that arrive together are answered by one predict call.
 
 The first waiting request opens a batch; others join until it holds `max_batch` rows or `max_wait`
-seconds have passed since it opened, then one call runs in a worker thread (the event loop goes on
+seconds have passed since it opened (it waits only while other requests are being read: with none
+on its way, a lone request goes at once instead of paying max_wait), then one call runs in a worker thread (the event loop goes on
 accepting requests meanwhile, so under load the next batch fills while this one computes). Only
 requests of the same kind (key) join a batch: rows of equal per-sample shapes, with or without a mask;
 a request that must run alone (a graph) has a key of its own. A request larger than max_batch runs
@@ -18,6 +19,7 @@ class Batcher:
         self.max_batch, self.max_wait, self.on_batch = max_batch, max_wait, on_batch
         self.waiting = collections.deque()      # (item, future)
         self.arrived = None
+        self.coming = 0                 # requests being read and checked, not yet submitted
         self.task = self.executor = None
 
     def start(self):
@@ -76,7 +78,8 @@ class Batcher:
                 rows += fits[0].n
                 continue
             remaining = deadline - loop.time()
-            if remaining <= 0 or self.waiting:     # (what waits does not fit: send this one)
+            # (what waits does not fit; or nothing is on its way: send this one)
+            if remaining <= 0 or self.waiting or not self.coming:
                 break
             self.arrived.clear()
             try:

@@ -155,12 +155,16 @@ def model_app(service, batcher, observer, opts, path, extra_info):
 
     async def predict(request):
         try:
-            body = await http.within(opts.timeout, http.body_of(request, opts.max_body),
-                                     "reading the request")
-            value, problem = jsonio.parse(body)
-            if problem:
-                raise Problem(400, problem)
-            item = service.prepare(value)
+            batcher.coming += 1             # an open batch waits for this request (batching.py)
+            try:
+                body = await http.within(opts.timeout, http.body_of(request, opts.max_body),
+                                         "reading the request")
+                value, problem = jsonio.parse(body)
+                if problem:
+                    raise Problem(400, problem)
+                item = service.prepare(value)
+            finally:
+                batcher.coming -= 1
             outputs = await http.within(opts.timeout, batcher.submit(item), "the prediction")
             return http.answer(200, {"outputs": outputs})
         except Problem as p:

@@ -1,6 +1,7 @@
 """The dynamic batcher on its own (no server): what goes into one predict call."""
 
 import asyncio
+import time
 from dataclasses import dataclass
 
 from apsi_layers.web.batching import Batcher
@@ -14,7 +15,7 @@ class Item:
     tag: str = ""
 
 
-def run_batches(items, max_batch, max_wait, gap=0.0):
+def run_batches(items, max_batch, max_wait, gap=0.0, coming=1):
     """Submit `items` (gap seconds apart); returns (the batches run, each item's result)."""
     batches = []
 
@@ -25,6 +26,7 @@ def run_batches(items, max_batch, max_wait, gap=0.0):
     async def main():
         b = Batcher(run, max_batch, max_wait, lambda rows: None)
         b.start()
+        b.coming = coming
         tasks = []
         for it in items:
             tasks.append(asyncio.create_task(b.submit(it)))
@@ -48,6 +50,15 @@ def test_max_wait_closes_a_batch():
     items = [Item(1, tag=str(i)) for i in range(3)]
     batches, _ = run_batches(items, max_batch=64, max_wait=0.0, gap=0.05)
     assert batches == [["0"], ["1"], ["2"]]
+
+
+def test_a_lone_request_does_not_wait_when_nothing_else_is_on_its_way():
+    items = [Item(1, tag=str(i)) for i in range(3)]
+    start = time.perf_counter()
+    batches, _ = run_batches(items, max_batch=64, max_wait=0.5, gap=0.05, coming=0)
+    assert batches == [["0"], ["1"], ["2"]] and time.perf_counter() - start < 0.45
+    batches, _ = run_batches(items, max_batch=64, max_wait=0.5, gap=0.05, coming=1)
+    assert batches == [["0", "1", "2"]]          # others on their way: the batch waits for them
 
 
 def test_only_requests_of_one_kind_share_a_call_and_a_graph_runs_alone():

@@ -155,12 +155,17 @@ def _metric(text, name):
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_a_signal_answers_the_requests_in_flight_and_exits_0(start, sig):
-    # a long max_wait keeps the requests inside the server when the signal comes
-    server = start(MODEL.format(options=", max_wait_ms=2500, max_batch=1000"))
+    server = start(MODEL.format(options=""))
     results = []
 
     def ask(i):
-        r = httpx.post(f"{server.url}/predict", json={"inputs": [[i, 1, 2, 3]]}, timeout=30)
+        # half the body now, the rest after the signal: the request is inside the server when it comes
+        def trickle():
+            yield f'{{"inputs": [[{i}, 1, '.encode()
+            time.sleep(1.0)
+            yield b"2, 3]]}"
+
+        r = httpx.post(f"{server.url}/predict", content=trickle(), timeout=30)
         results.append((i, r.status_code, r.json()))
 
     threads = [threading.Thread(target=ask, args=(i,)) for i in range(16)]

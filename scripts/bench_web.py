@@ -1,0 +1,158 @@
+"""Serving a model over HTTP: `use web`'s serve_model (dynamic batching) against the peer a user would
+write by hand, a FastAPI endpoint on uvicorn that calls the same NumPy predict once per request
+(a plain starlette endpoint when FastAPI is not installed). Each server runs in its own process on
+loopback; a light asyncio HTTP/1.1 client (keep-alive connections, one row per request) drives it at
+1, 8 and 64 concurrent clients for a few seconds each. Prints requests/s and p50/p99 latency, and the
+throughput ratio at 64 clients (issue 20's target: >= 3x). Asserts nothing: the machine may be shared.
+
+    python scripts/bench_web.py [--seconds 3] [--clients 1,8,64] [--hidden 256,256]
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+IN, OUT = 32, 10
+
+PEER = textwrap.dedent("""
+    import sys
+    import numpy as np
+    import uvicorn
+    from apsi_layers.layers import mlp, predict
+
+    port, hidden = int(sys.argv[1]), [int(h) for h in sys.argv[2].split(",")]
+    net = mlp({IN}, {OUT}, hidden=hidden)
+    params = net.init(seed=0)
+    try:
+        from fastapi import FastAPI
+
+        app = FastAPI()
+
+        @app.post("/predict")
+        def answer(body: dict):            # FastAPI runs a plain def in its thread pool
+            return {{"outputs": predict(net, params, np.asarray(body["inputs"], dtype=float)).data.tolist()}}
+    except ImportError:
+        from starlette.applications import Starlette
+        from starlette.concurrency import run_in_threadpool
+        from starlette.responses import JSONResponse
+        from starlette.routing import Route
+
+        async def answer(request):
+            body = await request.json()
+            out = await run_in_threadpool(lambda: predict(net, params, np.asarray(body["inputs"], dtype=float)))
+            return JSONResponse({{"outputs": out.data.tolist()}})
+
+        app = Starlette(routes=[Route("/predict", answer, methods=["POST"])])
+    print("peer:", "fastapi" if "FastAPI" in globals() else "starlette", file=sys.stderr, flush=True)
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
+""").format(IN=IN, OUT=OUT)
+
+APSI = textwrap.dedent("""
+    use layers
+    use web
+    let net = mlp({IN}, {OUT}, hidden=[{hidden}])
+    serve_model(net, net.init(seed=0), port={port}, log=false)
+""")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_ready(port, proc, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"the server exited: {proc.stderr.read()}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit("the server did not start")
+
+
+async def client(port, body, stop_at, latencies):
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    request = (f"POST /predict HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+               f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+    while time.perf_counter() < stop_at:
+        start = time.perf_counter()
+        writer.write(request)
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                      if line.lower().startswith(b"content-length"))
+        payload = await reader.readexactly(length)
+        if not head.startswith(b"HTTP/1.1 200"):
+            raise SystemExit(f"error answer: {head[:40]!r} {payload[:200]!r}")
+        latencies.append(time.perf_counter() - start)
+    writer.close()
+
+
+async def load(port, clients, seconds):
+    body = json.dumps({"inputs": [[0.1 * i for i in range(IN)]]}).encode()
+    warm = []
+    await asyncio.gather(*(client(port, body, time.perf_counter() + 0.5, warm) for _ in range(clients)))
+    latencies = []
+    start = time.perf_counter()
+    await asyncio.gather(*(client(port, body, start + seconds, latencies) for _ in range(clients)))
+    elapsed = time.perf_counter() - start
+    latencies.sort()
+    pick = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))] * 1000
+    return len(latencies) / elapsed, pick(0.5), pick(0.99)
+
+
+def serve(kind, hidden, folder):
+    port = free_port()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    if kind == "apsi":
+        (folder / "serve.apsi").write_text(APSI.format(IN=IN, OUT=OUT, hidden=hidden, port=port))
+        cmd = [sys.executable, "-m", "apsi", f"--allow-net=127.0.0.1:{port}", "serve.apsi"]
+    else:
+        (folder / "peer.py").write_text(PEER)
+        cmd = [sys.executable, "peer.py", str(port), hidden]
+    proc = subprocess.Popen(cmd, cwd=folder, env=env, stderr=subprocess.PIPE, text=True)
+    wait_ready(port, proc)
+    return port, proc
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--clients", default="1,8,64")
+    ap.add_argument("--hidden", default="256,256")
+    a = ap.parse_args()
+    counts = [int(c) for c in a.clients.split(",")]
+    print(f"mlp({IN}, {OUT}, hidden=[{a.hidden}]), one row per request, {a.seconds:g} s per point, "
+          f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for kind in ("apsi", "peer"):
+            port, proc = serve(kind, a.hidden, Path(tmp))
+            try:
+                for n in counts:
+                    results[kind, n] = asyncio.run(load(port, n, a.seconds))
+            finally:
+                proc.terminate()
+                proc.wait(30)
+    print(f"{'clients':>8} | {'apsi req/s':>10} {'p50 ms':>7} {'p99 ms':>7} | {'peer req/s':>10} {'p50 ms':>7} "
+          f"{'p99 ms':>7} | ratio")
+    for n in counts:
+        (ra, a50, a99), (rp, p50, p99) = results["apsi", n], results["peer", n]
+        print(f"{n:>8} | {ra:>10.0f} {a50:>7.1f} {a99:>7.1f} | {rp:>10.0f} {p50:>7.1f} {p99:>7.1f} | "
+              f"{ra / rp:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
