@@ -48,7 +48,8 @@ PEER = textwrap.dedent("""
 
         async def answer(request):
             body = await request.json()
-            out = await run_in_threadpool(lambda: predict(net, params, np.asarray(body["inputs"], dtype=float)))
+            x = np.asarray(body["inputs"], dtype=float)
+            out = await run_in_threadpool(lambda: predict(net, params, x))
             return JSONResponse({{"outputs": out.data.tolist()}})
 
         app = Starlette(routes=[Route("/predict", answer, methods=["POST"])])
@@ -146,8 +147,8 @@ def main():
             finally:
                 proc.terminate()
                 proc.wait(30)
-    print(f"{'clients':>8} | {'apsi req/s':>10} {'p50 ms':>7} {'p99 ms':>7} | {'peer req/s':>10} {'p50 ms':>7} "
-          f"{'p99 ms':>7} | ratio")
+    print(f"{'clients':>8} | {'apsi req/s':>10} {'p50 ms':>7} {'p99 ms':>7} | {'peer req/s':>10} "
+          f"{'p50 ms':>7} {'p99 ms':>7} | ratio")
     for n in counts:
         (ra, a50, a99), (rp, p50, p99) = results["apsi", n], results["peer", n]
         print(f"{n:>8} | {ra:>10.0f} {a50:>7.1f} {a99:>7.1f} | {rp:>10.0f} {p50:>7.1f} {p99:>7.1f} | "

@@ -2,8 +2,9 @@
 
 The first waiting request opens a batch; others join until it holds `max_batch` rows or `max_wait`
 seconds have passed since it opened (it waits only while other requests are being read: with none
-on its way, a lone request goes at once instead of paying max_wait), then one call runs in a worker thread (the event loop goes on
-accepting requests meanwhile, so under load the next batch fills while this one computes). Only
+on its way, a lone request goes at once instead of paying max_wait), then one call runs in a worker
+thread (the event loop goes on accepting requests meanwhile, so under load the next batch fills while
+this one computes). Only
 requests of the same kind (key) join a batch: rows of equal per-sample shapes, with or without a mask;
 a request that must run alone (a graph) has a key of its own. A request larger than max_batch runs
 alone. Results are handed back in order, one per request.
