@@ -5,7 +5,7 @@ loopback; a light asyncio HTTP/1.1 client (keep-alive connections, one row per r
 1, 8 and 64 concurrent clients for a few seconds each. Prints requests/s and p50/p99 latency, and the
 throughput ratio at 64 clients (issue 20's target: >= 3x). Asserts nothing: the machine may be shared.
 
-    python scripts/bench_web.py [--seconds 3] [--clients 1,8,64] [--hidden 256,256]
+    python scripts/bench_web.py [--seconds 3] [--clients 1,8,64] [--inputs 256] [--hidden 1024,1024]
 """
 
 import argparse
@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-IN, OUT = 32, 10
+OUT = 10
 
 PEER = textwrap.dedent("""
     import sys
@@ -29,8 +29,8 @@ PEER = textwrap.dedent("""
     import uvicorn
     from apsi_layers.layers import mlp, predict
 
-    port, hidden = int(sys.argv[1]), [int(h) for h in sys.argv[2].split(",")]
-    net = mlp({IN}, {OUT}, hidden=hidden)
+    port, hidden, inputs = int(sys.argv[1]), [int(h) for h in sys.argv[2].split(",")], int(sys.argv[3])
+    net = mlp(inputs, {OUT}, hidden=hidden)
     params = net.init(seed=0)
     try:
         from fastapi import FastAPI
@@ -55,7 +55,7 @@ PEER = textwrap.dedent("""
         app = Starlette(routes=[Route("/predict", answer, methods=["POST"])])
     print("peer:", "fastapi" if "FastAPI" in globals() else "starlette", file=sys.stderr, flush=True)
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
-""").format(IN=IN, OUT=OUT)
+""").format(OUT=OUT)
 
 APSI = textwrap.dedent("""
     use layers
@@ -101,8 +101,8 @@ async def client(port, body, stop_at, latencies):
     writer.close()
 
 
-async def load(port, clients, seconds):
-    body = json.dumps({"inputs": [[0.1 * i for i in range(IN)]]}).encode()
+async def load(port, clients, seconds, inputs):
+    body = json.dumps({"inputs": [[0.1 * i for i in range(inputs)]]}).encode()
     warm = []
     await asyncio.gather(*(client(port, body, time.perf_counter() + 0.5, warm) for _ in range(clients)))
     latencies = []
@@ -114,15 +114,15 @@ async def load(port, clients, seconds):
     return len(latencies) / elapsed, pick(0.5), pick(0.99)
 
 
-def serve(kind, hidden, folder):
+def serve(kind, hidden, inputs, folder):
     port = free_port()
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     if kind == "apsi":
-        (folder / "serve.apsi").write_text(APSI.format(IN=IN, OUT=OUT, hidden=hidden, port=port))
+        (folder / "serve.apsi").write_text(APSI.format(IN=inputs, OUT=OUT, hidden=hidden, port=port))
         cmd = [sys.executable, "-m", "apsi", f"--allow-net=127.0.0.1:{port}", "serve.apsi"]
     else:
         (folder / "peer.py").write_text(PEER)
-        cmd = [sys.executable, "peer.py", str(port), hidden]
+        cmd = [sys.executable, "peer.py", str(port), hidden, str(inputs)]
     proc = subprocess.Popen(cmd, cwd=folder, env=env, stderr=subprocess.PIPE, text=True)
     wait_ready(port, proc)
     return port, proc
@@ -132,18 +132,19 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--clients", default="1,8,64")
-    ap.add_argument("--hidden", default="256,256")
+    ap.add_argument("--hidden", default="1024,1024")
+    ap.add_argument("--inputs", type=int, default=256)
     a = ap.parse_args()
     counts = [int(c) for c in a.clients.split(",")]
-    print(f"mlp({IN}, {OUT}, hidden=[{a.hidden}]), one row per request, {a.seconds:g} s per point, "
+    print(f"mlp({a.inputs}, {OUT}, hidden=[{a.hidden}]), one row per request, {a.seconds:g} s per point, "
           f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         for kind in ("apsi", "peer"):
-            port, proc = serve(kind, a.hidden, Path(tmp))
+            port, proc = serve(kind, a.hidden, a.inputs, Path(tmp))
             try:
                 for n in counts:
-                    results[kind, n] = asyncio.run(load(port, n, a.seconds))
+                    results[kind, n] = asyncio.run(load(port, n, a.seconds, a.inputs))
             finally:
                 proc.terminate()
                 proc.wait(30)
