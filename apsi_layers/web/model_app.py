@@ -128,7 +128,9 @@ class ModelService:
     def info(self, extra):
         from apsi_layers.nn import param_count
 
-        return {"model": show(self.model), "inputs": jsonio.plain(self.model.input_shape, "info"),
+        names = list(getattr(self.model, "input_names", ()) or ())
+        named = {"input_names": names} if len(names) > 1 else {}
+        return {"model": show(self.model), "inputs": jsonio.plain(self.model.input_shape, "info"), **named,
                 "outputs": self.output_shape, "backend": self.backend, "device": self.device or "cpu",
                 "parameters": int(param_count(self.params)), **extra}
 

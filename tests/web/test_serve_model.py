@@ -241,3 +241,35 @@ def test_json_floats_carry_every_bit():
     """What the bit-for-bit claim rests on: Python's float repr round-trips through JSON."""
     xs = np.random.default_rng(2).standard_normal(1000)
     assert np.array_equal(np.asarray(json.loads(json.dumps(xs.tolist()))), xs)
+
+
+DAG = """use layers
+use web
+let encoder = dense(4, activation="tanh")
+let siamese = dag(inputs={a: [3], b: [3]},
+                  nodes={ea: [encoder, "a"], eb: [encoder, "b"], d: [merge("sub"), ["ea", "eb"]],
+                         score: [dense(1), "d"]},
+                  outputs="score")
+serve_model(siamese, siamese.init(seed=0), port=PORT, log=false)
+"""
+
+
+def test_a_model_with_named_inputs_takes_a_map_or_a_list(start):
+    from apsi_lang.values import Record
+    from apsi_layers.layers import dag, dense, merge, predict
+
+    encoder = dense(4, activation="tanh")
+    nodes = {"ea": [encoder, "a"], "eb": [encoder, "b"], "d": [merge("sub"), ["ea", "eb"]],
+             "score": [dense(1), "d"]}
+    net = dag(inputs=Record(a=[3], b=[3]), nodes=Record(**nodes), outputs="score")
+    a, b = [[1.0, 2.0, 3.0], [0.5, 0.0, -1.0]], [[0.0, 1.0, 0.0], [2.0, 2.0, 2.0]]
+    want = predict(net, net.init(seed=0), [np.asarray(a), np.asarray(b)]).data
+    server = start(DAG)
+    with httpx.Client(base_url=server.url) as client:
+        named = client.post("/predict", json={"inputs": {"a": a, "b": b}})
+        assert np.array_equal(named.json()["outputs"], want)
+        assert np.array_equal(client.post("/predict", json={"inputs": [a, b]}).json()["outputs"], want)
+        r = client.post("/predict", json={"inputs": {"a": a}})
+        assert r.status_code == 422 and r.json()["error"] == "predict: the model's inputs are a, b; missing b"
+        info = client.get("/info").json()
+        assert info["inputs"] == [[3], [3]] and info["input_names"] == ["a", "b"] and info["outputs"] == [1]
