@@ -13,7 +13,7 @@ predict in the last bits, as BLAS sums a matrix product differently for differen
 import contextlib
 from dataclasses import dataclass
 
-from apsi_lang.errors import ApsiError
+from apsi_lang.errors import ApsiError, PermissionDenied
 from apsi_lang.values import show
 
 from . import http, jsonio
@@ -120,6 +120,8 @@ class ModelService:
         item = Pending(inputs=xs, mask=None, graph=None, n=1, key=(), alone=True)
         try:
             out = self.run([item])[0]
+        except PermissionDenied:
+            raise
         except ApsiError as e:
             raise ApsiError(f"{fn}: the model cannot predict with these parameters: {e.message}") from None
         self.output_shape = [list(np.shape(o))[1:] for o in out] if self.several_out \

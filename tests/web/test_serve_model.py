@@ -273,3 +273,33 @@ def test_a_model_with_named_inputs_takes_a_map_or_a_list(start):
         assert r.status_code == 422 and r.json()["error"] == "predict: the model's inputs are a, b; missing b"
         info = client.get("/info").json()
         assert info["inputs"] == [[3], [3]] and info["input_names"] == ["a", "b"] and info["outputs"] == [1]
+
+
+def test_the_torch_backend_needs_python_and_says_so(start):
+    server = start(MODEL.format(options=", backend=\"torch\""), ready=False)
+    code, _, err = server.finish()
+    assert code == 1 and "needs permission 'python'" in err and "--allow-python" in err, err
+
+
+@pytest.mark.slow
+def test_a_second_ctrl_c_stops_at_once_with_130(start):
+    server = start(MODEL.format(options=", timeout=20"))
+
+    def slow():
+        yield b'{"inputs": [[1, '
+        time.sleep(8)
+        yield b"2, 3, 4]]}"
+
+    t = threading.Thread(target=lambda: httpx.post(f"{server.url}/predict", content=slow(), timeout=30),
+                         daemon=True)
+    t.start()
+    deadline = time.monotonic() + 20
+    while _metric(httpx.get(f"{server.url}/metrics").text, "apsi_requests_in_flight") < 2:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    server.proc.send_signal(signal.SIGINT)
+    time.sleep(0.5)
+    started = time.monotonic()
+    code, out, err = server.stop(signal.SIGINT)
+    assert code == 130 and time.monotonic() - started < 5, err
+    assert "apsi: interrupted (Ctrl-C)" in err and "after serve_model" not in out
