@@ -19,7 +19,7 @@ def parse(body):
     except UnicodeDecodeError as e:
         return None, f"the body is not UTF-8 text (byte {e.start})"
     if not text.strip():
-        return None, "the body is empty; send JSON, e.g. {\"inputs\": [[1.0, 2.0]]}"
+        return None, "the body is empty; send JSON"
     try:
         return json.loads(text, parse_constant=_no_constant), None
     except json.JSONDecodeError as e:
