@@ -87,3 +87,25 @@ def test_an_error_in_the_call_reaches_every_request_of_the_batch_and_the_next_ba
 
     first, second = asyncio.run(main())
     assert [type(e) for e in first] == [ValueError, ValueError] and second == "ok"
+
+
+def test_a_batch_of_a_model_with_two_outputs_splits_each_output_by_request():
+    """ModelService.run: rows of several requests in one predict call, each output split back."""
+    import numpy as np
+
+    from apsi_lang.values import Record
+    from apsi_layers.layers import dag, dense, predict
+    from apsi_layers.web.model_app import ModelService
+
+    net = dag(inputs=Record(x=[3]), nodes=Record(h=[dense(4), "x"], a=[dense(2), "h"], b=[dense(1), "h"]),
+              outputs=["a", "b"])
+    params = net.init(seed=0)
+    service = ModelService(net, params, "numpy", None)
+    rows = [[[1.0, 2.0, 3.0]], [[0.0, 1.0, 0.0], [2.0, 2.0, 2.0]]]
+    items = [service.prepare({"inputs": r}) for r in rows]
+    results = service.run(items)
+    for r, got in zip(rows, results):
+        want = predict(net, params, np.asarray(r))
+        assert len(got) == 2
+        assert np.allclose(got[0], want[0].data, rtol=1e-12) and np.allclose(got[1], want[1].data, rtol=1e-12)
+        assert np.asarray(got[0]).shape == (len(r), 2) and np.asarray(got[1]).shape == (len(r), 1)
