@@ -36,7 +36,11 @@ def _no_constant(name):
 
 def dumps(value, where):
     """JSON bytes for an Apsi value; ApsiError naming `where` for a value JSON cannot hold."""
-    return json.dumps(plain(value, where), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    try:
+        data = plain(value, where)
+    except RecursionError:
+        raise ApsiError(f"{where}: the value is nested too deeply for JSON (or holds itself)") from None
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 def plain(value, where):

@@ -24,8 +24,12 @@ fn peek(r):
     return r.stream
 fn odd(r):
     return fn(x) => x
+fn loop(r):
+    let xs = [1]
+    xs.append(xs)
+    return xs
 serve({"/hello": hello, "POST /add": add, "PUT /echo": echo, "/boom": boom, "post /made": made,
-       "/page": page, "/peek": peek, "/odd": odd}, port=PORT, max_body=1000)
+       "/page": page, "/peek": peek, "/odd": odd, "/loop": loop}, port=PORT, max_body=1000)
 """
 
 
@@ -74,6 +78,8 @@ def test_handlers_see_nothing_but_plain_data(routes):
     assert "'.stream' of a request is not available to Apsi code" in r.json()["error"]
     r = httpx.get(f"{routes.url}/odd")
     assert r.status_code == 500 and "cannot be sent as JSON" in r.json()["error"]
+    r = httpx.get(f"{routes.url}/loop")
+    assert r.status_code == 500 and "nested too deeply for JSON (or holds itself)" in r.json()["error"]
 
 
 def test_limits_and_unknown_routes(routes):
