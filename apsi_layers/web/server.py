@@ -60,6 +60,7 @@ def run(fn, app, opts, what):
                             timeout_graceful_shutdown=int(opts.timeout) + 1, timeout_keep_alive=5,
                             log_level="warning")
     server = uvicorn.Server(config)
+    _name_uvicorns_warnings(fn)
     print(f"{fn}: serving {what} on http://{opts.host}:{opts.port} (Ctrl-C stops)", file=sys.stderr,
           flush=True)
     with bigstack.stopping(lambda: setattr(server, "should_exit", True), grace=opts.timeout + 5):
@@ -68,3 +69,17 @@ def run(fn, app, opts, what):
         finally:
             sock.close()
     print(f"{fn}: stopped; the requests in flight were answered", file=sys.stderr, flush=True)
+
+
+def _name_uvicorns_warnings(fn):
+    """uvicorn's own warnings (an invalid HTTP request, a connection closed early) reach stderr as one
+    line naming the function that serves, like the rest of its output, not as bare logging text."""
+    import logging
+
+    logger = logging.getLogger("uvicorn.error")
+    if not any(getattr(h, "apsi", False) for h in logger.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.apsi = True
+        handler.setFormatter(logging.Formatter(f"{fn}: %(message)s"))
+        logger.addHandler(handler)
+        logger.propagate = False

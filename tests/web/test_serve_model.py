@@ -303,3 +303,12 @@ def test_a_second_ctrl_c_stops_at_once_with_130(start):
     code, out, err = server.stop(signal.SIGINT)
     assert code == 130 and time.monotonic() - started < 5, err
     assert "apsi: interrupted (Ctrl-C)" in err and "after serve_model" not in out
+
+
+def test_a_request_that_is_not_http_gets_400_and_one_named_line(served):
+    with socket.create_connection(("127.0.0.1", served.port)) as s:
+        s.sendall(b"GARBAGE\r\n\r\n")
+        assert s.recv(1000).startswith(b"HTTP/1.1 400")
+    time.sleep(0.2)
+    assert "serve_model: Invalid HTTP request received.\n" in served.err, served.err
+    assert httpx.get(f"{served.url}/health").status_code == 200
