@@ -31,6 +31,7 @@ def listen(fn, host, port):
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind(address)
+        sock.listen(2048)       # now, so connections wait in the backlog once "serving" is printed
     except OSError as e:
         sock.close()
         raise ApsiError(_bind_problem(fn, host, port, e)) from None
