@@ -117,7 +117,9 @@ class ModelService:
         if not shapes or not all(isinstance(s, tuple) for s in shapes):
             return                          # the model learns its input shape from data: no warm-up
         xs = [np.zeros((1, *s)) for s in shapes]
-        item = Pending(inputs=xs, mask=None, graph=None, n=1, key=(), alone=True)
+        # a graph model predicts on one node with no edges
+        graph = np.zeros((2, 0), dtype=np.int64) if _has_graph_layer(self.model) else None
+        item = Pending(inputs=xs, mask=None, graph=graph, n=1, key=(), alone=True)
         try:
             out = self.run([item])[0]
         except PermissionDenied:
@@ -135,6 +137,12 @@ class ModelService:
         return {"model": show(self.model), "inputs": jsonio.plain(self.model.input_shape, "info"), **named,
                 "outputs": self.output_shape, "backend": self.backend, "device": self.device or "cpu",
                 "parameters": int(param_count(self.params)), **extra}
+
+
+def _has_graph_layer(model):
+    from apsi_layers.layers.graph import GraphLayer
+
+    return isinstance(model, GraphLayer) or any(_has_graph_layer(child) for child in model.layers)
 
 
 def _array(v):

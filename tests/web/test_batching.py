@@ -109,3 +109,26 @@ def test_a_batch_of_a_model_with_two_outputs_splits_each_output_by_request():
         assert len(got) == 2
         assert np.allclose(got[0], want[0].data, rtol=1e-12) and np.allclose(got[1], want[1].data, rtol=1e-12)
         assert np.asarray(got[0]).shape == (len(r), 2) and np.asarray(got[1]).shape == (len(r), 1)
+
+
+def test_a_graph_request_runs_alone_with_its_graph_and_a_bad_graph_is_predicts_error():
+    import numpy as np
+    import pytest
+
+    from apsi_lang.errors import ApsiError
+    from apsi_layers.layers import gcn_classifier, predict
+    from apsi_layers.web.model_app import ModelService
+
+    net = gcn_classifier(3, 2)
+    params = net.init(seed=0)
+    service = ModelService(net, params, "numpy", None)
+    service.warm_up("serve_model")          # on one node without edges
+    assert service.output_shape == [2]
+    x = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
+    edges = [[0, 1, 1, 2], [1, 0, 2, 1]]
+    item = service.prepare({"inputs": x, "graph": edges})
+    assert item.alone
+    got = service.run([item])[0]
+    assert np.array_equal(got, predict(net, params, np.asarray(x), graph=np.asarray(edges)).data)
+    with pytest.raises(ApsiError, match="^predict: "):
+        service.run([service.prepare({"inputs": x, "graph": [[0, 7], [1, 0]]})])
