@@ -116,18 +116,27 @@ class ModelService:
         shapes = shape if isinstance(shape, list) else [shape]
         if not shapes or not all(isinstance(s, tuple) for s in shapes):
             return                          # the model learns its input shape from data: no warm-up
-        xs = [np.zeros((1, *s)) for s in shapes]
         # a graph model predicts on one node with no edges
         graph = np.zeros((2, 0), dtype=np.int64) if _has_graph_layer(self.model) else None
-        item = Pending(inputs=xs, mask=None, graph=graph, n=1, key=(), alone=True)
-        try:
-            out = self.run([item])[0]
-        except PermissionDenied:
-            raise
-        except ApsiError as e:
-            raise ApsiError(f"{fn}: the model cannot predict with these parameters: {e.message}") from None
-        self.output_shape = [list(np.shape(o))[1:] for o in out] if self.several_out \
-            else list(np.shape(out))[1:]
+        # a length the model leaves open (a sequence's steps, none) is tried as 1 and 2 steps: the output
+        # lengths that follow it are open too
+        tries = (1, 2) if any(d is None for s in shapes for d in s) else (1,)
+        found = []
+        for steps in tries:
+            xs = [np.zeros((1, *(steps if d is None else d for d in s))) for s in shapes]
+            item = Pending(inputs=xs, mask=None, graph=graph, n=1, key=(), alone=True)
+            try:
+                out = self.run([item])[0]
+            except PermissionDenied:
+                raise
+            except ApsiError as e:
+                raise ApsiError(f"{fn}: the model cannot predict with these parameters: "
+                                f"{e.message}") from None
+            outs = out if self.several_out else [out]
+            found.append([list(np.shape(o))[1:] for o in outs])
+        shapes_out = [[a if a == b else None for a, b in zip(*dims)] for dims in zip(*found)] \
+            if len(found) > 1 else found[0]
+        self.output_shape = shapes_out if self.several_out else shapes_out[0]
 
     def info(self, extra):
         from apsi_layers.nn import param_count

@@ -132,3 +132,18 @@ def test_a_graph_request_runs_alone_with_its_graph_and_a_bad_graph_is_predicts_e
     assert np.array_equal(got, predict(net, params, np.asarray(x), graph=np.asarray(edges)).data)
     with pytest.raises(ApsiError, match="^predict: "):
         service.run([service.prepare({"inputs": x, "graph": [[0, 7], [1, 0]]})])
+
+
+def test_sequence_models_warm_up_and_show_their_open_lengths():
+    """A model whose sequence length is open (none) warms up on 1 and 2 steps: /info shows none where
+    the output follows that length."""
+    from apsi_layers.layers import lstm_classifier, transformer_lm
+    from apsi_layers.web.model_app import ModelService
+
+    for net, inputs, outputs in [(lstm_classifier(8, 2, units=4), [None, 8], [2]),
+                                 (lstm_classifier(0, 2, vocab=20), [None], [2]),
+                                 (transformer_lm(30, d=16, heads=2, layers=1, context=8), [None], [None, 30])]:
+        service = ModelService(net, net.init(seed=0), "numpy", None)
+        service.warm_up("serve_model")
+        info = service.info({})
+        assert (info["inputs"], info["outputs"]) == (inputs, outputs), net
