@@ -140,9 +140,10 @@ def test_sequence_models_warm_up_and_show_their_open_lengths():
     from apsi_layers.layers import lstm_classifier, transformer_lm
     from apsi_layers.web.model_app import ModelService
 
+    lm = transformer_lm(30, d=16, heads=2, layers=1, context=8)
     for net, inputs, outputs in [(lstm_classifier(8, 2, units=4), [None, 8], [2]),
                                  (lstm_classifier(0, 2, vocab=20), [None], [2]),
-                                 (transformer_lm(30, d=16, heads=2, layers=1, context=8), [None], [None, 30])]:
+                                 (lm, [None], [None, 30])]:
         service = ModelService(net, net.init(seed=0), "numpy", None)
         service.warm_up("serve_model")
         info = service.info({})
