@@ -54,6 +54,8 @@ class ModelService:
             shapes = tuple((a.shape[1:], a.dtype.str) for a in data.inputs)
             if shapes not in self.checked:
                 check_params("predict", self.model, self.params, data)
+                if len(self.checked) >= 1024:       # (clients choosing ever new lengths: stay small)
+                    self.checked.clear()
                 self.checked.add(shapes)
         except ApsiError as e:
             raise Problem(422, e.message) from None
@@ -130,7 +132,7 @@ class ModelService:
             except PermissionDenied:
                 raise
             except ApsiError as e:
-                raise ApsiError(f"{fn}: the model cannot predict with these parameters: "
+                raise ApsiError(f"{fn}: a first predict, on zeros of the model's input shape, failed: "
                                 f"{e.message}") from None
             outs = out if self.several_out else [out]
             found.append([list(np.shape(o))[1:] for o in outs])
