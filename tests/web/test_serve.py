@@ -118,3 +118,13 @@ def test_a_request_slower_than_timeout_gets_408_and_the_server_goes_on(start):
     assert r.json()["error"] == ("reading the request took longer than timeout = 0.5 s; send it again, or "
                                  "start the server with a larger timeout")
     assert httpx.post(f"{server.url}/x", content=b"fine").json() == "fine"
+
+
+def test_use_web_imports_no_server_until_one_starts(web_env):
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom apsi_layers.apsi_modules import web_module\nweb_module()\n"
+            "print(sorted(m for m in ('uvicorn', 'starlette', 'numpy', 'asyncio') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], env=web_env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
