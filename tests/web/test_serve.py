@@ -126,5 +126,6 @@ def test_use_web_imports_no_server_until_one_starts(web_env):
 
     code = ("import sys\nfrom apsi_layers.apsi_modules import web_module\nweb_module()\n"
             "print(sorted(m for m in ('uvicorn', 'starlette', 'numpy', 'asyncio') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], env=web_env, capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", code], env=web_env, capture_output=True, text=True,
+                         check=True)
     assert out.stdout.strip() == "[]"
