@@ -313,3 +313,15 @@ def test_a_request_that_is_not_http_gets_400_and_one_named_line(served):
     time.sleep(0.2)
     assert "serve_model: Invalid HTTP request received.\n" in served.err, served.err
     assert httpx.get(f"{served.url}/health").status_code == 200
+
+
+def test_the_example_trains_serves_and_stops(start):
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "serve_model.apsi"
+    server = start(example.read_text().replace("port=8000", "port=PORT"))
+    r = httpx.post(f"{server.url}/predict", json={"inputs": [[0.9, 0.8], [-0.9, 0.8]]})
+    scores = np.asarray(r.json()["outputs"])
+    assert scores.shape == (2, 2) and list(scores.argmax(axis=1)) == [1, 0]      # it learned the quadrants
+    code, out, err = server.stop()
+    assert code == 0 and out.startswith("trained: loss ") and out.rstrip().endswith("stopped"), (out, err)
