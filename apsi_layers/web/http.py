@@ -46,9 +46,9 @@ async def body_of(request, limit):
 
 
 def _too_large(size, limit, at_least=False):
-    return (f"the body is {'more than ' if at_least else ''}{size - 1 if at_least else size} bytes, more "
-            f"than max_body = {limit} bytes; send less per request, or start the server with a larger "
-            "max_body")
+    told = "more than max_body" if at_least else f"{size} bytes, more than max_body"
+    return (f"the body is {told} = {limit} bytes; send less per request, or start the server with a "
+            "larger max_body")
 
 
 async def within(seconds, work, what):
