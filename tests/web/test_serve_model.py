@@ -328,3 +328,26 @@ def test_the_example_trains_serves_and_stops(start):
     assert scores.shape == (2, 2) and list(scores.argmax(axis=1)) == [1, 0]      # it learned the quadrants
     code, out, err = server.stop()
     assert code == 0 and out.startswith("trained: loss ") and out.rstrip().endswith("stopped"), (out, err)
+
+
+@pytest.mark.torch
+def test_the_torch_backend_serves_what_predict_gives_on_torch(start):
+    pytest.importorskip("torch")
+    from apsi_lang import permissions
+    from apsi_layers.layers import mlp, predict
+
+    server = start(MODEL.format(options=", backend=\"torch\", device=\"cpu\""),
+                   flags=["--allow-python", "--allow-net"])
+    rows = [[0.5, -1.0, 2.0, 0.25], [1.0, 1.0, 1.0, 1.0]]
+    r = httpx.post(f"{server.url}/predict", json={"inputs": rows})
+    assert r.status_code == 200, r.text
+    assert httpx.get(f"{server.url}/info").json()["backend"] == "torch"
+    net = mlp(4, 3, hidden=[16])
+    before = permissions.current()
+    permissions.set_current(permissions.Grants(granted=frozenset({"python"})))
+    try:
+        want = predict(net, net.init(seed=3), np.asarray(rows), backend="torch", device="cpu").data
+    finally:
+        permissions.set_current(before)
+    assert np.array_equal(np.asarray(r.json()["outputs"]), want)
+    assert np.allclose(want, reference(rows), rtol=1e-5, atol=1e-6)     # (torch computes in float32)
