@@ -330,6 +330,7 @@ def test_the_example_trains_serves_and_stops(start):
     assert code == 0 and out.startswith("trained: loss ") and out.rstrip().endswith("stopped"), (out, err)
 
 
+@pytest.mark.slow
 @pytest.mark.torch
 def test_the_torch_backend_serves_what_predict_gives_on_torch(start):
     pytest.importorskip("torch")
