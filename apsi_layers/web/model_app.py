@@ -34,10 +34,14 @@ class Pending:
 
 class ModelService:
     def __init__(self, model, params, backend, device):
+        from apsi_layers.layers.training.api import choose
         from apsi_layers.layers.training.model_checks import arity
 
         self.model, self.params, self.backend, self.device = model, params, backend, device
         self.several_in, self.several_out = arity(model)
+        # torch: the permission is checked now, and the parameters go to the device once (keep)
+        self.torch = choose("serve_model", backend) == "torch"
+        self.keep = {}
         self.checked = set()            # per-sample input shapes check_params accepted
         self.output_shape = None
 
@@ -99,7 +103,8 @@ class ModelService:
             options["mask"] = mask
         if items[0].graph is not None:
             options["graph"] = items[0].graph
-        y = predict(self.model, self.params, xs if self.several_in else xs[0], **options)
+        x = xs if self.several_in else xs[0]
+        y = self._predict_torch(x, options) if self.torch else predict(self.model, self.params, x, **options)
         outs = [np.asarray(t.data) for t in y] if self.several_out else [np.asarray(y.data)]
         results, start = [], 0
         for it in items:
@@ -107,6 +112,19 @@ class ModelService:
             results.append(rows if self.several_out else rows[0])
             start += it.n
         return results
+
+    def _predict_torch(self, x, options):
+        """predict(…, backend="torch") with the parameters kept on the device between calls: the same
+        checks (predict_plan) and the same loop."""
+        from apsi_layers.backends.torch.runtime import load_torch
+        from apsi_layers.layers.training.plan import predict_plan
+
+        plan = predict_plan(self.model, self.params, x, options)
+        plan.backend = "torch"
+        load_torch()                        # (says how to install PyTorch when it is missing)
+        from apsi_layers.backends.torch.loop import predict_loop
+
+        return predict_loop(plan, keep=self.keep)
 
     # --- before listening ---------------------------------------------------------------------
     def warm_up(self, fn):

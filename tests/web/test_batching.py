@@ -148,3 +148,26 @@ def test_sequence_models_warm_up_and_show_their_open_lengths():
         service.warm_up("serve_model")
         info = service.info({})
         assert (info["inputs"], info["outputs"]) == (inputs, outputs), net
+
+
+def test_the_torch_backend_moves_the_parameters_to_the_device_once(python_allowed, monkeypatch):
+    import numpy as np
+    import pytest
+
+    pytest.importorskip("torch")
+    from apsi_layers.backends.torch import convert
+    from apsi_layers.layers import mlp, predict
+    from apsi_layers.web.model_app import ModelService
+
+    moved = []
+    real = convert.to_torch
+    monkeypatch.setattr(convert, "to_torch", lambda *a: moved.append(1) or real(*a))
+    net = mlp(4, 3, hidden=[16])
+    params = net.init(seed=0)
+    service = ModelService(net, params, "torch", "cpu")
+    rows = [[[1.0, 2.0, 3.0, 4.0]], [[0.0, 1.0, 0.0, 1.0], [2.0, 2.0, 2.0, -2.0]]]
+    for _ in range(3):
+        results = service.run([service.prepare({"inputs": r}) for r in rows])
+    assert len(moved) == 1
+    want = predict(net, params, np.asarray(rows[0] + rows[1]), backend="torch", device="cpu").data
+    assert np.array_equal(np.asarray(results[0] + results[1]), want)
