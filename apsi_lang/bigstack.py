@@ -106,19 +106,22 @@ def stack_sizes():
 def _wait(thread, done):
     global abandoned
     # (an Event, not thread.join(): a join interrupted by Ctrl-C can mark the thread as stopped)
-    try:
-        done.wait()
-    except KeyboardInterrupt as e:
-        if _stopped_gently(done):
-            return
-        _interrupt(thread, type(e))
+    while True:
         try:
-            stopped = done.wait(GRACE_SECONDS)
-        except KeyboardInterrupt:            # a second Ctrl-C: stop waiting now
-            stopped = False
-        if not stopped:                      # blocked in C code: leave it, and say so
-            abandoned = True
-            raise e from None
+            done.wait()
+            return
+        except KeyboardInterrupt as e:
+            if _stopped_gently(done):
+                continue                     # the service stopped; the program goes on
+            _interrupt(thread, type(e))
+            try:
+                stopped = done.wait(GRACE_SECONDS)
+            except KeyboardInterrupt:        # a second Ctrl-C: stop waiting now
+                stopped = False
+            if not stopped:                  # blocked in C code: leave it, and say so
+                abandoned = True
+                raise e from None
+            return
 
 
 @contextlib.contextmanager
@@ -133,15 +136,24 @@ def stopping(stop, grace):
 
 
 def _stopped_gently(done):
+    """Ask the service to stop; True once it has (the program then goes on, and a later Ctrl-C stops
+    it as usual), False when it did not within its grace time or a second Ctrl-C came."""
+    import time
+
     service = _service
     if service is None:
         return False
     stop, grace = service
     stop()
+    deadline = time.monotonic() + grace
     try:
-        return done.wait(grace)
+        while _service is service and not done.is_set():
+            if time.monotonic() > deadline:
+                return False
+            done.wait(0.05)
     except KeyboardInterrupt:                # a second Ctrl-C: stop it the hard way
         return False
+    return True
 
 
 def _interrupt(thread, kind=KeyboardInterrupt):

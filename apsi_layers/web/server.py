@@ -64,7 +64,7 @@ def run(fn, app, opts, what):
     _name_uvicorns_warnings(fn)
     print(f"{fn}: serving {what} on http://{opts.host}:{opts.port} (Ctrl-C stops)", file=sys.stderr,
           flush=True)
-    with bigstack.stopping(lambda: setattr(server, "should_exit", True), grace=opts.timeout + 5):
+    with bigstack.stopping(lambda: setattr(server, "should_exit", True), grace=opts.timeout + 2):
         try:
             server.run(sockets=[sock])
         finally:

@@ -1,5 +1,7 @@
 """serve(routes): Apsi functions as HTTP handlers, end to end on a real server."""
 
+import signal
+
 import httpx
 import pytest
 
@@ -129,3 +131,14 @@ def test_use_web_imports_no_server_until_one_starts(web_env):
     out = subprocess.run([sys.executable, "-c", code], env=web_env, capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.slow
+def test_after_the_server_stops_the_program_goes_on_as_long_as_it_needs(start):
+    """Ctrl-C stops the server, not the program: what follows serve() runs to its end, however long
+    (longer than the stop's grace time), and a later Ctrl-C would stop it as usual."""
+    server = start("use web\nserve({\"/hi\": fn(r) => \"hi\"}, port=PORT, timeout=0.5)\nprint(\"after\")\n"
+                   "let t = clock()\nlet n = 0\nwhile clock() - t < 4:\n    n += 1\nprint(\"done\")\n")
+    assert httpx.get(f"{server.url}/hi").json() == "hi"
+    code, out, err = server.stop(signal.SIGINT)
+    assert code == 0 and out.split() == ["after", "done"], (out, err)
