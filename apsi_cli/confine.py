@@ -8,7 +8,8 @@ permissions refuse the program:
   modules need), a few system files, the project folder and the `read` paths;
 - writes: the project folder and the `write` paths (which names inside the project are protected is the
   language wall's job: Landlock grants whole folders, see docs/permissions.md);
-- no program execution without `run`, no TCP connect (or listening) without `net`;
+- no program execution without `run`, no TCP connect or listening without `net` (its ports only, when
+  it names them);
 - no sockets at all without `net`, and never Unix sockets; no typing into the terminal; no files made
   in memory (memfd_create, whose files Landlock cannot stop from being executed) without `run`
   (apsi_cli/seccomp.py);
@@ -280,9 +281,9 @@ def ruleset(p, version):
         fs |= rights("refer")
     if p.execute:
         fs &= ~rights("execute")
-    # no listening sockets ever; connecting only with `net` (to its ports, when it names them)
+    # TCP only with `net`: connecting and listening (use web's servers), on its ports when it names them
     any_port = p.net and p.ports is None
-    net = landlock.mask(landlock.NET, ("bind_tcp",) if any_port else ("bind_tcp", "connect_tcp"), version)
+    net = 0 if any_port else landlock.mask(landlock.NET, ("bind_tcp", "connect_tcp"), version)
     # no signals to processes outside this one and its children, no abstract unix sockets (X11, D-Bus)
     scoped = landlock.mask(landlock.SCOPE, ("abstract_unix_socket", "signal"), version)
     rules = landlock.Ruleset(fs, net, scoped)
@@ -291,7 +292,7 @@ def ruleset(p, version):
     for path in p.write or ():
         rules.allow_path(path, rights(*WRITE, *(SPECIAL if p.execute else ())))
     for port in (p.ports or ()) if p.net else ():
-        rules.allow_port(port, landlock.mask(landlock.NET, ("connect_tcp",), version))
+        rules.allow_port(port, landlock.mask(landlock.NET, ("bind_tcp", "connect_tcp"), version))
     if p.write is None and version >= 2:
         # REFER is refused by every ruleset unless a rule grants it, handled or not (landlock.h)
         rules.allow_path("/", rights("refer"))

@@ -18,8 +18,15 @@ thread as the same exception. When the program's thread does not stop within GRA
 second Ctrl-C comes first, the thread is inside C code (BLAS, reading input) and cannot be stopped:
 `abandoned` is set, and the caller must end the process with os._exit, since letting the interpreter
 shut down around a thread that is still inside NumPy crashed it (exit 139).
+
+A service running on the program's thread (use web's server) stops more gently than an exception
+raised into it: it registers `stopping(stop, grace)` while it runs; the first Ctrl-C or SIGTERM calls
+stop() and waits up to `grace` seconds for the program to go on by itself (requests in flight are
+answered, the call that served returns, the program ends normally). A second one, or a service that
+does not stop in time, gets the exception as above.
 """
 
+import contextlib
 import sys
 
 RECURSION_LIMIT = 6000
@@ -29,6 +36,7 @@ GRACE_SECONDS = 2.0                 # how long a Ctrl-C waits for the program to
 
 _inside = None                      # threading.local(), made on first use
 abandoned = False                   # the program's thread was left running (see above)
+_service = None                     # (stop, grace) of a service running on the program's thread
 
 
 def call(fn):
@@ -101,21 +109,58 @@ _held = {}                          # signal -> the handler set aside while an i
 def _wait(thread, done):
     global abandoned
     # (an Event, not thread.join(): a join interrupted by Ctrl-C can mark the thread as stopped)
-    try:
-        done.wait()
-    except KeyboardInterrupt as e:
-        _interrupt(thread, type(e))
-        waiting = [True]
-        _hold_signals(waiting)
+    while True:
         try:
-            stopped = done.wait(GRACE_SECONDS)
-        except KeyboardInterrupt:            # a second Ctrl-C: stop waiting now
-            stopped = False
-        finally:
-            waiting[0] = False
-        if not stopped:                      # blocked in C code: leave it, and say so
-            abandoned = True
-            raise e from None
+            done.wait()
+            return
+        except KeyboardInterrupt as e:
+            if _stopped_gently(done):
+                continue                     # the service stopped; the program goes on
+            _interrupt(thread, type(e))
+            waiting = [True]
+            _hold_signals(waiting)
+            try:
+                stopped = done.wait(GRACE_SECONDS)
+            except KeyboardInterrupt:        # a second Ctrl-C: stop waiting now
+                stopped = False
+            finally:
+                waiting[0] = False
+            if not stopped:                  # blocked in C code: leave it, and say so
+                abandoned = True
+                raise e from None
+            return
+
+
+@contextlib.contextmanager
+def stopping(stop, grace):
+    """While the block runs, Ctrl-C and SIGTERM call stop() first (see above)."""
+    global _service
+    previous, _service = _service, (stop, grace)
+    try:
+        yield
+    finally:
+        _service = previous
+
+
+def _stopped_gently(done):
+    """Ask the service to stop; True once it has (the program then goes on, and a later Ctrl-C stops
+    it as usual), False when it did not within its grace time or a second Ctrl-C came."""
+    import time
+
+    service = _service
+    if service is None:
+        return False
+    stop, grace = service
+    stop()
+    deadline = time.monotonic() + grace
+    try:
+        while _service is service and not done.is_set():
+            if time.monotonic() > deadline:
+                return False
+            done.wait(0.05)
+    except KeyboardInterrupt:                # a second Ctrl-C: stop it the hard way
+        return False
+    return True
 
 
 def _hold_signals(waiting):

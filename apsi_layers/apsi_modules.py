@@ -157,3 +157,10 @@ def units_module():
     from apsi_layers.units.exports import units_exports
 
     return units_exports()
+
+
+def web_module():
+    """{name: value} for `use web` (uvicorn and starlette are imported when a server starts)."""
+    from apsi_layers.web import web_exports
+
+    return web_exports()

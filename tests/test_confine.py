@@ -61,7 +61,7 @@ def attempt(what, arg=""):
             return "ok"
         if what == "bind":
             s = socket.socket()
-            s.bind(("127.0.0.1", 0))
+            s.bind(("127.0.0.1", int(arg or 0)))
             s.close()
             return "ok"
         if what == "exec":
@@ -220,12 +220,26 @@ def test_the_project_stays_readable_and_writable(hole, place):
 
 
 @needs_landlock
-def test_no_listening_sockets_even_with_net(hole, place):
+def test_listening_needs_net_and_its_port(hole, place):
+    """`use web` listens with `net` (as Deno's --allow-net): the whole permission, or host:port for that
+    port only; without it the kernel refuses bind(2) too."""
     if ABI < 4:
         pytest.skip("TCP rules need Landlock ABI 4")
+    free = _free_port()
     assert through_hole(place, hole, "bind", "") == "denied EACCES"
-    assert through_hole(place, hole, "bind", "", "--allow-net") == "denied EACCES"
+    assert through_hole(place, hole, "bind", "", "--allow-net") == "ok"
+    assert through_hole(place, hole, "bind", free, f"--allow-net=127.0.0.1:{free}") == "ok"
+    other = f"--allow-net=127.0.0.1:{place['port']}"
+    assert through_hole(place, hole, "bind", free, other) == "denied EACCES"
     assert through_hole(place, hole, "bind", "", env=OFF) == "ok"
+
+
+def _free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
 
 
 @needs_landlock

@@ -39,7 +39,7 @@ def test_doctor_json_gpu_machine_with_the_right_build(target, wheels, machine, m
                                       None)]
     assert rep["torch"]["family"] == {"torchvision": None, "torchaudio": None}
     assert rep["apsi"]["version"]
-    assert rep["modules"] == {"available": ["layers", "nn", "plot", "units"], "broken": []}
+    assert rep["modules"] == {"available": ["layers", "nn", "plot", "units", "web"], "broken": []}
     assert rep["python"]["executable"] == str(target.python)
     assert rep["python"]["version"] == platform.python_version()
     assert rep["python"]["pip"]

@@ -309,11 +309,17 @@ def _val_loss(plan, s, leaves):
     return float(np.dot(convert.to_host(torch.stack(values)), weights)) / sum(weights)
 
 
-def predict_loop(plan):
+def predict_loop(plan, keep=None):
+    """keep: a dict that a caller predicting again and again with the same model, parameters, device
+    and precision passes each time (use web's server): the parameters go to the device once."""
     s = Setup(plan, "predict")
     data = plan.data
-    params = convert.to_torch(plan.params, s.device, s.precision.dtype) if tree.leaves(plan.params) \
-        else plan.params
+    params = keep.get("params") if keep is not None else None
+    if params is None:
+        params = convert.to_torch(plan.params, s.device, s.precision.dtype) if tree.leaves(plan.params) \
+            else plan.params
+        if keep is not None:
+            keep["params"] = params
     xs = [s.tensor(a) for a in data.inputs]
     mask = None if data.mask is None else s.tensor(data.mask)
     outs = []

@@ -1,0 +1,83 @@
+"""The functions `use web` binds: serve_model, serve, response."""
+
+from apsi_lang.errors import ApsiError
+from apsi_lang.values import show
+
+from . import options as opt
+
+BACKENDS = ("numpy", "torch", "auto")
+
+
+def serve_model(model, params, host="127.0.0.1", port=8000, max_batch=64, max_wait_ms=5, backend="numpy",
+                device=None, workers=1, path="/predict", max_body="1MB", timeout=30, log=True):
+    """Serve `model` with `params` over HTTP until Ctrl-C or SIGTERM (docs/web.md)."""
+    from apsi_layers.layers.training.model_checks import check_model
+
+    fn = "serve_model"
+    check_model(fn, model)
+    opts = opt.server_options(fn, host, port, max_body, timeout, log)
+    max_batch = opt.count_arg(fn, "max_batch", max_batch, "the most rows one predict call takes")
+    max_wait = opt.wait_arg(fn, max_wait_ms)
+    path = opt.path_arg(fn, "path", path)
+    if path in ("/health", "/info", "/metrics"):
+        raise ApsiError(f"{fn}: path {path!r} is one of the server's own routes; choose another, "
+                        "such as \"/predict\"")
+    if backend not in BACKENDS:
+        raise ApsiError(f"{fn}: backend must be one of {', '.join(map(repr, BACKENDS))}, not "
+                        f"{show(backend, True)}")
+    _one_worker(fn, workers)
+    from . import server
+
+    server.require_net(fn, opts.host, opts.port)
+    from .batching import Batcher
+    from .model_app import ModelService, model_app
+    from .observe import Observer
+
+    service = ModelService(model, params, backend, device)
+    service.warm_up(fn)
+    observer = Observer(opts.log)
+    batcher = Batcher(service.run, max_batch, max_wait, observer.batch)
+    app = model_app(service, batcher, observer, opts, path,
+                    {"path": path, "max_batch": max_batch, "max_wait_ms": max_wait_ms})
+    server.run(fn, app, opts, f"{model.kind} (POST {path}, GET /health, /info, /metrics)")
+
+
+def serve(routes, host="127.0.0.1", port=8000, max_body="1MB", timeout=30, log=True):
+    """Serve Apsi functions: `routes` maps "METHOD /path" (or "/path" for GET) to fn(request)."""
+    fn = "serve"
+    opts = opt.server_options(fn, host, port, max_body, timeout, log)
+    from .routes_app import routes_app, table
+
+    found = table(routes)
+    from . import server
+
+    server.require_net(fn, opts.host, opts.port)
+    from .observe import Observer
+
+    observer = Observer(opts.log)
+    app = routes_app(found, observer, opts)
+    server.run(fn, app, opts, f"{len(found)} route{'s' if len(found) != 1 else ''}")
+
+
+def response(body=None, status=200, headers=None):
+    """What a handler returns for a status or headers of its own; `body` is sent as JSON (text as
+    text/plain)."""
+    from .values import Response
+
+    if type(status) is not int or not 100 <= status <= 599:
+        raise ApsiError(f"response: status must be an int from 100 to 599, not {show(status, True)}")
+    headers = {} if headers is None else headers
+    if type(headers) is not dict or not all(type(k) is str and type(v) is str for k, v in headers.items()):
+        raise ApsiError("response: headers must be a map of text to text, like {\"Cache-Control\": "
+                        f"\"no-store\"}}, not {show(headers, True)}")
+    for k, v in headers.items():
+        if not k or any(c in k + v for c in "\r\n\0") or any(c in k for c in " :"):
+            raise ApsiError(f"response: header {show(k, True)} cannot be sent (a name without spaces or "
+                            "':', values without line breaks)")
+    return Response(body, status, dict(headers))
+
+
+def _one_worker(fn, workers):
+    if workers != 1:
+        raise ApsiError(f"{fn}: workers={show(workers, True)}: one server process per program for now; "
+                        "run several programs on different ports behind a load balancer (docs/web.md)")

@@ -1,0 +1,99 @@
+"""Dynamic batching: requests that arrive together are answered by one predict call.
+
+The first waiting request opens a batch; others join until it holds `max_batch` rows or `max_wait`
+seconds have passed since it opened (it waits only while other requests are being read: with none
+on its way, a lone request goes at once instead of paying max_wait), then one call runs in a worker
+thread (the event loop goes on accepting requests meanwhile, so under load the next batch fills while
+this one computes). Only
+requests of the same kind (key) join a batch: rows of equal per-sample shapes, with or without a mask;
+a request that must run alone (a graph) has a key of its own. A request larger than max_batch runs
+alone. Results are handed back in order, one per request.
+"""
+
+import asyncio
+import collections
+
+
+class Batcher:
+    def __init__(self, run, max_batch, max_wait, on_batch):
+        self.run = run                  # run(list of items) -> list of results, on the worker thread
+        self.max_batch, self.max_wait, self.on_batch = max_batch, max_wait, on_batch
+        self.waiting = collections.deque()      # (item, future)
+        self.arrived = None
+        self.coming = 0                 # requests being read and checked, not yet submitted
+        self.task = self.executor = None
+
+    def start(self):
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.arrived = asyncio.Event()
+        self.executor = ThreadPoolExecutor(1, thread_name_prefix="apsi-predict")
+        self.task = asyncio.get_running_loop().create_task(self._serve())
+
+    async def stop(self):
+        self.task.cancel()
+        try:
+            await self.task
+        except asyncio.CancelledError:
+            pass
+        self.executor.shutdown(wait=True)
+
+    async def submit(self, item):
+        future = asyncio.get_running_loop().create_future()
+        self.waiting.append((item, future))
+        self.arrived.set()
+        return await future
+
+    async def _serve(self):
+        loop = asyncio.get_running_loop()
+        while True:
+            batch = await self._gather(loop)
+            live = [(item, f) for item, f in batch if not f.done()]     # (a client that left)
+            if not live:
+                continue
+            self.on_batch(sum(item.n for item, _ in live))
+            try:
+                results = await loop.run_in_executor(self.executor, self.run, [i for i, _ in live])
+            except Exception as e:
+                for _, f in live:
+                    if not f.done():
+                        f.set_exception(e)
+                continue
+            for (_, f), result in zip(live, results):
+                if not f.done():
+                    f.set_result(result)
+
+    async def _gather(self, loop):
+        while not self.waiting:
+            self.arrived.clear()
+            await self.arrived.wait()
+        first = self.waiting.popleft()
+        batch, rows, key = [first], first[0].n, first[0].key
+        if first[0].alone:
+            return batch
+        deadline = loop.time() + self.max_wait
+        while rows < self.max_batch:
+            fits = self._take(key, self.max_batch - rows)
+            if fits is not None:
+                batch.append(fits)
+                rows += fits[0].n
+                continue
+            remaining = deadline - loop.time()
+            # (what waits does not fit; or nothing is on its way: send this one)
+            if remaining <= 0 or self.waiting or not self.coming:
+                break
+            self.arrived.clear()
+            try:
+                async with asyncio.timeout(remaining):
+                    await self.arrived.wait()
+            except TimeoutError:
+                break
+        return batch
+
+    def _take(self, key, room):
+        """The first waiting request of this kind that fits in `room` rows (taken off the queue)."""
+        for i, (item, future) in enumerate(self.waiting):
+            if item.key == key and not item.alone and item.n <= room:
+                del self.waiting[i]
+                return item, future
+        return None

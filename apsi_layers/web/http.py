@@ -1,0 +1,115 @@
+"""What both apps share: JSON answers and errors, reading a body within max_body and the timeout, and
+the middleware that logs and counts each request. Errors are JSON {"error": message, "status": code},
+never a traceback."""
+
+import asyncio
+import time
+
+from . import jsonio
+
+
+class Problem(Exception):
+    """A request that cannot be answered: its status and a message for the client."""
+
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+def answer(status, value, headers=None):
+    from starlette.responses import Response
+
+    return Response(jsonio.dumps(value, "the response"), status_code=status, headers=headers,
+                    media_type="application/json")
+
+
+def error(status, message):
+    return answer(status, {"error": message, "status": status})
+
+
+async def body_of(request, limit):
+    """The request's body, refused with 413 beyond `limit` bytes (before reading it when it says its
+    length, and while reading it when it does not)."""
+    length = request.headers.get("content-length")
+    if length is not None:
+        if not length.isdigit():
+            raise Problem(400, f"Content-Length {length!r} is not a number")
+        if int(length) > limit:
+            raise Problem(413, _too_large(int(length), limit))
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise Problem(413, _too_large(size, limit, at_least=True))
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _too_large(size, limit, at_least=False):
+    told = "more than max_body" if at_least else f"{size} bytes, more than max_body"
+    return (f"the body is {told} = {limit} bytes; send less per request, or start the server with a "
+            "larger max_body")
+
+
+async def within(seconds, work, what):
+    """`work` (a coroutine) with a time limit: 408 after `seconds`."""
+    try:
+        async with asyncio.timeout(seconds):
+            return await work
+    except TimeoutError:
+        raise Problem(408, f"{what} took longer than timeout = {seconds:g} s; send it again, or start "
+                           "the server with a larger timeout") from None
+
+
+class Observed:
+    """ASGI middleware: one access-log line and the metrics for every HTTP request."""
+
+    def __init__(self, app, observer, routes):
+        self.app, self.observer, self.routes = app, observer, routes
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        start = time.perf_counter()
+        status = [500]
+        self.observer.arrived()
+
+        async def sending(message):
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            path = scope.get("path", "")
+            client = scope.get("client") or ("-", 0)
+            # a route's label is its pattern, or "other": labels must not grow with what clients send
+            route = path if path in self.routes else "other"
+            self.observer.finished(client[0], scope.get("method", "-"), path, route, status[0],
+                                   time.perf_counter() - start)
+
+
+def json_errors():
+    """Starlette's own 404/405 answers, as JSON errors."""
+    from starlette.exceptions import HTTPException
+
+    async def handle(request, exc):
+        words = {404: f"no route {request.method} {request.url.path}",
+                 405: f"{request.method} is not allowed on {request.url.path}"}
+        return error(exc.status_code, words.get(exc.status_code, exc.detail))
+
+    return {HTTPException: handle}
+
+
+def internal(e):
+    """The answer to an error that is a bug (not the client's): its kind, never a traceback; the
+    traceback goes to the server's stderr with APSI_DEBUG=1."""
+    import os
+    import sys
+    import traceback
+
+    if os.environ.get("APSI_DEBUG", "") not in ("", "0"):
+        traceback.print_exception(e, file=sys.stderr)
+    return (f"internal error ({type(e).__name__}) while answering; the server goes on (its stderr shows "
+            "the Python traceback when it runs with APSI_DEBUG=1)")

@@ -1,0 +1,78 @@
+"""Request bodies to Apsi values, Apsi values to JSON bytes.
+
+Decoding: objects become maps, arrays lists, null none; NaN and Infinity are not JSON and are refused
+(as read_json does). Encoding takes only Apsi's plain data (maps with text keys, records, lists,
+tuples, text, numbers, bools, none) and tensors (as nested lists), so nothing else leaves the server.
+Floats are written with Python's shortest round-trip repr: a client reading them gets the same bits.
+"""
+
+import json
+
+from apsi_lang.errors import ApsiError
+from apsi_lang.values import Record, a_type
+
+
+def parse(body):
+    """(value, None) for a JSON body; (None, why) when it is not JSON."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return None, f"the body is not UTF-8 text (byte {e.start})"
+    if not text.strip():
+        return None, "the body is empty; send JSON"
+    try:
+        return json.loads(text, parse_constant=_no_constant), None
+    except json.JSONDecodeError as e:
+        return None, f"the body is not valid JSON at line {e.lineno}, column {e.colno}: {e.msg}"
+    except RecursionError:
+        return None, "the JSON is nested too deeply"
+    except ValueError as e:                 # NaN/Infinity, a number too long to convert
+        return None, f"the body is not valid JSON: {e}"
+
+
+def _no_constant(name):
+    raise ValueError(f"{name} is not JSON (write null, or a string)")
+
+
+def dumps(value, where):
+    """JSON bytes for an Apsi value; ApsiError naming `where` for a value JSON cannot hold."""
+    try:
+        data = plain(value, where)
+    except RecursionError:
+        raise ApsiError(f"{where}: the value is nested too deeply for JSON (or holds itself)") from None
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def plain(value, where):
+    t = type(value)
+    if value is None or t in (str, int, float, bool):
+        return value
+    if t is list or t is tuple:
+        return [plain(v, where) for v in value]
+    if t is dict:
+        bad = [k for k in value if type(k) is not str]
+        if bad:
+            raise ApsiError(f"{where}: a map sent as JSON needs text keys, not {a_type(bad[0])}")
+        return {k: plain(v, where) for k, v in value.items()}
+    if t is Record:
+        return {k: plain(v, where) for k, v in vars(value).items()}
+    array = _array_of(value)
+    if array is not None:
+        return array.tolist()
+    raise ApsiError(f"{where}: {a_type(value)} cannot be sent as JSON (send maps, records, lists, text, "
+                    "numbers, bools, none or tensors)")
+
+
+def _array_of(value):
+    """The NumPy array behind a tensor or an array; None for anything else (NumPy is not imported)."""
+    import sys
+
+    np = sys.modules.get("numpy")
+    if np is None:
+        return None
+    if isinstance(value, np.ndarray | np.generic):
+        return np.asarray(value)
+    tensor = sys.modules.get("apsi_layers.nn.tensor")
+    if tensor is not None and type(value) is tensor.Tensor:
+        return value.data
+    return None

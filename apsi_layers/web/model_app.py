@@ -1,0 +1,258 @@
+"""serve_model's app: POST {path} answers {"inputs": …} with {"outputs": …}, the same numbers predict
+gives; GET /health, /info and /metrics describe the server.
+
+Each request is checked on arrival with predict's own checks (make_data: shapes, types, NaN/inf,
+token ids; check_params: the model's shapes against the parameters, once per input shape), so a bad
+request gets predict's words with status 422 and never reaches a batch. Checked requests are batched
+(batching.py) into one `predict` call and its rows split back. A request alone in its batch gets
+exactly predict's bits; rows computed together with other requests' rows can differ from a one-request
+predict in the last bits, as BLAS sums a matrix product differently for different numbers of rows
+(max_batch=1 makes every answer exact).
+"""
+
+import contextlib
+from dataclasses import dataclass
+
+from apsi_lang.errors import ApsiError, PermissionDenied
+from apsi_lang.values import show
+
+from . import http, jsonio
+from .http import Problem
+
+BODY_FIELDS = ("inputs", "mask", "graph")
+
+
+@dataclass
+class Pending:
+    inputs: list            # one array per model input
+    mask: object            # an array or None
+    graph: object           # predict's graph= argument, or None
+    n: int                  # rows
+    key: tuple              # requests batch together only when their keys are equal
+    alone: bool
+
+
+class ModelService:
+    def __init__(self, model, params, backend, device):
+        from apsi_layers.layers.training.api import choose
+        from apsi_layers.layers.training.model_checks import arity
+
+        self.model, self.params, self.backend, self.device = model, params, backend, device
+        self.several_in, self.several_out = arity(model)
+        # torch: the permission is checked now, and the parameters go to the device once (keep)
+        self.torch = choose("serve_model", backend) == "torch"
+        self.keep = {}
+        self.checked = set()            # per-sample input shapes check_params accepted
+        self.output_shape = None
+
+    # --- on the event loop: one request ---------------------------------------------------------
+    def prepare(self, body):
+        from apsi_layers.layers.training.data_checks import make_data
+        from apsi_layers.layers.training.model_checks import check_params
+
+        x = self._inputs(_fields(body))
+        x = [_array(v) for v in x] if self.several_in and type(x) is list else _array(x)
+        try:
+            data = make_data("predict", self.model, x, None, body.get("mask"), self.several_in,
+                             self.several_out, None, need_targets=False)
+            shapes = tuple((a.shape[1:], a.dtype.str) for a in data.inputs)
+            if shapes not in self.checked:
+                check_params("predict", self.model, self.params, data)
+                if len(self.checked) >= 1024:       # (clients choosing ever new lengths: stay small)
+                    self.checked.clear()
+                self.checked.add(shapes)
+        except ApsiError as e:
+            raise Problem(422, e.message) from None
+        graph = body.get("graph")
+        mask = None if data.mask is None else data.mask.shape[1:]
+        return Pending(inputs=data.inputs, mask=data.mask, graph=graph, n=data.n, key=(shapes, mask),
+                       alone=graph is not None)
+
+    def _inputs(self, value):
+        """A map of named inputs becomes the list predict takes, in the model's order."""
+        if type(value) is not dict:
+            return value
+        names = list(getattr(self.model, "input_names", ()) or ())
+        if not names:
+            raise Problem(422, "predict: this model takes one input: send \"inputs\" as a list of rows, "
+                               "not a map")
+        missing = [n for n in names if n not in value]
+        extra = [n for n in value if n not in names]
+        if missing or extra:
+            raise Problem(422, f"predict: the model's inputs are {', '.join(names)}; "
+                               + "; ".join(p for p in (missing and f"missing {', '.join(missing)}",
+                                                       extra and f"unknown {', '.join(map(str, extra))}")
+                                           if p))
+        return [value[n] for n in names]
+
+    # --- on the worker thread: one batch ----------------------------------------------------------
+    def run(self, items):
+        import numpy as np
+
+        from apsi_layers.layers.training.api import predict
+
+        if len(items) == 1:
+            xs, mask = items[0].inputs, items[0].mask
+        else:
+            xs = [np.concatenate([it.inputs[k] for it in items]) for k in range(len(items[0].inputs))]
+            mask = None if items[0].mask is None else np.concatenate([it.mask for it in items])
+        options = {"backend": self.backend}
+        if self.device is not None:
+            options["device"] = self.device
+        if mask is not None:
+            options["mask"] = mask
+        if items[0].graph is not None:
+            options["graph"] = items[0].graph
+        x = xs if self.several_in else xs[0]
+        y = self._predict_torch(x, options) if self.torch else predict(self.model, self.params, x, **options)
+        outs = [np.asarray(t.data) for t in y] if self.several_out else [np.asarray(y.data)]
+        results, start = [], 0
+        for it in items:
+            rows = [o[start:start + it.n].tolist() for o in outs]
+            results.append(rows if self.several_out else rows[0])
+            start += it.n
+        return results
+
+    def _predict_torch(self, x, options):
+        """predict(…, backend="torch") with the parameters kept on the device between calls: the same
+        checks (predict_plan) and the same loop."""
+        from apsi_layers.backends.torch.runtime import load_torch
+        from apsi_layers.layers.training.plan import predict_plan
+
+        plan = predict_plan(self.model, self.params, x, options)
+        plan.backend = "torch"
+        load_torch()                        # (says how to install PyTorch when it is missing)
+        from apsi_layers.backends.torch.loop import predict_loop
+
+        return predict_loop(plan, keep=self.keep)
+
+    # --- before listening ---------------------------------------------------------------------
+    def warm_up(self, fn):
+        """One predict on zeros of the model's input shape: checks the parameters before the server
+        listens, loads the backend, and learns the output shape (for /info)."""
+        import numpy as np
+
+        shape = self.model.known_input()
+        shapes = shape if isinstance(shape, list) else [shape]
+        if not shapes or not all(isinstance(s, tuple) for s in shapes):
+            return                          # the model learns its input shape from data: no warm-up
+        # a graph model predicts on one node with no edges
+        graph = np.zeros((2, 0), dtype=np.int64) if _has_graph_layer(self.model) else None
+        # a length the model leaves open (a sequence's steps, none) is tried as 1 and 2 steps: the output
+        # lengths that follow it are open too
+        tries = (1, 2) if any(d is None for s in shapes for d in s) else (1,)
+        found = []
+        for steps in tries:
+            xs = [np.zeros((1, *(steps if d is None else d for d in s))) for s in shapes]
+            item = Pending(inputs=xs, mask=None, graph=graph, n=1, key=(), alone=True)
+            try:
+                out = self.run([item])[0]
+            except PermissionDenied:
+                raise
+            except ApsiError as e:
+                raise ApsiError(f"{fn}: a first predict, on zeros of the model's input shape, failed: "
+                                f"{e.message}") from None
+            outs = out if self.several_out else [out]
+            found.append([list(np.shape(o))[1:] for o in outs])
+        shapes_out = [[a if a == b else None for a, b in zip(*dims)] for dims in zip(*found)] \
+            if len(found) > 1 else found[0]
+        self.output_shape = shapes_out if self.several_out else shapes_out[0]
+
+    def info(self, extra):
+        from apsi_layers.nn import param_count
+
+        names = list(getattr(self.model, "input_names", ()) or ())
+        named = {"input_names": names} if len(names) > 1 else {}
+        return {"model": show(self.model), "inputs": jsonio.plain(self.model.input_shape, "info"), **named,
+                "outputs": self.output_shape, "backend": self.backend, "device": self.device or "cpu",
+                "parameters": int(param_count(self.params)), **extra}
+
+
+def _has_graph_layer(model):
+    from apsi_layers.layers.graph import GraphLayer
+
+    return isinstance(model, GraphLayer) or any(_has_graph_layer(child) for child in model.layers)
+
+
+def _array(v):
+    """JSON rows as a NumPy array at C speed (a parsed body holds only lists, maps, text, numbers, bools
+    and none, so NumPy reads no object's protocols); what is not an array of numbers stays as it is,
+    for make_data to refuse in predict's words."""
+    if type(v) is not list:
+        return v
+    import numpy as np
+
+    try:
+        a = np.asarray(v)
+    except (ValueError, TypeError, OverflowError):
+        return v
+    return a if a.dtype.kind in "biuf" else v
+
+
+def _fields(body):
+    if type(body) is not dict:
+        raise Problem(400, "the body must be a JSON object such as {\"inputs\": [[1.0, 2.0]]} "
+                           "(one row per sample)")
+    unknown = [k for k in body if k not in BODY_FIELDS]
+    if unknown:
+        raise Problem(400, f"unknown field {show(unknown[0], True)} in the body; it takes \"inputs\" (and "
+                           "\"mask\" or \"graph\" where the model uses them)")
+    if "inputs" not in body:
+        raise Problem(400, "the body has no \"inputs\" field: send {\"inputs\": [[…], …]} with one row "
+                           "per sample")
+    return body["inputs"]
+
+
+def model_app(service, batcher, observer, opts, path, extra_info):
+    from starlette.applications import Starlette
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+
+    state = {"ready": False}
+
+    async def predict(request):
+        try:
+            batcher.coming += 1             # an open batch waits for this request (batching.py)
+            try:
+                body = await http.within(opts.timeout, http.body_of(request, opts.max_body),
+                                         "reading the request")
+                value, problem = jsonio.parse(body)
+                if problem:
+                    raise Problem(400, problem)
+                item = service.prepare(value)
+            finally:
+                batcher.coming -= 1
+            outputs = await http.within(opts.timeout, batcher.submit(item), "the prediction")
+            return http.answer(200, {"outputs": outputs})
+        except Problem as p:
+            return http.error(p.status, p.message)
+        except ApsiError as e:
+            return http.error(422, e.message)
+        except Exception as e:          # noqa: BLE001 (a bug must not stop the server)
+            return http.error(500, http.internal(e))
+
+    async def health(request):
+        if state["ready"]:
+            return http.answer(200, {"status": "ready"})
+        return http.answer(503, {"status": "not ready"})
+
+    async def info(request):
+        return http.answer(200, service.info(extra_info))
+
+    async def metrics(request):
+        return PlainTextResponse(observer.text(), media_type="text/plain; version=0.0.4")
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        batcher.start()
+        state["ready"] = True
+        try:
+            yield
+        finally:
+            state["ready"] = False
+            await batcher.stop()
+
+    routes = [Route(path, predict, methods=["POST"]), Route("/health", health), Route("/info", info),
+              Route("/metrics", metrics)]
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers=http.json_errors())
+    return http.Observed(app, observer, {r.path for r in routes})

@@ -1,0 +1,173 @@
+"""The dynamic batcher on its own (no server): what goes into one predict call."""
+
+import asyncio
+import time
+from dataclasses import dataclass
+
+from apsi_layers.web.batching import Batcher
+
+
+@dataclass
+class Item:
+    n: int
+    key: object = "k"
+    alone: bool = False
+    tag: str = ""
+
+
+def run_batches(items, max_batch, max_wait, gap=0.0, coming=1):
+    """Submit `items` (gap seconds apart); returns (the batches run, each item's result)."""
+    batches = []
+
+    def run(batch):
+        batches.append([it.tag for it in batch])
+        return [f"{it.tag}:{len(batch)}" for it in batch]
+
+    async def main():
+        b = Batcher(run, max_batch, max_wait, lambda rows: None)
+        b.start()
+        b.coming = coming
+        tasks = []
+        for it in items:
+            tasks.append(asyncio.create_task(b.submit(it)))
+            if gap:
+                await asyncio.sleep(gap)
+        results = await asyncio.gather(*tasks)
+        await b.stop()
+        return results
+
+    return batches, asyncio.run(main())
+
+
+def test_requests_arriving_together_share_one_call_up_to_max_batch():
+    items = [Item(2, tag=str(i)) for i in range(7)]
+    batches, results = run_batches(items, max_batch=6, max_wait=0.2)
+    assert batches == [["0", "1", "2"], ["3", "4", "5"], ["6"]]
+    assert results == ["0:3", "1:3", "2:3", "3:3", "4:3", "5:3", "6:1"]     # each gets its own answer
+
+
+def test_max_wait_closes_a_batch():
+    items = [Item(1, tag=str(i)) for i in range(3)]
+    batches, _ = run_batches(items, max_batch=64, max_wait=0.0, gap=0.05)
+    assert batches == [["0"], ["1"], ["2"]]
+
+
+def test_a_lone_request_does_not_wait_when_nothing_else_is_on_its_way():
+    items = [Item(1, tag=str(i)) for i in range(3)]
+    start = time.perf_counter()
+    batches, _ = run_batches(items, max_batch=64, max_wait=0.5, gap=0.05, coming=0)
+    assert batches == [["0"], ["1"], ["2"]] and time.perf_counter() - start < 0.45
+    batches, _ = run_batches(items, max_batch=64, max_wait=0.5, gap=0.05, coming=1)
+    assert batches == [["0", "1", "2"]]          # others on their way: the batch waits for them
+
+
+def test_only_requests_of_one_kind_share_a_call_and_a_graph_runs_alone():
+    items = [Item(1, key="a", tag="a1"), Item(1, key="b", tag="b1"), Item(1, key="a", tag="a2"),
+             Item(1, key="a", alone=True, tag="g"), Item(1, key="b", tag="b2"), Item(100, key="a", tag="big")]
+    batches, _ = run_batches(items, max_batch=8, max_wait=0.2)
+    assert sorted(batches) == sorted([["a1", "a2"], ["b1", "b2"], ["g"], ["big"]])
+
+
+def test_an_error_in_the_call_reaches_every_request_of_the_batch_and_the_next_batch_runs():
+    calls = []
+
+    def run(batch):
+        calls.append(len(batch))
+        if len(calls) == 1:
+            raise ValueError("broken")
+        return ["ok"] * len(batch)
+
+    async def main():
+        b = Batcher(run, 8, 0.1, lambda rows: None)
+        b.start()
+        first = await asyncio.gather(b.submit(Item(1)), b.submit(Item(1)), return_exceptions=True)
+        second = await b.submit(Item(1))
+        await b.stop()
+        return first, second
+
+    first, second = asyncio.run(main())
+    assert [type(e) for e in first] == [ValueError, ValueError] and second == "ok"
+
+
+def test_a_batch_of_a_model_with_two_outputs_splits_each_output_by_request():
+    """ModelService.run: rows of several requests in one predict call, each output split back."""
+    import numpy as np
+
+    from apsi_lang.values import Record
+    from apsi_layers.layers import dag, dense, predict
+    from apsi_layers.web.model_app import ModelService
+
+    net = dag(inputs=Record(x=[3]), nodes=Record(h=[dense(4), "x"], a=[dense(2), "h"], b=[dense(1), "h"]),
+              outputs=["a", "b"])
+    params = net.init(seed=0)
+    service = ModelService(net, params, "numpy", None)
+    rows = [[[1.0, 2.0, 3.0]], [[0.0, 1.0, 0.0], [2.0, 2.0, 2.0]]]
+    items = [service.prepare({"inputs": r}) for r in rows]
+    results = service.run(items)
+    for r, got in zip(rows, results):
+        want = predict(net, params, np.asarray(r))
+        assert len(got) == 2
+        assert np.allclose(got[0], want[0].data, rtol=1e-12) and np.allclose(got[1], want[1].data, rtol=1e-12)
+        assert np.asarray(got[0]).shape == (len(r), 2) and np.asarray(got[1]).shape == (len(r), 1)
+
+
+def test_a_graph_request_runs_alone_with_its_graph_and_a_bad_graph_is_predicts_error():
+    import numpy as np
+    import pytest
+
+    from apsi_lang.errors import ApsiError
+    from apsi_layers.layers import gcn_classifier, predict
+    from apsi_layers.web.model_app import ModelService
+
+    net = gcn_classifier(3, 2)
+    params = net.init(seed=0)
+    service = ModelService(net, params, "numpy", None)
+    service.warm_up("serve_model")          # on one node without edges
+    assert service.output_shape == [2]
+    x = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
+    edges = [[0, 1, 1, 2], [1, 0, 2, 1]]
+    item = service.prepare({"inputs": x, "graph": edges})
+    assert item.alone
+    got = service.run([item])[0]
+    assert np.array_equal(got, predict(net, params, np.asarray(x), graph=np.asarray(edges)).data)
+    with pytest.raises(ApsiError, match="^predict: "):
+        service.run([service.prepare({"inputs": x, "graph": [[0, 7], [1, 0]]})])
+
+
+def test_sequence_models_warm_up_and_show_their_open_lengths():
+    """A model whose sequence length is open (none) warms up on 1 and 2 steps: /info shows none where
+    the output follows that length."""
+    from apsi_layers.layers import lstm_classifier, transformer_lm
+    from apsi_layers.web.model_app import ModelService
+
+    lm = transformer_lm(30, d=16, heads=2, layers=1, context=8)
+    for net, inputs, outputs in [(lstm_classifier(8, 2, units=4), [None, 8], [2]),
+                                 (lstm_classifier(0, 2, vocab=20), [None], [2]),
+                                 (lm, [None], [None, 30])]:
+        service = ModelService(net, net.init(seed=0), "numpy", None)
+        service.warm_up("serve_model")
+        info = service.info({})
+        assert (info["inputs"], info["outputs"]) == (inputs, outputs), net
+
+
+def test_the_torch_backend_moves_the_parameters_to_the_device_once(python_allowed, monkeypatch):
+    import numpy as np
+    import pytest
+
+    pytest.importorskip("torch")
+    from apsi_layers.backends.torch import convert
+    from apsi_layers.layers import mlp, predict
+    from apsi_layers.web.model_app import ModelService
+
+    moved = []
+    real = convert.to_torch
+    monkeypatch.setattr(convert, "to_torch", lambda *a: moved.append(1) or real(*a))
+    net = mlp(4, 3, hidden=[16])
+    params = net.init(seed=0)
+    service = ModelService(net, params, "torch", "cpu")
+    rows = [[[1.0, 2.0, 3.0, 4.0]], [[0.0, 1.0, 0.0, 1.0], [2.0, 2.0, 2.0, -2.0]]]
+    for _ in range(3):
+        results = service.run([service.prepare({"inputs": r}) for r in rows])
+    assert len(moved) == 1
+    want = predict(net, params, np.asarray(rows[0] + rows[1]), backend="torch", device="cpu").data
+    assert np.array_equal(np.asarray(results[0] + results[1]), want)
