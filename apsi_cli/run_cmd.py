@@ -16,4 +16,6 @@ def run(ctx, file, args, **perms):
     from . import runner
 
     outer = (ctx.parent.obj or {}).get("perms", {}) if ctx.parent else {}
-    ctx.exit(runner.run_file(file, list(args), options.merge(outer, perms)))
+    code = runner.run_file(file, list(args), options.merge(outer, perms))
+    runner.leave_group(code)
+    ctx.exit(code)

@@ -35,6 +35,9 @@ def layers_exports():
     from apsi_layers.nn import param_count
 
     exports["param_count"] = param_count
+    from apsi_layers import distributed
+
+    exports["rank"], exports["world_size"] = distributed.rank, distributed.world_size
     exports.update(_torch_exports())
     for name, value in _plugin_layers().items():
         exports.setdefault(name, value)

@@ -30,12 +30,19 @@ def _order(fn, path, params):
     return path, params
 
 
-def save_params(path, params):
-    """Write the tree to `path` (.npz added when missing); returns the path written."""
+def save_params(path, params, all_ranks=False):
+    """Write the tree to `path` (.npz added when missing); returns the path written. Under a distributed
+    launch only rank 0 writes (every rank holds the same tree) unless all_ranks=true."""
     path, params = _order("save_params", path, params)
     if not path.endswith(".npz"):
         path += ".npz"
     shown = path
+    if not isinstance(all_ranks, bool):
+        raise ApsiError(f"save_params: all_ranks must be true or false, not {describe(all_ranks)}")
+    from apsi_layers import distributed
+
+    if not all_ranks and not distributed.writer():
+        return shown
     path = permissions.require("write", what=f'save_params("{path}")', path=path)   # resolved
     arrays = {}
     for name, leaf in tree.flatten(params):

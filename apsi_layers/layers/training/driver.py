@@ -57,7 +57,10 @@ def fit_loop(plan, session):
     shuffle = np.random.default_rng(seeds(plan.seed)[0])
     if plan.resume is not None:
         _resume(plan, session, run, shuffle)
-    steps = len(epoch_batches(plan.data.n, plan.batch_size, np.random.default_rng(0), plan.graph))
+    # distributed: each step takes batch_size rows on every rank, a global batch of batch_size × world
+    size = plan.batch_size * getattr(session, "world", 1)
+    writes = getattr(session, "writer", True)        # only rank 0 writes checkpoints
+    steps = len(epoch_batches(plan.data.n, size, np.random.default_rng(0), plan.graph))
     show = progress(plan.verbose, plan.epochs, steps, first=run.epoch + 1)
     stopped, note = None, None
     keep = plan.checkpoint is not None or interactive.active()
@@ -67,8 +70,8 @@ def fit_loop(plan, session):
         while run.epoch < plan.epochs:
             epoch = run.epoch + 1
             started = time.perf_counter()
-            loss = session.train_epoch(epoch, epoch_batches(plan.data.n, plan.batch_size, shuffle,
-                                                            plan.graph), show.step)
+            loss = session.train_epoch(epoch, epoch_batches(plan.data.n, size, shuffle, plan.graph),
+                                       show.step)
             val = session.val_loss() if plan.val is not None else None
             m, vm = _metrics(plan, session)
             run.add(loss, val, m, vm)
@@ -77,7 +80,7 @@ def fit_loop(plan, session):
             show.epoch(epoch, loss, val, m, vm)
             logs = _logs(loss, val, m, vm, session, time.perf_counter() - started)
             stop = _early_stop(plan, session, run, logs)
-            if plan.checkpoint is not None:
+            if plan.checkpoint is not None and writes:
                 ckpt.save(plan.checkpoint, _snapshot(plan, session, run, shuffle))
             if plan.on_epoch is not None and _callback(plan.on_epoch, epoch, logs) == "stop":
                 stopped = "callback"
@@ -245,6 +248,7 @@ def _result(plan, session, run, stopped, seconds):
                   steps=session.steps, seconds=seconds, epochs=run.epoch,
                   stopped=stopped, interrupted=stopped == "interrupted",
                   stopped_epoch=run.epoch if stopped in ("early", "callback") else None,
-                  best_epoch=run.stop.best_epoch if rule is not None else None)
+                  best_epoch=run.stop.best_epoch if rule is not None else None,
+                  world_size=getattr(session, "world", 1), rank=getattr(session, "rank", 0))
     return Record(**fields)
 
