@@ -98,6 +98,12 @@ def _scope_item(permission, value):
 def guarded(action, prepare=None):
     """Run `prepare()` here, on the main thread (the grants and the confinement), then `action()`;
     report any failure the Apsi way and return an exit code."""
+    code = _guarded(action, prepare)
+    leave_group(code)
+    return code
+
+
+def _guarded(action, prepare):
     from apsi_lang import bigstack, report
 
     from .arena import use_one_arena

@@ -162,6 +162,14 @@ class TorchSession:
 
     def _train_shard(self, epoch, batches, on_step):
         """One epoch of this rank's share of each global batch (backends/torch/sharded.py)."""
+        from .sharded import lost_contact
+
+        try:
+            return self._shard_epoch(epoch, batches, on_step)
+        except RuntimeError as e:
+            raise lost_contact(e, self.rank, epoch) from None
+
+    def _shard_epoch(self, epoch, batches, on_step):
         plan, s, shard = self.plan, self.s, self.shard
         contributions, totals = [], []
         with precision.matmul_mode(torch, s.precision):

@@ -16,6 +16,7 @@ averaged over the ranks after it, so r.params is the same tree on every rank.
 
 import torch
 
+from apsi_lang.errors import ApsiError
 from apsi_layers import distributed
 from apsi_layers.layers.training.batches import kept_count
 
@@ -74,3 +75,17 @@ class Shard:
             if t.is_floating_point():
                 self.dist.all_reduce(t)
                 t.div_(self.world)
+
+
+# what gloo and NCCL say when a peer is gone (it crashed, was stopped, or never answers)
+_PEER_GONE = ("gloo", "nccl", "connection closed", "connection reset", "timed out", "timeout", "socket")
+
+
+def lost_contact(error, rank, epoch):
+    """A collective that failed because another rank stopped: an Apsi message that points at the rank
+    that failed first (its own error is printed by that rank); any other error is returned as it is."""
+    text = str(error)
+    if not any(word in text.lower() for word in _PEER_GONE):
+        return error
+    return ApsiError(f"fit: rank {rank} lost contact with the other ranks during epoch {epoch} (another "
+                     "rank stopped or failed: its error is printed above), so training stopped here too")
