@@ -1,0 +1,153 @@
+"""fit(distributed=…) on two CPU processes (gloo on loopback), through `apsi launch` and plain torchrun:
+an N-process fit equals a 1-process fit with batch_size × N, every rank ends with the same parameters,
+only rank 0 writes, and a failing rank stops them all with a message naming it and its Apsi line."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+PROGRAM = Path(__file__).with_name("train.apsi")
+# one thread per process: the machines running the tests have few cores, shared
+ENV = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+for _name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+    ENV.pop(_name, None)
+
+
+def run(args, cwd, timeout=240):
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=ENV, cwd=cwd,
+                          timeout=timeout)
+
+
+def launch(cwd, *args):
+    return run(["-m", "apsi", "launch", "--nproc", "2", "--allow-python", *args], cwd)
+
+
+def load(path):
+    with np.load(path) as z:
+        return {k: z[k] for k in z.files}
+
+
+def one_process(tmp_path, n, batch_size, opt):
+    folder = tmp_path / "one"
+    folder.mkdir()
+    shutil.copy(PROGRAM, folder)
+    out = run(["-m", "apsi", "run", "--allow-python", "train.apsi", str(n), str(batch_size), opt], folder)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "rank 0 of 1 world 1"
+    return load(folder / "rank0.npz")
+
+
+def two_processes(tmp_path, n, batch_size, opt, how="launch"):
+    folder = tmp_path / "two"
+    folder.mkdir()
+    shutil.copy(PROGRAM, folder)
+    args = ("train.apsi", str(n), str(batch_size), opt)
+    if how == "launch":
+        out = launch(folder, *args)
+    else:
+        out = run(["-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", "-m", "apsi", "run",
+                   "--allow-python", *args], folder)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert sorted(out.stdout.split("\n")[:2]) == ["rank 0 of 2 world 2", "rank 1 of 2 world 2"]
+    return folder, load(folder / "rank0.npz"), load(folder / "rank1.npz")
+
+
+# 37 rows, 5 per rank: the last global batch of 7 gives rank 1 two rows; 33 rows, 3 per rank: the last
+# global batch of 3 leaves rank 1 none (it must still join the gradient all-reduce, with weight 0)
+@pytest.mark.parametrize("n, batch_size, opt", [(37, 5, "adam"), (33, 3, "sgd")])
+def test_two_processes_equal_one_with_twice_the_batch(tmp_path, n, batch_size, opt):
+    one = one_process(tmp_path, n, batch_size * 2, opt)
+    folder, r0, r1 = two_processes(tmp_path, n, batch_size, opt)
+    for key in one:
+        np.testing.assert_allclose(r0[key], one[key], rtol=0, atol=1e-10, err_msg=key)
+        np.testing.assert_array_equal(r1[key], r0[key], err_msg=key)      # the same tree on every rank
+    # only rank 0 wrote save_params' file and the checkpoint (rank 1 skipped them without an error)
+    assert (folder / "only0.npz").exists() and not (folder / "only1.npz").exists()
+    assert (folder / "ck0.npz").exists() and not (folder / "ck1.npz").exists()
+
+
+def test_plain_torchrun_runs_the_same_fit(tmp_path):
+    one = one_process(tmp_path, 37, 10, "adam")
+    _, r0, r1 = two_processes(tmp_path, 37, 5, "adam", how="torchrun")
+    np.testing.assert_allclose(r0["history"], one["history"], rtol=0, atol=1e-10)
+    np.testing.assert_array_equal(r1["params.dense.w"], r0["params.dense.w"])
+
+
+def test_the_sharded_fit_matches_plain_torch(tmp_path):
+    """An independent reference: the same MLP, shuffling and SGD written directly in torch."""
+    import torch
+
+    from apsi_layers.layers.training.batches import seeds
+
+    n, batch_size = 33, 3
+    _, r0, _ = two_processes(tmp_path, n, batch_size, "sgd")
+    x, y = torch.from_numpy(r0["x"]), torch.from_numpy(r0["y"]).long()
+    w = [torch.from_numpy(r0[f"start.{k}"]).clone().requires_grad_(True)
+         for k in ("dense.w", "dense.b", "dense_1.w", "dense_1.b")]
+    shuffle = np.random.default_rng(seeds(0)[0])
+    history = []
+    for _ in range(3):
+        order = shuffle.permutation(n)
+        total = 0.0
+        for i in range(0, n, batch_size * 2):
+            rows = torch.from_numpy(order[i:i + batch_size * 2])
+            logits = torch.relu(x[rows] @ w[0] + w[1]) @ w[2] + w[3]
+            loss = torch.nn.functional.cross_entropy(logits, y[rows])
+            for t in w:
+                t.grad = None
+            loss.backward()
+            with torch.no_grad():
+                for t in w:
+                    t -= 0.5 * t.grad
+            total += loss.item() * len(rows)
+        history.append(total / n)
+    np.testing.assert_allclose(r0["history"], history, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(r0["params.dense_1.w"], w[2].detach().numpy(), rtol=0, atol=1e-10)
+
+
+FAILING = """use nn
+use layers
+let x = randn([40, 4], seed=1)
+fn loss(p, t):
+    if rank() == 1:
+        let bad = [1, 2][7]
+    return mean((p - t) * (p - t))
+let net = mlp(4, 3, hidden=[8])
+let r = fit(net, net.init(seed=0), x, randn([40, 3], seed=3), loss=loss, epochs=2, batch_size=5,
+            backend="torch", precision="fp64", distributed=true, verbose=false)
+print("finished")
+"""
+
+
+def test_a_failing_rank_stops_every_rank(tmp_path):
+    (tmp_path / "fail.apsi").write_text(FAILING)
+    out = launch(tmp_path, "fail.apsi")
+    assert out.returncode == 1
+    assert "finished" not in out.stdout
+    err = out.stderr
+    assert "apsi: rank 1 of 2 failed:" in err
+    assert "fail.apsi:6:25: error: index out of range" in err        # the rank's Apsi line
+    assert "fit: rank 0 lost contact with the other ranks during epoch 1" in err
+    assert "apsi launch: rank 0 exited with code 1; rank 1 exited with code 1" in err
+    assert "Traceback (most recent call last):\n  File" not in err        # no Python traceback
+    assert "GLHF" not in err and "RuntimeError" not in err
+
+
+def test_launch_says_what_the_workers_need(tmp_path):
+    (tmp_path / "p.apsi").write_text('print("hi")\n')
+    out = run(["-m", "apsi", "launch", "--nproc", "2", "p.apsi"], tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "hi\nhi\n"
+    assert "needs permission 'python': add --allow-python" in out.stderr
+    out = run(["-m", "apsi", "launch", "--nnodes", "2", "--allow-python", "p.apsi"], tmp_path)
+    assert out.returncode == 2 and "--rdzv-endpoint" in out.stderr
