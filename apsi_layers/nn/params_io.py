@@ -39,11 +39,11 @@ def save_params(path, params, all_ranks=False):
     shown = path
     if not isinstance(all_ranks, bool):
         raise ApsiError(f"save_params: all_ranks must be true or false, not {describe(all_ranks)}")
+    path = permissions.require("write", what=f'save_params("{path}")', path=path)   # resolved
     from apsi_layers import distributed
 
-    if not all_ranks and not distributed.writer():
+    if not all_ranks and not distributed.writer():      # after the permission: every rank refuses alike
         return shown
-    path = permissions.require("write", what=f'save_params("{path}")', path=path)   # resolved
     arrays = {}
     for name, leaf in tree.flatten(params):
         data = plain_array(leaf, "save_params", f"parameter {name!r}")
