@@ -151,3 +151,31 @@ def test_launch_says_what_the_workers_need(tmp_path):
     assert "needs permission 'python': add --allow-python" in out.stderr
     out = run(["-m", "apsi", "launch", "--nnodes", "2", "--allow-python", "p.apsi"], tmp_path)
     assert out.returncode == 2 and "--rdzv-endpoint" in out.stderr
+
+
+def test_deny_env_keeps_what_the_ranks_need_to_meet(tmp_path):
+    """--deny-env removes variables from the process (apsi_cli/confine.py), but not torchrun's: without
+    them each worker trained alone (world 1) and wrote over the others' files."""
+    folder = tmp_path / "two"
+    folder.mkdir()
+    shutil.copy(PROGRAM, folder)
+    out = launch(folder, "--deny-env", "train.apsi", "20", "5", "sgd")
+    assert out.returncode == 0, out.stderr
+    assert sorted(out.stdout.split("\n")[:2]) == ["rank 0 of 2 world 2", "rank 1 of 2 world 2"]
+
+
+CONFINED = """use nn
+use layers
+save_params("only" + str(rank()) + ".npz", {w: zeros([2])})
+print(rank(), world_size())
+"""
+
+
+def test_a_confined_program_knows_its_rank(tmp_path):
+    """Without `python` each worker runs under the kernel's wall, whose environment cleaning keeps
+    torchrun's variables: rank() is right and only rank 0 writes."""
+    (tmp_path / "c.apsi").write_text(CONFINED)
+    out = run(["-m", "apsi", "launch", "--nproc", "2", "c.apsi"], tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert sorted(out.stdout.split("\n")[:2]) == ["0 2", "1 2"]
+    assert (tmp_path / "only0.npz").exists() and not (tmp_path / "only1.npz").exists()
