@@ -67,6 +67,7 @@ def run_torchrun(argv, nproc):
         return 2
     import logging
 
+    from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.run import get_args_parser, run
 
@@ -80,9 +81,15 @@ def run_torchrun(argv, nproc):
         run(args)
     except ChildFailedError as e:
         return _report(e)
-    except KeyboardInterrupt:
-        click.echo("apsi launch: interrupted (Ctrl-C); every rank was stopped", err=True)
-        return 130
+    except (KeyboardInterrupt, SignalException) as e:
+        # torchrun's agent turns SIGINT/SIGTERM into SignalException after stopping the workers
+        import signal
+
+        number = getattr(e, "sigval", signal.SIGINT)
+        what = ("interrupted (Ctrl-C)" if number == signal.SIGINT
+                else f"stopped ({signal.Signals(number).name})")
+        click.echo(f"apsi launch: {what}; every rank was stopped", err=True)
+        return 128 + int(number)
     except Exception as e:  # noqa: BLE001 - the rendezvous: a rank that never joins, a bad endpoint
         click.echo(f"apsi launch: the processes could not start or meet: {type(e).__name__}: "
                    f"{str(e).splitlines()[0] if str(e) else ''}", err=True)

@@ -179,3 +179,39 @@ def test_a_confined_program_knows_its_rank(tmp_path):
     assert out.returncode == 0, out.stderr
     assert sorted(out.stdout.split("\n")[:2]) == ["0 2", "1 2"]
     assert (tmp_path / "only0.npz").exists() and not (tmp_path / "only1.npz").exists()
+
+
+LONG = """use nn
+use layers
+let x = randn([4000, 4], seed=1)
+let y = randint(0, 3, [4000], seed=2)
+let net = mlp(4, 3, hidden=[8])
+print("started", rank())
+let r = fit(net, net.init(seed=0), x, y, loss="cross_entropy", epochs=200, batch_size=4,
+            backend="torch", distributed=true, verbose=false)
+print("finished")
+"""
+
+
+def test_ctrl_c_on_the_launcher_stops_every_rank(tmp_path):
+    import signal
+    import time
+
+    (tmp_path / "long.apsi").write_text(LONG)
+    # a terminal's Ctrl-C reaches the whole foreground process group: the launcher and its workers
+    command = [sys.executable, "-m", "apsi", "launch", "--nproc", "2", "--allow-python", "long.apsi"]
+    p = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
+                         cwd=tmp_path, start_new_session=True)
+    try:
+        assert p.stdout.readline().startswith("started")
+        time.sleep(8)                     # both ranks are inside fit by now
+        os.killpg(p.pid, signal.SIGINT)
+        out, err = p.communicate(timeout=90)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    assert p.returncode == 130, err
+    assert "finished" not in out
+    assert err.count("apsi: interrupted (Ctrl-C)") == 2
+    assert err.rstrip().endswith("apsi launch: interrupted (Ctrl-C); every rank was stopped")
+    assert "Traceback" not in err
