@@ -37,21 +37,22 @@ def load(path):
         return {k: z[k] for k in z.files}
 
 
-def one_process(tmp_path, n, batch_size, opt):
+def one_process(tmp_path, n, batch_size, opt, variant="plain"):
     folder = tmp_path / "one"
     folder.mkdir()
     shutil.copy(PROGRAM, folder)
-    out = run(["-m", "apsi", "run", "--allow-python", "train.apsi", str(n), str(batch_size), opt], folder)
+    out = run(["-m", "apsi", "run", "--allow-python", "train.apsi", str(n), str(batch_size), opt, variant],
+              folder)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "rank 0 of 1 world 1"
     return load(folder / "rank0.npz")
 
 
-def two_processes(tmp_path, n, batch_size, opt, how="launch"):
+def two_processes(tmp_path, n, batch_size, opt, how="launch", variant="plain"):
     folder = tmp_path / "two"
     folder.mkdir()
     shutil.copy(PROGRAM, folder)
-    args = ("train.apsi", str(n), str(batch_size), opt)
+    args = ("train.apsi", str(n), str(batch_size), opt, variant)
     if how == "launch":
         out = launch(folder, *args)
     else:
@@ -63,17 +64,30 @@ def two_processes(tmp_path, n, batch_size, opt, how="launch"):
 
 
 # 37 rows, 5 per rank: the last global batch of 7 gives rank 1 two rows; 33 rows, 3 per rank: the last
-# global batch of 3 leaves rank 1 none (it must still join the gradient all-reduce, with weight 0)
-@pytest.mark.parametrize("n, batch_size, opt", [(37, 5, "adam"), (33, 3, "sgd")])
-def test_two_processes_equal_one_with_twice_the_batch(tmp_path, n, batch_size, opt):
-    one = one_process(tmp_path, n, batch_size * 2, opt)
-    folder, r0, r1 = two_processes(tmp_path, n, batch_size, opt)
+# global batch of 3 leaves rank 1 none (it must still join the gradient all-reduce, with weight 0); with
+# a mask, a rank's share may keep fewer samples than the other's, or none
+@pytest.mark.parametrize("n, batch_size, opt, variant", [(37, 5, "adam", "plain"), (33, 3, "sgd", "plain"),
+                                                         (33, 3, "sgd", "mask"), (37, 5, "adam", "mask")])
+def test_two_processes_equal_one_with_twice_the_batch(tmp_path, n, batch_size, opt, variant):
+    one = one_process(tmp_path, n, batch_size * 2, opt, variant)
+    folder, r0, r1 = two_processes(tmp_path, n, batch_size, opt, variant=variant)
     for key in one:
         np.testing.assert_allclose(r0[key], one[key], rtol=0, atol=1e-10, err_msg=key)
         np.testing.assert_array_equal(r1[key], r0[key], err_msg=key)      # the same tree on every rank
     # only rank 0 wrote save_params' file and the checkpoint (rank 1 skipped them without an error)
     assert (folder / "only0.npz").exists() and not (folder / "only1.npz").exists()
     assert (folder / "ck0.npz").exists() and not (folder / "ck1.npz").exists()
+
+
+def test_batch_norm_statistics_end_the_same_on_every_rank(tmp_path):
+    """Each rank normalises its own rows (running statistics per process while an epoch runs, as DDP
+    without SyncBatchNorm); after each epoch they are averaged, so r.params is one tree everywhere."""
+    _, r0, r1 = two_processes(tmp_path, 40, 5, "adam", variant="bn")
+    states = [k for k in r0 if k.startswith("params.") and ".state." in k]
+    assert states, sorted(r0)
+    for key in r0:
+        np.testing.assert_array_equal(r1[key], r0[key], err_msg=key)
+    assert all(np.isfinite(r0[k]).all() for k in states)
 
 
 def test_plain_torchrun_runs_the_same_fit(tmp_path):

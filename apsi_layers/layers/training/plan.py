@@ -128,7 +128,9 @@ def fit_plan(model, params, inputs, targets, options):
 def _check_lone_batch(model, plan):
     """Batch norm cannot normalise a mini-batch of one sample (its variance is 0): NumPy trained on it,
     dragging the running variance to 0, and torch stopped mid-training with PyTorch's text. Both refuse
-    before training (a graph trains on all nodes at once, so it has no last batch)."""
+    before training (a graph trains on all nodes at once, so it has no last batch). Distributed, the
+    global batches hold batch_size × world rows, so a rank's share is one row exactly when N % batch_size
+    is 1: the same rule."""
     n, size = plan.data.n, plan.batch_size
     if plan.graph is not None or n % size != 1 or not _has(model, BatchNorm):
         return
