@@ -229,3 +229,23 @@ def test_ctrl_c_on_the_launcher_stops_every_rank(tmp_path):
     assert err.count("apsi: interrupted (Ctrl-C)") == 2
     assert err.rstrip().endswith("apsi launch: interrupted (Ctrl-C); every rank was stopped")
     assert "Traceback" not in err
+
+
+def test_a_checkpoint_continues_on_another_number_of_processes(tmp_path):
+    """2 epochs on one process with batch_size 10, resumed on two with 5 each to 4 epochs, equals 4 epochs
+    on one process: the checkpoint records the global batch (10 both ways)."""
+    shutil.copy(PROGRAM.with_name("resume.apsi"), tmp_path)
+    first = run(["-m", "apsi", "run", "--allow-python", "resume.apsi", "10", "2", "new"], tmp_path)
+    assert first.returncode == 0, first.stderr
+    resumed = launch(tmp_path, "resume.apsi", "5", "4", "resume")
+    assert resumed.returncode == 0, resumed.stderr
+    (tmp_path / "run.ckpt").unlink()
+    whole = run(["-m", "apsi", "run", "--allow-python", "resume.apsi", "10", "4", "new"], tmp_path)
+    assert whole.returncode == 0, whole.stderr
+    history = [float(v) for v in resumed.stdout.strip().strip("[]").split(",")]
+    expected = [float(v) for v in whole.stdout.strip().strip("[]").split(",")]
+    assert len(history) == 4
+    np.testing.assert_allclose(history, expected, rtol=0, atol=1e-10)
+    refused = launch(tmp_path, "resume.apsi", "10", "6", "resume")       # 20 rows a step: another run
+    assert refused.returncode == 1
+    assert "batch_size differs (checkpoint: 10, now: 20)" in refused.stderr

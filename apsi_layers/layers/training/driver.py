@@ -190,11 +190,21 @@ def signature(plan, backend):
     opt = plan.opt
     return {"model": repr(plan.model), "names": [n for n, _ in named],
             "shapes": [list(np.shape(v.data)) for _, v in named], "n": plan.data.n,
-            "batch_size": plan.batch_size, "seed": plan.seed,
+            "batch_size": _global_batch(plan), "seed": plan.seed,
             "loss": plan.loss if isinstance(plan.loss, str) else getattr(plan.loss, "__name__", "fn"),
             "opt": [opt.name, {k: v for k, v in opt.hyper.items() if isinstance(v, int | float | bool)}],
             "backend": backend, "precision": plan.precision or ("fp64" if backend == "numpy" else "fp32"),
             "val": None if plan.val is None else plan.val.n, "metrics": [n for n, _ in plan.metrics]}
+
+
+def _global_batch(plan):
+    """The rows of one step over all ranks: N processes with batch_size b train as one with b × N, so a
+    checkpoint continues on any number of processes that keeps the product."""
+    if not getattr(plan, "distributed", False):
+        return plan.batch_size
+    from apsi_layers.distributed import world_size
+
+    return plan.batch_size * world_size()
 
 
 def _snapshot(plan, session, run, shuffle):
