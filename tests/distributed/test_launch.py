@@ -249,3 +249,20 @@ def test_a_checkpoint_continues_on_another_number_of_processes(tmp_path):
     refused = launch(tmp_path, "resume.apsi", "10", "6", "resume")       # 20 rows a step: another run
     assert refused.returncode == 1
     assert "batch_size differs (checkpoint: 10, now: 20)" in refused.stderr
+
+
+def test_a_rank_that_never_joins_is_a_timeout_naming_the_rendezvous(tmp_path):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    shutil.copy(PROGRAM, tmp_path)
+    env = {**ENV, "RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1",
+           "MASTER_PORT": str(port), "APSI_DIST_TIMEOUT": "2"}
+    command = [sys.executable, "-m", "apsi", "run", "--allow-python", "train.apsi", "20", "5", "sgd"]
+    out = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert out.returncode == 1
+    assert (f"fit: rank 0 of 2 could not meet the other ranks at the rendezvous 127.0.0.1:{port} (gloo): "
+            "Timed out") in out.stderr
+    assert "check that every rank was started" in out.stderr
