@@ -126,7 +126,9 @@ def exit_now(code):
     the process flushes its output and leaves without the interpreter's exit. No-op otherwise."""
     if _group() is None:
         return
-    leave()
+    import atexit
+
+    atexit._run_exitfuncs()          # what the interpreter's exit would run (leave() among them)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
