@@ -47,8 +47,9 @@ def local_rank():
 
 
 def launched():
-    """True when torchrun (or `apsi launch`) started this process as one of several."""
-    return _env_int("WORLD_SIZE", 1) > 1
+    """True when torchrun (or `apsi launch`) started this process as one of several, or a Python caller
+    has already joined a process group of several."""
+    return world_size() > 1
 
 
 def writer():
