@@ -90,3 +90,28 @@ def test_only_rank_zero_writes_unless_all_ranks(rank_one_of_two, write_allowed, 
     assert (tmp_path / "b.npz").exists()
     with pytest.raises(ApsiError, match="all_ranks must be true or false"):
         save_params(str(tmp_path / "c.npz"), params, all_ranks="yes")
+
+
+@pytest.mark.slow
+def test_a_python_caller_in_its_own_group(tmp_path, not_launched):
+    """fit from Python in a group the caller joined (mp.spawn, no torchrun): "auto" trains in it, and
+    equals one process with twice the batch."""
+    pytest.importorskip("torch")
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1"}
+    out = subprocess.run([sys.executable, str(Path(__file__).with_name("python_worker.py")), str(tmp_path)],
+                         capture_output=True, text=True, env=env, timeout=240)
+    assert out.returncode == 0, out.stderr
+    r0, r1 = np.load(tmp_path / "rank0.npy"), np.load(tmp_path / "rank1.npy")
+    np.testing.assert_array_equal(r0, r1)
+    net = mlp(4, 3, hidden=[8])
+    x = np.random.default_rng(1).normal(size=(30, 4))
+    one = fit(net, net.init(seed=0), x, np.arange(30) % 3, loss="cross_entropy", epochs=2, batch_size=8,
+              verbose=False)                      # NumPy, float64: the exact reference
+    np.testing.assert_allclose(r0[:2], one.history, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(r0[2:], np.asarray(one.params.dense.w.data).ravel(), rtol=0, atol=1e-10)
