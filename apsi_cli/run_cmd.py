@@ -16,6 +16,4 @@ def run(ctx, file, args, **perms):
     from . import runner
 
     outer = (ctx.parent.obj or {}).get("perms", {}) if ctx.parent else {}
-    code = runner.run_file(file, list(args), options.merge(outer, perms))
-    runner.leave_group(code)
-    ctx.exit(code)
+    ctx.exit(runner.run_file(file, list(args), options.merge(outer, perms)))
