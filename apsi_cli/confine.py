@@ -56,6 +56,12 @@ RUN_READ = ("/usr", "/bin", "/sbin", "/opt")
 # behave and carry no secrets. Everything else (tokens, HOME, PATH, …) goes.
 KEEP_ENV = {"LANG", "LANGUAGE", "TZ", "TERM", "COLUMNS", "LINES", "NO_COLOR", "APSI_DEBUG"}
 KEEP_ENV_PREFIXES = ("LC_", "OMP_", "OPENBLAS_", "MKL_", "BLIS_", "NPY_", "NUMPY_")
+# What torchrun (`apsi launch`) tells each worker: its place in the job and where the ranks meet. The
+# process group reads them from the environment when fit(distributed=…) joins; they are no secret, and
+# a program still needs `env` to read them itself (rank() and world_size() say the same).
+LAUNCH_ENV = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE",
+              "ROLE_RANK", "ROLE_WORLD_SIZE", "ROLE_NAME", "MASTER_ADDR", "MASTER_PORT"}
+LAUNCH_ENV_PREFIXES = ("TORCHELASTIC_",)
 NET_ENV = {"http_proxy", "https_proxy", "no_proxy", "all_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR"}
 RUN_ENV = {"PATH"}
 # socket() families with `net`: IPv4, IPv6, and netlink (name resolution lists the addresses with it).
@@ -172,9 +178,10 @@ def clean_environment(p):
     and the memory block the kernel filled at start (/proc/self/environ)."""
     if p.env is True:
         return
-    keep = KEEP_ENV | set(p.env) | (NET_ENV | {k.upper() for k in NET_ENV} if p.net else set()) | \
-        (RUN_ENV if p.execute else set())
-    kept = {k: v for k, v in os.environ.items() if k in keep or k.startswith(KEEP_ENV_PREFIXES)}
+    keep = KEEP_ENV | LAUNCH_ENV | set(p.env) | \
+        (NET_ENV | {k.upper() for k in NET_ENV} if p.net else set()) | (RUN_ENV if p.execute else set())
+    kept = {k: v for k, v in os.environ.items()
+            if k in keep or k.startswith(KEEP_ENV_PREFIXES + LAUNCH_ENV_PREFIXES)}
     import posix
 
     for name in list(os.environ):
@@ -213,7 +220,7 @@ def remove_denied_environment(grants):
     """Variables a --deny-env flag (or deny key) names leave the environment before the program runs,
     so programs it starts do not inherit them even where `env` is granted whole (clean_environment
     keeps everything then), and with the kernel's wall switched off."""
-    denied = [k for k in os.environ if grants.denies("env", name=k)]
+    denied = [k for k in os.environ if grants.denies("env", name=k) and not _launch_variable(k)]
     if not denied:
         return
     import posix
@@ -224,6 +231,12 @@ def remove_denied_environment(grants):
     for name, value in os.environ.items():        # fresh copies, so nothing points into the old block
         os.putenv(name, value)
     _wipe_initial_environment()
+
+
+def _launch_variable(name):
+    """torchrun's variables stay in the process even under --deny-env: without them a worker would not
+    find the others (the language still refuses the program reading them)."""
+    return name in LAUNCH_ENV or name.startswith(LAUNCH_ENV_PREFIXES)
 
 
 def _wipe_initial_environment():

@@ -23,6 +23,8 @@ LAZY_COMMANDS = {
     "pkg": ("apsi_cli.pkg:pkg", "Install, list and remove packages (PyTorch builds too)."),
     "doctor": ("apsi_cli.doctor:doctor", "Explain this machine's setup: Python, NumPy, PyTorch, GPUs."),
     "setup": ("apsi_cli.setup_wizard:setup", "The setup wizard: hardware, PyTorch build, apsi.toml."),
+    "launch": ("apsi_cli.launch_cmd:launch",
+               "Run a program on several processes (torchrun) for fit(…, distributed=true)."),
     "trust": ("apsi_cli.trust_cmd:trust", "Review an apsi.toml and trust it (it grants nothing until then)."),
 }
 

@@ -27,6 +27,10 @@ SCOPED_FLAGS = tuple(f"--{verb}-{name}" for verb in ("allow", "deny")
                      for name in ("read", "write", "net", "env", "run"))
 
 
+# `apsi launch`'s options that take a value as the next word (apsi_cli/launch_cmd.py)
+LAUNCH_VALUE_OPTIONS = ("--nproc", "--nnodes", "--node-rank", "--rdzv-endpoint", "--rdzv-id")
+
+
 def permission_options(f):
     for flag in reversed(_FLAGS):
         f = flag(f)
@@ -58,7 +62,10 @@ def normalize_argv(argv):
             return out + argv[i:i + 2] + [f"--program-arg={a}" for a in rest]
         elif arg in ("--", "-"):          # `-`: the program is standard input; the rest are its args
             return out + argv[i:]
-        elif arg.startswith("-") or arg == "run":
+        elif arg in LAUNCH_VALUE_OPTIONS and "launch" in out:     # `apsi launch --nproc 2 …`
+            out += argv[i:i + 2]
+            i += 1
+        elif arg.startswith("-") or arg in ("run", "launch"):
             out.append(arg)
         else:                        # the program file (or a subcommand): the rest is its own
             return out + argv[i:]

@@ -98,6 +98,12 @@ def _scope_item(permission, value):
 def guarded(action, prepare=None):
     """Run `prepare()` here, on the main thread (the grants and the confinement), then `action()`;
     report any failure the Apsi way and return an exit code."""
+    code = _guarded(action, prepare)
+    leave_group(code)
+    return code
+
+
+def _guarded(action, prepare):
     from apsi_lang import bigstack, report
 
     from .arena import use_one_arena
@@ -145,10 +151,27 @@ def guarded(action, prepare=None):
             import traceback
 
             traceback.print_exception(e)
-        _err(report.render_runtime_error(e))
+        _err(_rank_heading() + report.render_runtime_error(e))
         return 1
     finally:
         sys.stdout.flush()
+
+
+def _rank_heading():
+    """Under `apsi launch` (torchrun) every rank is an apsi process writing to the same terminal: an
+    error says which rank failed (torchrun then stops the others)."""
+    world = os.environ.get("WORLD_SIZE", "1")
+    if world.isdigit() and int(world) > 1:
+        return f"apsi: rank {os.environ.get('RANK', '?')} of {world} failed:\n"
+    return ""
+
+
+def leave_group(code):
+    """A program whose fit joined torch.distributed's group ends here, flushing and leaving without the
+    interpreter's exit (apsi_layers/distributed.py says why); otherwise nothing happens."""
+    module = sys.modules.get("apsi_layers.distributed")
+    if module is not None:
+        module.exit_now(code)
 
 
 def _prepare(perms, program_dir):

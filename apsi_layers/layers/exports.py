@@ -38,6 +38,9 @@ def layers_exports():
     from apsi_layers.plot import plot_history  # imports no matplotlib until a plot is saved
 
     exports["plot_history"] = plot_history
+    from apsi_layers import distributed
+
+    exports["rank"], exports["world_size"] = distributed.rank, distributed.world_size
     exports.update(_torch_exports())
     for name, value in _plugin_layers().items():
         exports.setdefault(name, value)

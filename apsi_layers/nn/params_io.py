@@ -47,13 +47,20 @@ META = "_meta.json"
 _META_TYPES = (str, bool, int, float, type(None))
 
 
-def save_params(path, params):
+def save_params(path, params, all_ranks=False):
     """Write the tree to `path` (.npz added when missing); returns the path written. Tensors and
-    arrays become arrays; text, numbers, booleans and none become metadata (JSON, not pickle)."""
+    arrays become arrays; text, numbers, booleans and none become metadata (JSON, not pickle).
+    Under a distributed launch only rank 0 writes (every rank holds the same tree) unless all_ranks."""
     path, params = _order("save_params", path, params)
     path = file_name(path)
     shown = path
+    if not isinstance(all_ranks, bool):
+        raise ApsiError(f"save_params: all_ranks must be true or false, not {describe(all_ranks)}")
     path = permissions.require("write", what=f'save_params("{path}")', path=path)   # resolved
+    from apsi_layers import distributed
+
+    if not all_ranks and not distributed.writer():      # after the permission: every rank refuses alike
+        return shown
     arrays, meta = {}, {}
     for name, leaf in tree.flatten(params):
         if type(leaf) in _META_TYPES:

@@ -72,22 +72,35 @@ class TorchSession:
 
     backend = "torch"
 
+    world, rank, writer, shard = 1, 0, True, None
+
     def __init__(self, plan):
         self.plan = plan
+        if plan.distributed:
+            plan.device = _rank_device(plan.device)
         self.s = s = Setup(plan, "fit")
         self.device = devices.name(s.device)
+        if plan.distributed:
+            from .sharded import Shard
+
+            self.shard = Shard(s.device)
+            self.world, self.rank, self.writer = self.shard.world, self.shard.rank, self.shard.rank == 0
+            plan.verbose = plan.verbose and self.writer         # only rank 0 shows progress
         self.names = [n for n, _ in tree.named_leaves(plan.params)] if tree.leaves(plan.params) else []
         self.leaves_ = [t for _, t in convert.leaves_to_torch(plan.params, s.device, s.precision.dtype)]
         self.train = [i for i, n in enumerate(self.names)
                       if not convert.is_state(n) and self.leaves_[i].is_floating_point()]
         for i in self.train:
+            if self.shard is not None:         # DDP hooks parameters: the same tensors the tree holds
+                self.leaves_[i] = torch.nn.Parameter(self.leaves_[i].detach())
             self.leaves_[i].requires_grad_(True)
         self.weights = [self.leaves_[i] for i in self.train]
         self.opt = TorchOptimizer(plan.opt, self.weights, plan.schedule) if self.weights else None
         if self.opt is not None and plan.opt._state is not None:     # opt=r.opt: continue its state
             self.opt.load_nn_state(plan.opt.steps, plan.opt._state)
         self.scaler = precision.scaler(torch, s.precision, s.device)
-        self.noise = s.ops.rng(seeds(plan.seed)[1])
+        # each rank draws its own dropout masks (rank 0's stream is the single-process one)
+        self.noise = s.ops.rng(seeds(plan.seed)[1] + self.rank)
         data = plan.data
         self.xs = [s.tensor(a) for a in data.inputs]
         self.ys = [s.tensor(a) for a in data.targets]
@@ -95,6 +108,8 @@ class TorchSession:
         self.state_idx = [i for i in range(len(self.leaves_)) if i not in set(self.train)]
         self.trees = _TreeCache(plan.params)
         self.forward = Forward(torch, self._objective, compile=bool(plan.compile))
+        if self.shard is not None:
+            self.forward = self.shard.wrap(self.weights, self.forward)
         # a graph trains on every node at once: the loss positions are the same each step, found once
         self.fixed = _loss_positions(self.mask, self.ys) if s.graph is not None else None
 
@@ -119,6 +134,8 @@ class TorchSession:
         return value, new_state
 
     def train_epoch(self, epoch, batches, on_step):
+        if self.shard is not None:
+            return self._train_shard(epoch, batches, on_step)
         plan, s, data = self.plan, self.s, self.plan.data
         full = s.graph is not None            # a graph trains on every node at once
         losses, sizes, start = [], [], 0
@@ -142,6 +159,43 @@ class TorchSession:
                     self._steps += 1
                 on_step(None)
         return _epoch_loss(losses, sizes, epoch, self.steps)
+
+    def _train_shard(self, epoch, batches, on_step):
+        """One epoch of this rank's share of each global batch (backends/torch/sharded.py)."""
+        from .sharded import lost_contact
+
+        try:
+            return self._shard_epoch(epoch, batches, on_step)
+        except RuntimeError as e:
+            raise lost_contact(e, self.rank, epoch) from None
+
+    def _shard_epoch(self, epoch, batches, on_step):
+        plan, s, shard = self.plan, self.s, self.shard
+        contributions, totals = [], []
+        with precision.matmul_mode(torch, s.precision):
+            for idx in batches:
+                mine, weight, total = shard.rows(idx, plan)
+                if mine is None:
+                    on_step(None)
+                    continue
+                rows = torch.from_numpy(mine).to(device=s.device)
+                xb = [x.index_select(0, rows) for x in self.xs]
+                yb = [y.index_select(0, rows) for y in self.ys]
+                maskb = None if self.mask is None else self.mask.index_select(0, rows)
+                keep, lead, yb = _loss_positions(maskb, yb)
+                value = _step(plan, self.opt, self.scaler, self.forward, self.trees, self.leaves_,
+                              self.weights, self.state_idx, self.steps, (xb, yb, maskb, keep, lead),
+                              scale=weight)
+                # Σ over ranks of kept · loss: weight · total / world is this rank's kept count
+                dtype = torch.float64 if value.dtype == torch.float64 else torch.float32
+                contributions.append(value.to(dtype) * (weight * total / self.world))
+                totals.append(total)
+                if self.opt is None:
+                    self._steps += 1
+                on_step(None)
+        if self.state_idx:
+            shard.average([self.leaves_[i] for i in self.state_idx])
+        return _epoch_loss(shard.epoch_means(contributions, totals, s.device), totals, epoch, self.steps)
 
     def val_loss(self):
         return _val_loss(self.plan, self.s, self.leaves_)
@@ -239,14 +293,16 @@ class _TreeCache:
         return self.tree
 
 
-def _step(plan, opt, scaler, forward, trees, leaves, weights, state_idx, step, batch):
-    """One optimizer step; returns the batch loss as a device scalar (no sync)."""
+def _step(plan, opt, scaler, forward, trees, leaves, weights, state_idx, step, batch, scale=None):
+    """One optimizer step; returns the batch loss as a device scalar (no sync). `scale` weighs the
+    loss that is differentiated (a rank's share of a distributed batch), not the loss returned."""
     if opt is not None:
         opt.set_lr()
         opt.zero_grad()
     value, new_state = forward(trees(leaves), *batch)
     if opt is not None:
-        (scaler.scale(value) if scaler is not None else value).backward()
+        objective = value if scale is None else value * scale
+        (scaler.scale(objective) if scaler is not None else objective).backward()
         if plan.clip is not None:
             if scaler is not None:
                 scaler.unscale_(opt.torch)
@@ -255,6 +311,17 @@ def _step(plan, opt, scaler, forward, trees, leaves, weights, state_idx, step, b
     for i, t in zip(state_idx, new_state):
         leaves[i] = t.detach().to(leaves[i].dtype)
     return value.detach()
+
+
+def _rank_device(device):
+    """Distributed: each rank on its own GPU, cuda:LOCAL_RANK, where device= leaves the choice open."""
+    from apsi_layers import distributed
+
+    if device in (None, "auto", "cuda") and torch.cuda.is_available():
+        return f"cuda:{distributed.local_rank() % torch.cuda.device_count()}"
+    if device in (None, "auto"):
+        return "cpu"            # gloo on the CPU (MPS and XPU have no DDP backend here)
+    return device
 
 
 def _loss_positions(maskb, yb):

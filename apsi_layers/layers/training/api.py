@@ -115,6 +115,9 @@ def _run(fn, plan):
 def _run_on_backend(fn, plan):
     requested = plan.backend
     plan.backend = choose(fn, requested)
+    if getattr(plan, "distributed", False) and plan.backend != "torch":
+        raise ApsiError(f'fit: distributed training runs on PyTorch: give fit backend="torch" (and run with '
+                        f'--allow-python), not backend="{requested}"')
     if plan.backend == "torch":
         from apsi_layers.backends.torch import fit as torch_fit
 

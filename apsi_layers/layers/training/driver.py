@@ -58,7 +58,10 @@ def fit_loop(plan, session):
     shuffle = np.random.default_rng(seeds(plan.seed)[0])
     if plan.resume is not None:
         _resume(plan, session, run, shuffle)
-    steps = len(epoch_batches(plan.data.n, plan.batch_size, np.random.default_rng(0), plan.graph))
+    # distributed: each step takes batch_size rows on every rank, a global batch of batch_size × world
+    size = plan.batch_size * getattr(session, "world", 1)
+    writes = getattr(session, "writer", True)        # only rank 0 writes checkpoints
+    steps = len(epoch_batches(plan.data.n, size, np.random.default_rng(0), plan.graph))
     show = progress(plan.verbose, plan.epochs, steps, first=run.epoch + 1)
     stopped, note = None, None
     keep = plan.checkpoint is not None or interactive.active()
@@ -68,8 +71,8 @@ def fit_loop(plan, session):
         while run.epoch < plan.epochs:
             epoch = run.epoch + 1
             started = time.perf_counter()
-            loss = session.train_epoch(epoch, epoch_batches(plan.data.n, plan.batch_size, shuffle,
-                                                            plan.graph), show.step)
+            loss = session.train_epoch(epoch, epoch_batches(plan.data.n, size, shuffle, plan.graph),
+                                       show.step)
             val = session.val_loss() if plan.val is not None else None
             m, vm = _metrics(plan, session)
             run.add(loss, val, m, vm)
@@ -78,7 +81,7 @@ def fit_loop(plan, session):
             show.epoch(epoch, loss, val, m, vm)
             logs = _logs(loss, val, m, vm, session, time.perf_counter() - started)
             stop = _early_stop(plan, session, run, logs)
-            if plan.checkpoint is not None:
+            if plan.checkpoint is not None and writes:
                 ckpt.save(plan.checkpoint, _snapshot(plan, session, run, shuffle))
                 run.saved = run.epoch
             if plan.on_epoch is not None and _callback(plan.on_epoch, epoch, logs) == "stop":
@@ -189,11 +192,21 @@ def signature(plan, backend):
     opt = plan.opt
     return {"model": repr(plan.model), "names": [n for n, _ in named],
             "shapes": [list(np.shape(v.data)) for _, v in named], "n": plan.data.n,
-            "batch_size": plan.batch_size, "seed": plan.seed,
+            "batch_size": _global_batch(plan), "seed": plan.seed,
             "loss": plan.loss if isinstance(plan.loss, str) else getattr(plan.loss, "__name__", "fn"),
             "opt": [opt.name, {k: v for k, v in opt.hyper.items() if isinstance(v, int | float | bool)}],
             "backend": backend, "precision": plan.precision or ("fp64" if backend == "numpy" else "fp32"),
             "val": None if plan.val is None else plan.val.n, "metrics": [n for n, _ in plan.metrics]}
+
+
+def _global_batch(plan):
+    """The rows of one step over all ranks: N processes with batch_size b train as one with b × N, so a
+    checkpoint continues on any number of processes that keeps the product."""
+    if not getattr(plan, "distributed", False):
+        return plan.batch_size
+    from apsi_layers.distributed import world_size
+
+    return plan.batch_size * world_size()
 
 
 def _snapshot(plan, session, run, shuffle):
@@ -258,6 +271,7 @@ def _result(plan, session, run, stopped, seconds):
                   steps=session.steps, seconds=seconds, epochs=run.epoch,
                   stopped=stopped, interrupted=stopped == "interrupted",
                   stopped_epoch=run.epoch if stopped in ("early", "callback") else None,
-                  best_epoch=run.stop.best_epoch if rule is not None else None)
+                  best_epoch=run.stop.best_epoch if rule is not None else None,
+                  world_size=getattr(session, "world", 1), rank=getattr(session, "rank", 0))
     return Record(**fields)
 

@@ -99,6 +99,27 @@ def verbose_arg(value):
     raise ApsiError(f"fit: verbose must be true or false, got {show(value, True)}")
 
 
+def distributed_arg(value, graph):
+    """distributed=: true, false or "auto" (distributed when torchrun started this process as one of
+    several); resolved here to a bool from the launch's environment, without importing torch."""
+    from apsi_layers import distributed
+
+    if value is None:
+        return False
+    if value == "fsdp":
+        raise ApsiError('fit: distributed="fsdp" is not supported: fit shards the data (DDP, every rank '
+                        'holds the whole model); use distributed=true (see docs/distributed.md)')
+    if not (isinstance(value, bool) or value == "auto"):
+        raise ApsiError(f'fit: distributed must be true, false or "auto" (distributed when started by '
+                        f'`apsi launch` or torchrun), not {show(value, True)}')
+    on = distributed.resolve(value)
+    if on and graph is not None:
+        raise ApsiError("fit: distributed training cannot shard a graph model (graph=): each step trains "
+                        "on every node at once, so there are no mini-batches to split between processes; "
+                        "train it on one process (distributed=false)")
+    return on
+
+
 def check_backend(fn, backend):
     if backend not in BACKENDS:
         raise ApsiError(f"{fn}: {unknown('backend', backend, BACKENDS)}")

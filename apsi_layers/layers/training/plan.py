@@ -24,6 +24,7 @@ from .option_checks import (
     callback_arg,
     clip_arg,
     compile_arg,
+    distributed_arg,
     loss_arg,
     optimizer_arg,
     positive,
@@ -36,7 +37,7 @@ from .stopping import rule_arg
 
 FIT_OPTIONS = ("loss", "opt", "epochs", "batch_size", "seed", "clip", "schedule", "graph", "mask", "val",
                "verbose", "backend", "device", "precision", "compile", "metrics", "validation_split",
-               "early_stopping", "checkpoint", "resume", "on_epoch")
+               "early_stopping", "checkpoint", "resume", "on_epoch", "distributed")
 PREDICT_OPTIONS = ("graph", "mask", "batch_size", "backend", "device", "precision", "compile")
 
 
@@ -67,6 +68,7 @@ class FitPlan:
     checkpoint: str | None = None                   # the file written after every epoch
     resume: str | None = None                       # the checkpoint to continue from
     on_epoch: object = None                         # fn(epoch, logs) called after every epoch
+    distributed: bool = False                       # DDP over torchrun's processes (resolved from "auto")
 
 
 @dataclass
@@ -118,7 +120,7 @@ def fit_plan(model, params, inputs, targets, options):
         output_shape=out_shape, metrics=metrics,
         early_stopping=rule_arg(o.get("early_stopping"), val is not None, [n for n, _ in metrics]),
         checkpoint=path_arg("checkpoint", o.get("checkpoint")), resume=path_arg("resume", o.get("resume")),
-        on_epoch=callback_arg(o.get("on_epoch")))
+        on_epoch=callback_arg(o.get("on_epoch")), distributed=distributed_arg(o.get("distributed"), graph))
     _check_lone_batch(model, plan)
     return plan
 
@@ -126,7 +128,9 @@ def fit_plan(model, params, inputs, targets, options):
 def _check_lone_batch(model, plan):
     """Batch norm cannot normalise a mini-batch of one sample (its variance is 0): NumPy trained on it,
     dragging the running variance to 0, and torch stopped mid-training with PyTorch's text. Both refuse
-    before training (a graph trains on all nodes at once, so it has no last batch)."""
+    before training (a graph trains on all nodes at once, so it has no last batch). Distributed, the
+    global batches hold batch_size × world rows, so a rank's share is one row exactly when N % batch_size
+    is 1: the same rule."""
     n, size = plan.data.n, plan.batch_size
     if plan.graph is not None or n % size != 1 or not _has(model, BatchNorm):
         return

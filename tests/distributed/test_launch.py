@@ -1,0 +1,268 @@
+"""fit(distributed=…) on two CPU processes (gloo on loopback), through `apsi launch` and plain torchrun:
+an N-process fit equals a 1-process fit with batch_size × N, every rank ends with the same parameters,
+only rank 0 writes, and a failing rank stops them all with a message naming it and its Apsi line."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+PROGRAM = Path(__file__).with_name("train.apsi")
+# one thread per process: the machines running the tests have few cores, shared
+ENV = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+for _name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+    ENV.pop(_name, None)
+
+
+def run(args, cwd, timeout=240):
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=ENV, cwd=cwd,
+                          timeout=timeout)
+
+
+def launch(cwd, *args):
+    return run(["-m", "apsi", "launch", "--nproc", "2", "--allow-python", *args], cwd)
+
+
+def load(path):
+    with np.load(path) as z:
+        return {k: z[k] for k in z.files}
+
+
+def one_process(tmp_path, n, batch_size, opt, variant="plain"):
+    folder = tmp_path / "one"
+    folder.mkdir()
+    shutil.copy(PROGRAM, folder)
+    out = run(["-m", "apsi", "run", "--allow-python", "train.apsi", str(n), str(batch_size), opt, variant],
+              folder)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "rank 0 of 1 world 1"
+    return load(folder / "rank0.npz")
+
+
+def two_processes(tmp_path, n, batch_size, opt, how="launch", variant="plain"):
+    folder = tmp_path / "two"
+    folder.mkdir()
+    shutil.copy(PROGRAM, folder)
+    args = ("train.apsi", str(n), str(batch_size), opt, variant)
+    if how == "launch":
+        out = launch(folder, *args)
+    else:
+        out = run(["-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", "-m", "apsi", "run",
+                   "--allow-python", *args], folder)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert sorted(out.stdout.split("\n")[:2]) == ["rank 0 of 2 world 2", "rank 1 of 2 world 2"]
+    return folder, load(folder / "rank0.npz"), load(folder / "rank1.npz")
+
+
+# 37 rows, 5 per rank: the last global batch of 7 gives rank 1 two rows; 33 rows, 3 per rank: the last
+# global batch of 3 leaves rank 1 none (it must still join the gradient all-reduce, with weight 0); with
+# a mask, a rank's share may keep fewer samples than the other's, or none
+@pytest.mark.parametrize("n, batch_size, opt, variant", [(37, 5, "adam", "plain"), (33, 3, "sgd", "plain"),
+                                                         (33, 3, "sgd", "mask"), (37, 5, "adam", "mask")])
+def test_two_processes_equal_one_with_twice_the_batch(tmp_path, n, batch_size, opt, variant):
+    one = one_process(tmp_path, n, batch_size * 2, opt, variant)
+    folder, r0, r1 = two_processes(tmp_path, n, batch_size, opt, variant=variant)
+    for key in one:
+        np.testing.assert_allclose(r0[key], one[key], rtol=0, atol=1e-10, err_msg=key)
+        np.testing.assert_array_equal(r1[key], r0[key], err_msg=key)      # the same tree on every rank
+    # only rank 0 wrote save_params' file and the checkpoint (rank 1 skipped them without an error)
+    assert (folder / "only0.npz").exists() and not (folder / "only1.npz").exists()
+    assert (folder / "ck0.npz").exists() and not (folder / "ck1.npz").exists()
+
+
+def test_batch_norm_statistics_end_the_same_on_every_rank(tmp_path):
+    """Each rank normalises its own rows (running statistics per process while an epoch runs, as DDP
+    without SyncBatchNorm); after each epoch they are averaged, so r.params is one tree everywhere."""
+    _, r0, r1 = two_processes(tmp_path, 40, 5, "adam", variant="bn")
+    states = [k for k in r0 if k.startswith("params.") and ".state." in k]
+    assert states, sorted(r0)
+    for key in r0:
+        np.testing.assert_array_equal(r1[key], r0[key], err_msg=key)
+    assert all(np.isfinite(r0[k]).all() for k in states)
+
+
+def test_plain_torchrun_runs_the_same_fit(tmp_path):
+    one = one_process(tmp_path, 37, 10, "adam")
+    _, r0, r1 = two_processes(tmp_path, 37, 5, "adam", how="torchrun")
+    np.testing.assert_allclose(r0["history"], one["history"], rtol=0, atol=1e-10)
+    np.testing.assert_array_equal(r1["params.dense.w"], r0["params.dense.w"])
+
+
+def test_the_sharded_fit_matches_plain_torch(tmp_path):
+    """An independent reference: the same MLP, shuffling and SGD written directly in torch."""
+    import torch
+
+    from apsi_layers.layers.training.batches import seeds
+
+    n, batch_size = 33, 3
+    _, r0, _ = two_processes(tmp_path, n, batch_size, "sgd")
+    x, y = torch.from_numpy(r0["x"]), torch.from_numpy(r0["y"]).long()
+    w = [torch.from_numpy(r0[f"start.{k}"]).clone().requires_grad_(True)
+         for k in ("dense.w", "dense.b", "dense_1.w", "dense_1.b")]
+    shuffle = np.random.default_rng(seeds(0)[0])
+    history = []
+    for _ in range(3):
+        order = shuffle.permutation(n)
+        total = 0.0
+        for i in range(0, n, batch_size * 2):
+            rows = torch.from_numpy(order[i:i + batch_size * 2])
+            logits = torch.relu(x[rows] @ w[0] + w[1]) @ w[2] + w[3]
+            loss = torch.nn.functional.cross_entropy(logits, y[rows])
+            for t in w:
+                t.grad = None
+            loss.backward()
+            with torch.no_grad():
+                for t in w:
+                    t -= 0.5 * t.grad
+            total += loss.item() * len(rows)
+        history.append(total / n)
+    np.testing.assert_allclose(r0["history"], history, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(r0["params.dense_1.w"], w[2].detach().numpy(), rtol=0, atol=1e-10)
+
+
+FAILING = """use nn
+use layers
+let x = randn([40, 4], seed=1)
+fn loss(p, t):
+    if rank() == 1:
+        let bad = [1, 2][7]
+    return mean((p - t) * (p - t))
+let net = mlp(4, 3, hidden=[8])
+let r = fit(net, net.init(seed=0), x, randn([40, 3], seed=3), loss=loss, epochs=2, batch_size=5,
+            backend="torch", precision="fp64", distributed=true, verbose=false)
+print("finished")
+"""
+
+
+def test_a_failing_rank_stops_every_rank(tmp_path):
+    (tmp_path / "fail.apsi").write_text(FAILING)
+    out = launch(tmp_path, "fail.apsi")
+    assert out.returncode == 1
+    assert "finished" not in out.stdout
+    err = out.stderr
+    assert "apsi: rank 1 of 2 failed:" in err
+    assert "fail.apsi:6:25: error: index out of range" in err        # the rank's Apsi line
+    assert "fit: rank 0 lost contact with the other ranks during epoch 1" in err
+    assert "apsi launch: rank 0 exited with code 1; rank 1 exited with code 1" in err
+    assert "Traceback (most recent call last):\n  File" not in err        # no Python traceback
+    assert "GLHF" not in err and "RuntimeError" not in err
+
+
+def test_launch_says_what_the_workers_need(tmp_path):
+    (tmp_path / "p.apsi").write_text('print("hi")\n')
+    out = run(["-m", "apsi", "launch", "--nproc", "2", "p.apsi"], tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "hi\nhi\n"
+    assert "needs permission 'python': add --allow-python" in out.stderr
+    out = run(["-m", "apsi", "launch", "--nnodes", "2", "--allow-python", "p.apsi"], tmp_path)
+    assert out.returncode == 2 and "--rdzv-endpoint" in out.stderr
+
+
+def test_deny_env_keeps_what_the_ranks_need_to_meet(tmp_path):
+    """--deny-env removes variables from the process (apsi_cli/confine.py), but not torchrun's: without
+    them each worker trained alone (world 1) and wrote over the others' files."""
+    folder = tmp_path / "two"
+    folder.mkdir()
+    shutil.copy(PROGRAM, folder)
+    out = launch(folder, "--deny-env", "train.apsi", "20", "5", "sgd")
+    assert out.returncode == 0, out.stderr
+    assert sorted(out.stdout.split("\n")[:2]) == ["rank 0 of 2 world 2", "rank 1 of 2 world 2"]
+
+
+CONFINED = """use nn
+use layers
+save_params("only" + str(rank()) + ".npz", {w: zeros([2])})
+print(rank(), world_size())
+"""
+
+
+def test_a_confined_program_knows_its_rank(tmp_path):
+    """Without `python` each worker runs under the kernel's wall, whose environment cleaning keeps
+    torchrun's variables: rank() is right and only rank 0 writes."""
+    (tmp_path / "c.apsi").write_text(CONFINED)
+    out = run(["-m", "apsi", "launch", "--nproc", "2", "c.apsi"], tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert sorted(out.stdout.split("\n")[:2]) == ["0 2", "1 2"]
+    assert (tmp_path / "only0.npz").exists() and not (tmp_path / "only1.npz").exists()
+
+
+LONG = """use nn
+use layers
+let x = randn([4000, 4], seed=1)
+let y = randint(0, 3, [4000], seed=2)
+let net = mlp(4, 3, hidden=[8])
+print("started", rank())
+let r = fit(net, net.init(seed=0), x, y, loss="cross_entropy", epochs=200, batch_size=4,
+            backend="torch", distributed=true, verbose=false)
+print("finished")
+"""
+
+
+def test_ctrl_c_on_the_launcher_stops_every_rank(tmp_path):
+    import signal
+    import time
+
+    (tmp_path / "long.apsi").write_text(LONG)
+    # a terminal's Ctrl-C reaches the whole foreground process group: the launcher and its workers
+    command = [sys.executable, "-m", "apsi", "launch", "--nproc", "2", "--allow-python", "long.apsi"]
+    p = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
+                         cwd=tmp_path, start_new_session=True)
+    try:
+        assert p.stdout.readline().startswith("started")
+        time.sleep(8)                     # both ranks are inside fit by now
+        os.killpg(p.pid, signal.SIGINT)
+        out, err = p.communicate(timeout=90)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    assert p.returncode == 130, err
+    assert "finished" not in out
+    assert err.count("apsi: interrupted (Ctrl-C)") == 2
+    assert err.rstrip().endswith("apsi launch: interrupted (Ctrl-C); every rank was stopped")
+    assert "Traceback" not in err
+
+
+def test_a_checkpoint_continues_on_another_number_of_processes(tmp_path):
+    """2 epochs on one process with batch_size 10, resumed on two with 5 each to 4 epochs, equals 4 epochs
+    on one process: the checkpoint records the global batch (10 both ways)."""
+    shutil.copy(PROGRAM.with_name("resume.apsi"), tmp_path)
+    first = run(["-m", "apsi", "run", "--allow-python", "resume.apsi", "10", "2", "new"], tmp_path)
+    assert first.returncode == 0, first.stderr
+    resumed = launch(tmp_path, "resume.apsi", "5", "4", "resume")
+    assert resumed.returncode == 0, resumed.stderr
+    (tmp_path / "run.ckpt").unlink()
+    whole = run(["-m", "apsi", "run", "--allow-python", "resume.apsi", "10", "4", "new"], tmp_path)
+    assert whole.returncode == 0, whole.stderr
+    history = [float(v) for v in resumed.stdout.strip().strip("[]").split(",")]
+    expected = [float(v) for v in whole.stdout.strip().strip("[]").split(",")]
+    assert len(history) == 4
+    np.testing.assert_allclose(history, expected, rtol=0, atol=1e-10)
+    refused = launch(tmp_path, "resume.apsi", "10", "6", "resume")       # 20 rows a step: another run
+    assert refused.returncode == 1
+    assert "batch_size differs (checkpoint: 10, now: 20)" in refused.stderr
+
+
+def test_a_rank_that_never_joins_is_a_timeout_naming_the_rendezvous(tmp_path):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    shutil.copy(PROGRAM, tmp_path)
+    env = {**ENV, "RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1",
+           "MASTER_PORT": str(port), "APSI_DIST_TIMEOUT": "2"}
+    command = [sys.executable, "-m", "apsi", "run", "--allow-python", "train.apsi", "20", "5", "sgd"]
+    out = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert out.returncode == 1
+    assert (f"fit: rank 0 of 2 could not meet the other ranks at the rendezvous 127.0.0.1:{port} (gloo): "
+            "Timed out") in out.stderr
+    assert "check that every rank was started" in out.stderr

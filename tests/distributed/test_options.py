@@ -1,0 +1,117 @@
+"""distributed= is checked before anything starts, in one process: its values, what it needs (the torch
+backend, a launch), what it refuses (graphs, FSDP); rank()/world_size() and save_params' rank rule."""
+
+import numpy as np
+import pytest
+
+from apsi_lang.errors import ApsiError
+from apsi_layers import distributed
+from apsi_layers.layers import fit, mlp
+from apsi_layers.nn import save_params
+
+X = np.random.default_rng(0).normal(size=(12, 4))
+Y = np.arange(12) % 3
+
+
+@pytest.fixture
+def not_launched(monkeypatch):
+    for name in distributed.LAUNCH_ENV:
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def rank_one_of_two(monkeypatch):
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+
+
+def train(**options):
+    net = mlp(4, 3, hidden=[4])
+    return fit(net, net.init(seed=0), X, Y, loss="cross_entropy", verbose=False, **options)
+
+
+@pytest.mark.parametrize("value, says", [
+    ("yes", 'distributed must be true, false or "auto"'),
+    (2, 'distributed must be true, false or "auto"'),
+    ("fsdp", 'distributed="fsdp" is not supported'),
+])
+def test_bad_values_are_named(value, says, not_launched):
+    with pytest.raises(ApsiError, match=says):
+        train(distributed=value)
+
+
+def test_auto_without_a_launch_is_one_process(not_launched):
+    r = train(distributed="auto")
+    assert (r.world_size, r.rank, r.backend) == (1, 0, "numpy")
+
+
+def test_the_numpy_backend_is_refused(not_launched):
+    with pytest.raises(ApsiError, match='distributed training runs on PyTorch: give fit backend="torch"'):
+        train(distributed=True)
+
+
+def test_a_graph_model_is_refused(not_launched):
+    from apsi_layers.layers import gcn_classifier
+
+    net = gcn_classifier(4, 3, hidden=[4])
+    edges = np.array([[0, 1, 2], [1, 2, 3]])
+    with pytest.raises(ApsiError, match=r"cannot shard a graph model \(graph=\)"):
+        fit(net, net.init(seed=0), X, Y, loss="cross_entropy", graph=edges, distributed=True,
+            backend="torch", verbose=False)
+
+
+def test_true_without_a_launch_says_how_to_launch(not_launched, python_allowed):
+    pytest.importorskip("torch")
+    with pytest.raises(ApsiError, match=r"needs a launch by `apsi launch --nproc N FILE` or torchrun "
+                                        r"\(this process lacks RANK, WORLD_SIZE"):
+        train(distributed=True, backend="torch")
+
+
+def test_rank_and_world_size_come_from_the_launch(rank_one_of_two):
+    assert (distributed.rank(), distributed.world_size(), distributed.writer()) == (1, 2, False)
+    assert distributed.resolve("auto") is True
+
+
+@pytest.fixture
+def write_allowed():
+    from apsi_lang import permissions
+
+    before = permissions.current()
+    permissions.set_current(permissions.Grants(granted=frozenset({"write"})))
+    yield
+    permissions.set_current(before)
+
+
+def test_only_rank_zero_writes_unless_all_ranks(rank_one_of_two, write_allowed, tmp_path):
+    params = mlp(4, 3, hidden=[4]).init(seed=0)
+    assert save_params(str(tmp_path / "a.npz"), params) == str(tmp_path / "a.npz")
+    assert not (tmp_path / "a.npz").exists()
+    save_params(str(tmp_path / "b.npz"), params, all_ranks=True)
+    assert (tmp_path / "b.npz").exists()
+    with pytest.raises(ApsiError, match="all_ranks must be true or false"):
+        save_params(str(tmp_path / "c.npz"), params, all_ranks="yes")
+
+
+@pytest.mark.slow
+def test_a_python_caller_in_its_own_group(tmp_path, not_launched):
+    """fit from Python in a group the caller joined (mp.spawn, no torchrun): "auto" trains in it, and
+    equals one process with twice the batch."""
+    pytest.importorskip("torch")
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1"}
+    out = subprocess.run([sys.executable, str(Path(__file__).with_name("python_worker.py")), str(tmp_path)],
+                         capture_output=True, text=True, env=env, timeout=240)
+    assert out.returncode == 0, out.stderr
+    r0, r1 = np.load(tmp_path / "rank0.npy"), np.load(tmp_path / "rank1.npy")
+    np.testing.assert_array_equal(r0, r1)
+    net = mlp(4, 3, hidden=[8])
+    x = np.random.default_rng(1).normal(size=(30, 4))
+    one = fit(net, net.init(seed=0), x, np.arange(30) % 3, loss="cross_entropy", epochs=2, batch_size=8,
+              verbose=False)                      # NumPy, float64: the exact reference
+    np.testing.assert_allclose(r0[:2], one.history, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(r0[2:], np.asarray(one.params.dense.w.data).ravel(), rtol=0, atol=1e-10)
