@@ -4,7 +4,7 @@ import numpy as np
 
 from apsi_lang.errors import ApsiError
 
-from .sorting import numpy_only
+from .sorting import numpy_only, values_only
 from .tensor import Tensor, plain_array
 
 
@@ -24,6 +24,7 @@ def _pair(name, a, b):
     return ad, bd
 
 
+@values_only
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     """true where |a - b| <= atol + rtol * |b| (elementwise, a boolean tensor), as NumPy's isclose."""
     _tol("isclose", rtol, atol)
@@ -31,6 +32,7 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     return Tensor(np.isclose(ad, bd, rtol=rtol, atol=atol, equal_nan=bool(equal_nan)))
 
 
+@values_only
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     """true when isclose(a, b) holds everywhere."""
     _tol("allclose", rtol, atol)
@@ -38,6 +40,7 @@ def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     return bool(np.allclose(ad, bd, rtol=rtol, atol=atol, equal_nan=bool(equal_nan)))
 
 
+@values_only
 def array_equal(a, b, equal_nan=False):
     """true when a and b have the same shape and the same elements."""
     numpy_only("array_equal", a, b)

@@ -15,6 +15,18 @@ from .shape import index_add, reshape, take_along
 from .tensor import Tensor, as_tensor, plain_array
 
 
+def values_only(fn):
+    """A function that returns values, no gradient (unique, histogram, isclose, ...): given a foreign
+    tensor (torch), the backend's version runs; torch's computes them with this NumPy code on the
+    host (`fn.numpy`), so both backends give NumPy's answer."""
+    def run(*args, **kwargs):
+        if foreign.TYPES and any(isinstance(v, foreign.TYPES) for v in (*args, *kwargs.values())):
+            return foreign.call(fn.__name__, *args, **kwargs)
+        return fn(*args, **kwargs)
+    run.__name__, run.__qualname__, run.__doc__, run.numpy = fn.__name__, fn.__qualname__, fn.__doc__, fn
+    return run
+
+
 def numpy_only(name, *values):
     """A torch tensor given to a NumPy-only function: the Foreign error that says so."""
     if foreign.TYPES and any(isinstance(v, foreign.TYPES) for v in values):
@@ -72,6 +84,7 @@ def topk(x, k, axis=-1, largest=True):
     return [take_along(x, idx, axis), Tensor(idx)]
 
 
+@values_only
 def unique(x, return_counts=False, return_inverse=False):
     """The distinct values of x, sorted (flattened); with return_counts/return_inverse a list
     [values, counts] / [values, inverse] / [values, inverse, counts] as NumPy orders them."""
@@ -122,6 +135,7 @@ def bincount(x, weights=None, minlength=0):
     return index_add(w, d, (n,))
 
 
+@values_only
 def histogram(x, bins=10, range=None):  # noqa: A002
     """[counts, edges]: how many values of x fall in each of `bins` equal bins over `range`
     (default: x's min to max) or between the given edges (a list)."""
@@ -144,6 +158,7 @@ def histogram(x, bins=10, range=None):  # noqa: A002
     return [Tensor(counts.astype(np.int64)), Tensor(edges)]
 
 
+@values_only
 def searchsorted(a, v, side="left"):
     """Where each value of v would be inserted into the sorted 1-D a to keep it sorted (ints)."""
     if side not in ("left", "right"):
@@ -157,6 +172,7 @@ def searchsorted(a, v, side="left"):
     return Tensor(np.asarray(out, dtype=np.int64))
 
 
+@values_only
 def isin(x, test):
     """true where an element of x is one of the values in `test` (a boolean tensor of x's shape)."""
     numpy_only("isin", x, test)

@@ -8,7 +8,6 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from apsi_lang import run_source  # noqa: E402
-from apsi_lang.errors import ApsiError  # noqa: E402
 from apsi_layers import nn  # noqa: E402
 from apsi_layers.backends.torch import nn_dispatch  # noqa: E402
 
@@ -74,11 +73,27 @@ def test_nan_quantiles_on_torch_as_on_numpy(ns):
         assert np.array_equal(a.data, c, equal_nan=True) and np.array_equal(b.numpy(), c, equal_nan=True)
 
 
-@pytest.mark.parametrize("call", [lambda t: nn.histogram(t), lambda t: nn.isin(t, [1.0]),
-                                  lambda t: nn.isclose(t, t), lambda t: nn.unique(t),
-                                  lambda t: nn.searchsorted(t, 0.5)],
-                         ids=["histogram", "isin", "isclose", "unique", "searchsorted"])
-def test_numpy_only_functions_say_so_on_torch(call):
+CALLS = {"histogram": lambda t: nn.histogram(t, 3), "isin": lambda t: nn.isin(t, [1.0, 3.0]),
+         "isclose": lambda t: nn.isclose(t, t + 1e-9), "allclose": lambda t: nn.allclose(t, t),
+         "array_equal": lambda t: nn.array_equal(t, t),
+         "unique": lambda t: nn.unique(t, return_counts=True), "searchsorted": lambda t: nn.searchsorted(t, 1.5)}
+
+
+@pytest.mark.parametrize("name", list(CALLS))
+def test_values_only_functions_give_numpys_answer_on_torch(name):
+    """They count and compare (no gradient): on torch tensors they run NumPy's code on the host and
+    return torch tensors on the same device, so both backends give the same answer."""
     nn_dispatch.install()
-    with pytest.raises(ApsiError, match="the torch backend has no implementation of nn."):
-        call(torch.tensor([1.0, 2.0], dtype=torch.float64))
+    data = np.array([3.0, 1.0, 2.0, 3.0, 1.0]) if name != "searchsorted" else np.array([1.0, 2.0, 3.0])
+    on_numpy, on_torch = CALLS[name](nn.Tensor(data)), CALLS[name](torch.tensor(data))
+
+    def plain(v):
+        if isinstance(v, list | tuple):
+            return [plain(x) for x in v]
+        if isinstance(v, torch.Tensor):
+            return v.numpy().tolist()
+        return v.data.tolist() if isinstance(v, nn.Tensor) else v
+
+    assert plain(on_torch) == plain(on_numpy)
+    assert all(isinstance(v, torch.Tensor) for v in (on_torch if isinstance(on_torch, list) else [on_torch])
+               if not isinstance(v, bool))

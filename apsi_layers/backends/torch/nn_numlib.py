@@ -153,6 +153,34 @@ def _bincount(x, weights=None, minlength=0):
     return torch.bincount(idx, weights=w, minlength=minlength)
 
 
+def _host(name):
+    """A values-only function on torch tensors: NumPy's own code on host copies, the results back on
+    the first tensor's device (floats in its dtype), so the answer is NumPy's on both backends."""
+    from apsi_layers import nn
+    from apsi_layers.nn.tensor import Tensor
+
+    from .convert import host_to_device, to_host
+
+    numpy_fn = getattr(nn, name).numpy
+
+    def down(v):
+        if isinstance(v, torch.Tensor):
+            return Tensor(to_host(v) if v.is_floating_point() else v.detach().cpu().numpy())
+        return [down(x) for x in v] if isinstance(v, list | tuple) else v
+
+    def impl(*args, **kwargs):
+        ref = next(v for v in (*args, *kwargs.values()) if isinstance(v, torch.Tensor))
+
+        def up(v):
+            if type(v) is Tensor:
+                dtype = ref.dtype if ref.is_floating_point() else torch.float64
+                return host_to_device(v.data, ref.device, dtype)
+            return [up(x) for x in v] if isinstance(v, list | tuple) else v
+
+        return up(numpy_fn(*[down(a) for a in args], **{k: down(v) for k, v in kwargs.items()}))
+    return impl
+
+
 NUMLIB_IMPLS = {
     "sign": torch.sign, "floor": torch.floor, "ceil": torch.ceil, "trunc": torch.trunc,
     "round": lambda x, decimals=0: torch.round(x, decimals=decimals), "expm1": torch.expm1,
@@ -176,4 +204,6 @@ NUMLIB_IMPLS = {
     "meshgrid": lambda *xs, indexing="xy": list(torch.meshgrid(*xs, indexing=indexing)),
     "full_like": lambda x, value: torch.full_like(x, value), "astype": _astype,
     "bincount": _bincount,
+    **{name: _host(name) for name in ("unique", "histogram", "searchsorted", "isin", "isclose",
+                                      "allclose", "array_equal")},
 }
