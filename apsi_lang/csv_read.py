@@ -15,6 +15,7 @@ source rather than data, and `0x10` or non-ASCII digits are text.
 
 import csv
 import io
+import re
 
 from . import permissions
 from .errors import ApsiError
@@ -56,6 +57,32 @@ def number(cell):
     if text.lower().lstrip("+-") in _NOT_WORDS:
         return NOT_A_NUMBER
     raise Overflow
+
+
+def _with_units(path, names, columns, units, shape, header):
+    if units is not True:
+        raise ApsiError(f"read_csv: units must be true or false, got {show(units, True)}")
+    if QUANTITY is None:
+        raise ApsiError("read_csv(units=true) makes quantities: add `use units` to the program first")
+    if not header or names is None:
+        raise ApsiError("read_csv(units=true) reads the units from the header line (\"speed [km/h]\"); "
+                        "it needs header=true")
+    names, columns = list(names), list(columns)
+    for i, name in enumerate(names):
+        m = _UNIT_HEADER.match(name)
+        if m is None:
+            continue
+        label, unit = m.group(1), m.group(2)
+        cells = columns[i]
+        if any(type(c) not in (int, float) for c in cells):
+            raise ApsiError(f"read_csv({show(path, True)}): column {name!r} names a unit but does not hold "
+                            "only numbers (an empty or text cell)")
+        names[i] = label
+        columns[i] = QUANTITY(list(cells), unit) if shape == "columns" else [QUANTITY(c, unit) for c in cells]
+    if len(set(names)) != len(names):
+        raise ApsiError(f"read_csv({show(path, True)}): with the units taken off, two columns have the same "
+                        "name")
+    return names, columns
 
 
 def layout(fn, options):
@@ -124,9 +151,14 @@ def _explain(message, sep):
     return message
 
 
-def header_names(fn, path, cells):
+def header_names(fn, path, cells, units=False):
     names = [c.strip() for c in cells]
-    bad = [n for n in names if not n.isidentifier() or n.startswith("_")]
+    labels = [_label(n) for n in names] if units else names       # "speed [km/h]" -> speed
+    bad = [n for n in labels if not n.isidentifier() or n.startswith("_")]
+    if bad and not units and _label(bad[0]).isidentifier():
+        raise ApsiError(f"{fn}({show(path, True)}): the header {show(bad[0], True)} names a unit: read the "
+                        "file with read_csv(path, units=true) after `use units` (quantities), or with "
+                        "header=false")
     if bad:
         raise ApsiError(f"{fn}({show(path, True)}): the header {show(bad[0], True)} is not a field "
                         "name (letters, digits and _, not starting with _ or a digit): read it with "
@@ -136,11 +168,16 @@ def header_names(fn, path, cells):
     return names
 
 
+def _label(name):
+    m = _UNIT_HEADER.match(name)
+    return m.group(1) if m else name
+
+
 def cells_word(n):
     return f"{n} cell" if n == 1 else f"{n} cells"
 
 
-def read_table(fn, path, raw, header, sep, numbers):
+def read_table(fn, path, raw, header, sep, numbers, units=False):
     """(names or None, columns, lines): every column a list of cells (typed by `numbers`), `lines`
     the line each data row starts on.
 
@@ -150,7 +187,7 @@ def read_table(fn, path, raw, header, sep, numbers):
     names, width, lines, table = None, None, [], None
     for line, cells in records(fn, path, raw, sep):
         if header and names is None:
-            names, width = header_names(fn, path, cells), len(cells)
+            names, width = header_names(fn, path, cells, units), len(cells)
             continue
         if width is None:
             width = len(cells)
@@ -242,14 +279,24 @@ def overflow_error(fn, path, line, column, cell):
                      "the range of a float64 (about ±1.8e308); write inf if infinity is meant")
 
 
-def read_csv(path, header=True, sep=",", numbers=True, **options):
+# `use units` sets this to its quantity(value, unit_text): read_csv(units=true) makes quantities of the
+# columns whose header names a unit, "speed [km/h]" (the language itself knows nothing of units)
+QUANTITY = None
+_UNIT_HEADER = re.compile(r"^\s*(.*?\S)\s*\[\s*([^\[\]]*?\S)\s*\]\s*$")
+
+
+def read_csv(path, header=True, sep=",", numbers=True, units=False, **options):
     """Rows of a CSV file (as="rows", the default): records named by the header line, or lists with
     header=false. as="columns" gives one list per column instead: a record of them (with a header) or
-    a list. With numbers=true, a column whose cells are all numbers (or empty: none) holds numbers."""
+    a list. With numbers=true, a column whose cells are all numbers (or empty: none) holds numbers.
+    With units=true (after `use units`), a column named like "speed [km/h]" is named "speed" and holds
+    quantities in km/h."""
     shape = layout("read_csv", options)
     check_sep("read_csv", sep)
     with open_csv("read_csv", path) as raw:
-        names, columns, _ = read_table("read_csv", path, raw, header, sep, numbers)
+        names, columns, _ = read_table("read_csv", path, raw, header, sep, numbers, units is True)
+    if units is not False:
+        names, columns = _with_units(path, names, columns, units, shape, header)
     if shape == "columns":
         if not header:
             return columns

@@ -121,5 +121,8 @@ def units_exports():
         Catalogue.__apsi_attrs__ = R.names()
     nn_impls.install()
     nn_impls.IMPLS.update(autodiff.IMPLS)
+    from apsi_lang import csv_read
+
+    csv_read.QUANTITY = quantity            # read_csv(units=true): "speed [km/h]" columns
     return {"u": Catalogue(), "unit": unit, "quantity": quantity, "to": to, "magnitude": magnitude,
             "si": si, "unit_of": unit_of, "dimension": dimension, "dimensionless": dimensionless}
