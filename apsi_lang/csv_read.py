@@ -155,7 +155,7 @@ def header_names(fn, path, cells, units=False):
     names = [c.strip() for c in cells]
     labels = [_label(n) for n in names] if units else names       # "speed [km/h]" -> speed
     bad = [n for n in labels if not n.isidentifier() or n.startswith("_")]
-    if bad and not units and _label(bad[0]).isidentifier():
+    if bad and not units and _UNIT_HEADER.match(bad[0]) and _label(bad[0]).isidentifier():
         raise ApsiError(f"{fn}({show(path, True)}): the header {show(bad[0], True)} names a unit: read the "
                         "file with read_csv(path, units=true) after `use units` (quantities), or with "
                         "header=false")

@@ -21,8 +21,11 @@ def parse(subscripts, shapes):
     if not isinstance(subscripts, str):
         raise ApsiError(f"einsum: the first argument must be a subscripts string like \"ij,jk->ik\", "
                         f"not a {type(subscripts).__name__}")
-    text = subscripts.replace(" ", "")
     _check_characters(subscripts)
+    if "." in subscripts.replace("...", ""):         # (before spaces go: ".. ." is no ellipsis)
+        raise ApsiError(f"einsum: {subscripts!r}: a '.' may only appear as one '...' (three in a row, "
+                        "for the remaining axes)")
+    text = subscripts.replace(" ", "")
     if text.count("->") > 1 or ("-" in text.replace("->", "")) or (">" in text.replace("->", "")):
         raise ApsiError(f"einsum: {subscripts!r} has a stray '-' or '>': write one '->' before the output")
     lhs, arrow, rhs = text.partition("->")
