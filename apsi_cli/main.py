@@ -54,6 +54,10 @@ def main(argv=None, prog_name="apsi"):
         from . import group, options
 
         group.cli.main(args=options.normalize_argv(argv), prog_name=prog_name)
+    except SystemExit as e:
+        if e.code in (130, 143):        # interrupted: the process only exits now
+            signals.ignore_while_exiting()
+        raise
     except Exception as e:      # a bug in a command: say so plainly; the traceback only on request
         import os
 

@@ -148,6 +148,9 @@ class Repl:
                     raise
 
             code = guarded(run)
+            from apsi_lang import bigstack
+
+            bigstack.release_signals()       # an interrupted input held them (see bigstack._hold_signals)
             if leaving:
                 self._save_history()
                 return code

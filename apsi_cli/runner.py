@@ -140,7 +140,8 @@ def _guarded(action, prepare):
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(signals.exit_code(e))
-        bigstack.release_signals()
+        # more Ctrl-C stay ignored until the process exits (one during the exit killed it by SIGINT);
+        # the REPL, which goes on, puts the handlers back itself
         return signals.exit_code(e)
     except BrokenPipeError:
         # the reader left (`apsi prog | head`): stop quietly, as a process killed by SIGPIPE would

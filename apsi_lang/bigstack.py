@@ -164,9 +164,10 @@ def _stopped_gently(done):
 
 
 def _hold_signals(waiting):
-    """From the first Ctrl-C until the caller has reported it (release_signals), more Ctrl-C or
-    SIGTERM only cut the grace wait short: one arriving while the report is printed would otherwise
-    escape as a second KeyboardInterrupt and kill the process by SIGINT, with no exit code."""
+    """From the first Ctrl-C on, more Ctrl-C or SIGTERM only cut the grace wait short: one arriving
+    while the report is printed, or while the process exits, would otherwise escape as a second
+    KeyboardInterrupt and kill the process by SIGINT, with no exit code. The REPL, which goes on after
+    an interrupted input, puts the handlers back (release_signals)."""
     import signal
 
     def again(signum, frame):

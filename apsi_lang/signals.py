@@ -25,6 +25,18 @@ def _raise_terminated(signum, frame):
     raise Terminated()
 
 
+def ignore_while_exiting():
+    """After an interrupt has been reported, more Ctrl-C or SIGTERM are ignored at the OS level: the
+    interpreter's shutdown puts Python's own handlers back to the default action, and a second Ctrl-C
+    arriving then killed the process by SIGINT instead of letting it exit 130. (Python leaves an
+    ignored signal ignored through its shutdown.)"""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            signal.signal(sig, signal.SIG_IGN)
+        except (ValueError, OSError):
+            pass
+
+
 def exit_code(error):
     return 143 if isinstance(error, Terminated) else 130
 
