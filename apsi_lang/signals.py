@@ -26,10 +26,17 @@ def _raise_terminated(signum, frame):
 
 
 def ignore_while_exiting():
-    """After an interrupt has been reported, more Ctrl-C or SIGTERM are ignored at the OS level: the
-    interpreter's shutdown puts Python's own handlers back to the default action, and a second Ctrl-C
-    arriving then killed the process by SIGINT instead of letting it exit 130. (Python leaves an
-    ignored signal ignored through its shutdown.)"""
+    """After an interrupt has been reported, more Ctrl-C or SIGTERM are ignored at the OS level once the
+    interpreter shuts down: its shutdown puts Python's own handlers back to the default action, and a
+    second Ctrl-C arriving then killed the process by SIGINT instead of letting it exit 130. (Python
+    leaves an ignored signal ignored.) At exit, not now: a caller that goes on in this process (a test
+    calling main()) must not start children that inherit an ignored SIGINT."""
+    import atexit
+
+    atexit.register(_ignore)
+
+
+def _ignore():
     for sig in (signal.SIGINT, signal.SIGTERM):
         try:
             signal.signal(sig, signal.SIG_IGN)
