@@ -13,7 +13,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from apsi_lang import permissions
 from apsi_lang.data_files import read_csv
 from apsi_lang.errors import ApsiError
 from apsi_layers import nn
@@ -21,15 +20,6 @@ from apsi_layers.nn import csv_io
 
 ROOT = Path(__file__).resolve().parents[2]
 COLUMNS = {"as": "columns"}
-
-
-@pytest.fixture
-def inside(tmp_path, monkeypatch):
-    old = permissions.current()
-    permissions.set_current(permissions.Grants(project_root=tmp_path))
-    monkeypatch.chdir(tmp_path)
-    yield tmp_path
-    permissions.set_current(old)
 
 
 def outcome(path, **kw):

@@ -12,22 +12,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from apsi_lang import csv_read, permissions
+from apsi_lang import csv_read
 from apsi_lang.data_files import read_csv
 from apsi_lang.errors import ApsiError
 from apsi_layers import nn
 
 ROOT = Path(__file__).resolve().parents[2]
 COLUMNS = {"as": "columns"}
-
-
-@pytest.fixture
-def inside(tmp_path, monkeypatch):
-    old = permissions.current()
-    permissions.set_current(permissions.Grants(project_root=tmp_path))
-    monkeypatch.chdir(tmp_path)
-    yield tmp_path
-    permissions.set_current(old)
 
 
 def write(name, text):

@@ -11,21 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from apsi_lang import permissions
 from apsi_lang.errors import ApsiError, PermissionDenied
 from apsi_lang.values import Record
 from apsi_layers import nn
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def inside(tmp_path, monkeypatch):
-    old = permissions.current()
-    permissions.set_current(permissions.Grants(project_root=tmp_path))
-    monkeypatch.chdir(tmp_path)
-    yield tmp_path
-    permissions.set_current(old)
 
 
 def test_the_name_rule_is_the_same_both_ways(inside):

@@ -120,15 +120,6 @@ def test_numpy_messages_name_the_nn_function(call, message):
         call()
 
 
-@pytest.fixture
-def inside(tmp_path, monkeypatch):
-    old = permissions.current()
-    permissions.set_current(permissions.Grants(project_root=tmp_path))
-    monkeypatch.chdir(tmp_path)
-    yield tmp_path
-    permissions.set_current(old)
-
-
 def test_load_params_converts_to_float64(inside):
     np.savez("f.npz", w=np.ones(2, dtype=np.float32), b=np.array([1, 2], dtype=np.uint8))
     p = nn.load_params("f.npz")
