@@ -62,28 +62,24 @@ def flip_last(x):
     return getitem(x, (Ellipsis, slice(None, None, -1)))
 
 
-def cumsum(x, axis=None):
-    """Running sums along `axis` (none: over the flattened tensor)."""
-    try:
-        x = as_tensor(x, "cumsum")
-    except Foreign:
-        return foreign.call("cumsum", x, axis=axis)
-    if axis is None:
-        x, axis = reshape(x, [-1]), 0
-    axis = axis_of("cumsum", x, axis)
-    return apply("cumsum", lambda d, axis: np.cumsum(d, axis=axis), (x,), {"axis": axis})
+def _scan(name, numpy_fn, doc):
+    """A running reduction along `axis` (none: over the flattened tensor) with its rule `name`."""
+    def scan(x, axis=None):
+        try:
+            x = as_tensor(x, name)
+        except Foreign:
+            return foreign.call(name, x, axis=axis)
+        if axis is None:
+            x, axis = reshape(x, [-1]), 0
+        axis = axis_of(name, x, axis)
+        return apply(name, lambda d, axis: numpy_fn(d, axis=axis), (x,), {"axis": axis})
+    scan.__name__ = scan.__qualname__ = name
+    scan.__doc__ = doc
+    return scan
 
 
-def cumprod(x, axis=None):
-    """Running products along `axis`; the gradient is exact at zeros too."""
-    try:
-        x = as_tensor(x, "cumprod")
-    except Foreign:
-        return foreign.call("cumprod", x, axis=axis)
-    if axis is None:
-        x, axis = reshape(x, [-1]), 0
-    axis = axis_of("cumprod", x, axis)
-    return apply("cumprod", lambda d, axis: np.cumprod(d, axis=axis), (x,), {"axis": axis})
+cumsum = _scan("cumsum", np.cumsum, "Running sums along `axis` (none: over the flattened tensor).")
+cumprod = _scan("cumprod", np.cumprod, "Running products along `axis`; the gradient is exact at zeros too.")
 
 
 def prod(x, axis=None, keepdims=False):
