@@ -58,7 +58,8 @@ def writer():
 
 
 def resolve(value):
-    """fit's distributed= option after checking: True, False (auto decided by the launch)."""
+    """fit's distributed= option after checking: True, False (auto decided by the launch); "fsdp" is
+    distributed, as True."""
     if value == "auto":
         return launched()
     return bool(value)

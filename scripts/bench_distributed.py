@@ -5,6 +5,7 @@ the same training. Each run is an Apsi program started by `apsi run` / `apsi lau
 fit's own (r.seconds, after a warm-up fit), not the processes' start. Asserts nothing.
 
     python scripts/bench_distributed.py [--model mlp|wide] [--n 8192] [--batch 256] [--epochs 2]
+                                        [--fsdp]    (the 2 processes shard the weights: distributed="fsdp")
 
 On a machine with fewer than 2 free cores the 2-process figure shows contention, not the engine.
 """
@@ -22,12 +23,13 @@ MODELS = {"mlp": "mlp(32, 10, hidden=[128, 128])", "wide": "mlp(256, 10, hidden=
 PROGRAM = """use nn
 use layers
 let net = {model}
+let how = "{how}" if world_size() > 1 else "auto"
 let x = randn([{n}, {features}], seed=1)
 let y = randint(0, 10, [{n}], seed=2)
 let warm = fit(net, net.init(seed=0), x, y, loss="cross_entropy", epochs=1, batch_size={batch},
-               backend="torch", distributed="auto", verbose=false)
+               backend="torch", distributed=how, verbose=false)
 let r = fit(net, net.init(seed=0), x, y, loss="cross_entropy", epochs={epochs}, batch_size={batch},
-            backend="torch", distributed="auto", verbose=false)
+            backend="torch", distributed=how, verbose=false)
 if rank() == 0:
     print(r.seconds)
 """
@@ -50,11 +52,14 @@ def main():
     ap.add_argument("--n", type=int, default=8192)
     ap.add_argument("--batch", type=int, default=256, help="the global batch (samples per step)")
     ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--fsdp", action="store_true", help='shard the weights too (distributed="fsdp")')
     a = ap.parse_args()
     features = int(MODELS[a.model].split("(")[1].split(",")[0])
-    args = dict(model=MODELS[a.model], n=a.n, features=features, epochs=a.epochs)
+    args = dict(model=MODELS[a.model], n=a.n, features=features, epochs=a.epochs,
+                how="fsdp" if a.fsdp else "auto")
     print(f"model {a.model}: {MODELS[a.model]}, {a.n} samples, global batch {a.batch}, {a.epochs} epochs, "
-          f"1 thread per process; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+          f"{'FSDP' if a.fsdp else 'DDP'}, 1 thread per process; "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     with tempfile.TemporaryDirectory() as tmp:
         one = run(Path(tmp), False, a.batch, args)
         two = run(Path(tmp), True, a.batch // 2, args)

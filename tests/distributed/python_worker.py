@@ -1,7 +1,9 @@
 """Two processes from Python (no torchrun): each joins a gloo group itself, then calls apsi_layers' fit
-with distributed="auto", which trains in that group.
+with distributed="auto" (DDP) or "fsdp", which trains in that group.
 
-    python python_worker.py OUT_DIR     writes rank0.npy and rank1.npy (history, then the first weight)
+    python python_worker.py OUT_DIR [auto|fsdp]
+        writes rank0.npy and rank1.npy (history, then the first weight), and sizes0.npy and sizes1.npy:
+        per weight, the number of elements this rank's optimizer updates and of its Adam moment
 """
 
 import os
@@ -12,6 +14,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+from torch.optim.optimizer import register_optimizer_step_post_hook
 
 
 def free_port():
@@ -20,24 +23,36 @@ def free_port():
         return s.getsockname()[1]
 
 
-def worker(rank, world, port, out):
+def local_sizes(opt):
+    """Per parameter of an optimizer: (elements of the parameter, of its exp_avg) held by this rank."""
+    def local(t):
+        return (t.to_local() if hasattr(t, "to_local") else t).numel()
+    params = opt.param_groups[0]["params"]
+    return [[local(p) for p in params], [local(opt.state[p]["exp_avg"]) for p in params]]
+
+
+def worker(rank, world, port, out, how):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=world)
     torch.set_num_threads(1)
     from apsi_layers.layers import fit, mlp
 
+    seen = []
+    register_optimizer_step_post_hook(lambda opt, *_: seen.append(local_sizes(opt)))
     x = np.random.default_rng(1).normal(size=(30, 4))
     y = np.arange(30) % 3
     net = mlp(4, 3, hidden=[8])
     r = fit(net, net.init(seed=0), x, y, loss="cross_entropy", epochs=2, batch_size=4, backend="torch",
-            precision="fp64", distributed="auto", verbose=False)
+            precision="fp64", distributed=how, verbose=False)
     assert (r.rank, r.world_size) == (rank, world)
     np.save(os.path.join(out, f"rank{rank}.npy"),
             np.concatenate([r.history, np.asarray(r.params.dense.w.data).ravel()]))
+    np.save(os.path.join(out, f"sizes{rank}.npy"), np.array(seen[-1]))
     dist.barrier()
     dist.destroy_process_group()
     os._exit(0)          # gloo's threads can abort the interpreter's exit (see ddp_worker.py)
 
 
 if __name__ == "__main__":
-    mp.spawn(worker, args=(2, free_port(), sys.argv[1]), nprocs=2, join=True)
+    how = sys.argv[2] if len(sys.argv) > 2 else "auto"
+    mp.spawn(worker, args=(2, free_port(), sys.argv[1], how), nprocs=2, join=True)

@@ -48,11 +48,11 @@ def one_process(tmp_path, n, batch_size, opt, variant="plain"):
     return load(folder / "rank0.npz")
 
 
-def two_processes(tmp_path, n, batch_size, opt, how="launch", variant="plain"):
+def two_processes(tmp_path, n, batch_size, opt, how="launch", variant="plain", shard="auto"):
     folder = tmp_path / "two"
     folder.mkdir()
     shutil.copy(PROGRAM, folder)
-    args = ("train.apsi", str(n), str(batch_size), opt, variant)
+    args = ("train.apsi", str(n), str(batch_size), opt, variant, shard)
     if how == "launch":
         out = launch(folder, *args)
     else:
@@ -65,12 +65,14 @@ def two_processes(tmp_path, n, batch_size, opt, how="launch", variant="plain"):
 
 # 37 rows, 5 per rank: the last global batch of 7 gives rank 1 two rows; 33 rows, 3 per rank: the last
 # global batch of 3 leaves rank 1 none (it must still join the gradient all-reduce, with weight 0); with
-# a mask, a rank's share may keep fewer samples than the other's, or none
-@pytest.mark.parametrize("n, batch_size, opt, variant", [(37, 5, "adam", "plain"), (33, 3, "sgd", "plain"),
-                                                         (33, 3, "sgd", "mask"), (37, 5, "adam", "mask")])
-def test_two_processes_equal_one_with_twice_the_batch(tmp_path, n, batch_size, opt, variant):
+# a mask, a rank's share may keep fewer samples than the other's, or none. "fsdp" shards the weights
+# and the optimizer state too, and must give the same numbers
+@pytest.mark.parametrize("n, batch_size, opt, variant, shard", [
+    (37, 5, "adam", "plain", "auto"), (33, 3, "sgd", "plain", "auto"), (33, 3, "sgd", "mask", "auto"),
+    (37, 5, "adam", "mask", "auto"), (37, 5, "adam", "plain", "fsdp"), (33, 3, "sgd", "mask", "fsdp")])
+def test_two_processes_equal_one_with_twice_the_batch(tmp_path, n, batch_size, opt, variant, shard):
     one = one_process(tmp_path, n, batch_size * 2, opt, variant)
-    folder, r0, r1 = two_processes(tmp_path, n, batch_size, opt, variant=variant)
+    folder, r0, r1 = two_processes(tmp_path, n, batch_size, opt, variant=variant, shard=shard)
     for key in one:
         np.testing.assert_allclose(r0[key], one[key], rtol=0, atol=1e-10, err_msg=key)
         np.testing.assert_array_equal(r1[key], r0[key], err_msg=key)      # the same tree on every rank
@@ -79,10 +81,11 @@ def test_two_processes_equal_one_with_twice_the_batch(tmp_path, n, batch_size, o
     assert (folder / "ck0.npz").exists() and not (folder / "ck1.npz").exists()
 
 
-def test_batch_norm_statistics_end_the_same_on_every_rank(tmp_path):
+@pytest.mark.parametrize("shard", ["auto", "fsdp"])
+def test_batch_norm_statistics_end_the_same_on_every_rank(tmp_path, shard):
     """Each rank normalises its own rows (running statistics per process while an epoch runs, as DDP
     without SyncBatchNorm); after each epoch they are averaged, so r.params is one tree everywhere."""
-    _, r0, r1 = two_processes(tmp_path, 40, 5, "adam", variant="bn")
+    _, r0, r1 = two_processes(tmp_path, 40, 5, "adam", variant="bn", shard=shard)
     states = [k for k in r0 if k.startswith("params.") and ".state." in k]
     assert states, sorted(r0)
     for key in r0:
@@ -231,6 +234,17 @@ def test_ctrl_c_on_the_launcher_stops_every_rank(tmp_path):
     assert "Traceback" not in err
 
 
+def same_as_four_epochs_on_one_process(tmp_path, resumed):
+    """The resumed run's printed history equals 4 epochs of resume.apsi on one process, batch_size 10."""
+    (tmp_path / "run.ckpt").unlink()
+    whole = run(["-m", "apsi", "run", "--allow-python", "resume.apsi", "10", "4", "new"], tmp_path)
+    assert whole.returncode == 0, whole.stderr
+    history = [float(v) for v in resumed.stdout.strip().strip("[]").split(",")]
+    expected = [float(v) for v in whole.stdout.strip().strip("[]").split(",")]
+    assert len(history) == 4
+    np.testing.assert_allclose(history, expected, rtol=0, atol=1e-10)
+
+
 def test_a_checkpoint_continues_on_another_number_of_processes(tmp_path):
     """2 epochs on one process with batch_size 10, resumed on two with 5 each to 4 epochs, equals 4 epochs
     on one process: the checkpoint records the global batch (10 both ways)."""
@@ -239,16 +253,22 @@ def test_a_checkpoint_continues_on_another_number_of_processes(tmp_path):
     assert first.returncode == 0, first.stderr
     resumed = launch(tmp_path, "resume.apsi", "5", "4", "resume")
     assert resumed.returncode == 0, resumed.stderr
-    (tmp_path / "run.ckpt").unlink()
-    whole = run(["-m", "apsi", "run", "--allow-python", "resume.apsi", "10", "4", "new"], tmp_path)
-    assert whole.returncode == 0, whole.stderr
-    history = [float(v) for v in resumed.stdout.strip().strip("[]").split(",")]
-    expected = [float(v) for v in whole.stdout.strip().strip("[]").split(",")]
-    assert len(history) == 4
-    np.testing.assert_allclose(history, expected, rtol=0, atol=1e-10)
+    same_as_four_epochs_on_one_process(tmp_path, resumed)
     refused = launch(tmp_path, "resume.apsi", "10", "6", "resume")       # 20 rows a step: another run
     assert refused.returncode == 1
     assert "batch_size differs (checkpoint: 10, now: 20)" in refused.stderr
+
+
+def test_fsdp_checkpoints_and_resumes_as_one_process(tmp_path):
+    """distributed="fsdp": the checkpoint holds whole weights and optimizer state (gathered from the
+    ranks' slices); resuming cuts them again; with clip= (the norm over the slices) the run equals one
+    process with the same global batch."""
+    shutil.copy(PROGRAM.with_name("resume.apsi"), tmp_path)
+    first = launch(tmp_path, "resume.apsi", "5", "2", "new", "fsdp")
+    assert first.returncode == 0, first.stderr
+    resumed = launch(tmp_path, "resume.apsi", "5", "4", "resume", "fsdp")
+    assert resumed.returncode == 0, resumed.stderr
+    same_as_four_epochs_on_one_process(tmp_path, resumed)
 
 
 def test_a_rank_that_never_joins_is_a_timeout_naming_the_rendezvous(tmp_path):

@@ -1,5 +1,5 @@
 """distributed= is checked before anything starts, in one process: its values, what it needs (the torch
-backend, a launch), what it refuses (graphs, FSDP); rank()/world_size() and save_params' rank rule."""
+backend, a launch), what it refuses (graphs); rank()/world_size() and save_params' rank rule."""
 
 import numpy as np
 import pytest
@@ -31,9 +31,9 @@ def train(**options):
 
 
 @pytest.mark.parametrize("value, says", [
-    ("yes", 'distributed must be true, false or "auto"'),
-    (2, 'distributed must be true, false or "auto"'),
-    ("fsdp", 'distributed="fsdp" is not supported'),
+    ("yes", 'distributed must be true, false, "auto" .* or "fsdp"'),
+    (2, 'distributed must be true, false, "auto"'),
+    ("FSDP", 'distributed must be true, false, "auto"'),
 ])
 def test_bad_values_are_named(value, says, not_launched):
     with pytest.raises(ApsiError, match=says):
@@ -60,11 +60,12 @@ def test_a_graph_model_is_refused(not_launched):
             backend="torch", verbose=False)
 
 
-def test_true_without_a_launch_says_how_to_launch(not_launched, python_allowed):
+@pytest.mark.parametrize("value", [True, "fsdp"])
+def test_true_without_a_launch_says_how_to_launch(value, not_launched, python_allowed):
     pytest.importorskip("torch")
     with pytest.raises(ApsiError, match=r"needs a launch by `apsi launch --nproc N FILE` or torchrun "
                                         r"\(this process lacks RANK, WORLD_SIZE"):
-        train(distributed=True, backend="torch")
+        train(distributed=value, backend="torch")
 
 
 def test_rank_and_world_size_come_from_the_launch(rank_one_of_two):
@@ -92,11 +93,7 @@ def test_only_rank_zero_writes_unless_all_ranks(rank_one_of_two, write_allowed, 
         save_params(str(tmp_path / "c.npz"), params, all_ranks="yes")
 
 
-@pytest.mark.slow
-def test_a_python_caller_in_its_own_group(tmp_path, not_launched):
-    """fit from Python in a group the caller joined (mp.spawn, no torchrun): "auto" trains in it, and
-    equals one process with twice the batch."""
-    pytest.importorskip("torch")
+def python_workers(tmp_path, how):
     import os
     import subprocess
     import sys
@@ -104,9 +101,19 @@ def test_a_python_caller_in_its_own_group(tmp_path, not_launched):
 
     root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1"}
-    out = subprocess.run([sys.executable, str(Path(__file__).with_name("python_worker.py")), str(tmp_path)],
-                         capture_output=True, text=True, env=env, timeout=240)
+    worker = str(Path(__file__).with_name("python_worker.py"))
+    out = subprocess.run([sys.executable, worker, str(tmp_path), how], capture_output=True, text=True,
+                         env=env, timeout=240)
     assert out.returncode == 0, out.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["auto", "fsdp"])
+def test_a_python_caller_in_its_own_group(tmp_path, not_launched, how):
+    """fit from Python in a group the caller joined (mp.spawn, no torchrun): "auto" (DDP) and "fsdp"
+    train in it, and equal one process with twice the batch."""
+    pytest.importorskip("torch")
+    python_workers(tmp_path, how)
     r0, r1 = np.load(tmp_path / "rank0.npy"), np.load(tmp_path / "rank1.npy")
     np.testing.assert_array_equal(r0, r1)
     net = mlp(4, 3, hidden=[8])
@@ -115,3 +122,17 @@ def test_a_python_caller_in_its_own_group(tmp_path, not_launched):
               verbose=False)                      # NumPy, float64: the exact reference
     np.testing.assert_allclose(r0[:2], one.history, rtol=0, atol=1e-10)
     np.testing.assert_allclose(r0[2:], np.asarray(one.params.dense.w.data).ravel(), rtol=0, atol=1e-10)
+
+
+@pytest.mark.slow
+def test_fsdp_shards_the_weights_and_the_optimizer_state(tmp_path, not_launched):
+    """With distributed="fsdp" each rank's optimizer holds a slice of every weight and of its Adam
+    moments (the two ranks' slices add up to the whole); with DDP each holds the whole."""
+    pytest.importorskip("torch")
+    python_workers(tmp_path, "fsdp")
+    sizes = [np.load(tmp_path / f"sizes{r}.npy") for r in (0, 1)]
+    whole = np.array([4 * 8, 8, 8 * 3, 3])              # mlp(4, 3, hidden=[8]): w, b, w, b
+    np.testing.assert_array_equal(sizes[0] + sizes[1], np.stack([whole, whole]))
+    assert (sizes[0] < whole).all() and (sizes[1] < whole).all()
+    python_workers(tmp_path, "auto")
+    np.testing.assert_array_equal(np.load(tmp_path / "sizes0.npy"), np.stack([whole, whole]))

@@ -27,7 +27,10 @@ def failure_note(error):
 
 
 def note(text):
-    print(text, file=sys.stderr, flush=True)
+    from apsi_layers import distributed
+
+    if distributed.rank() == 0:         # one note for a launch, not one per rank
+        print(text, file=sys.stderr, flush=True)
 
 
 COMPILING = ("note: compiling the model with torch.compile; the first steps wait for it "

@@ -68,3 +68,17 @@ def to_nn(params_like, tensors):
 def rebuild(params_like, tensors):
     """The tree shaped like `params_like` with these (torch) leaves."""
     return tree.unflatten_like(params_like, list(tensors))
+
+
+def whole(t):
+    """A whole tensor from one that may be an FSDP slice (a collective: every rank calls it)."""
+    return t.full_tensor() if hasattr(t, "full_tensor") else t
+
+
+def sliced_like(like, t):
+    """`t`, a whole tensor, cut as the FSDP slice `like` is (every rank calls it); `t` itself otherwise."""
+    if not hasattr(like, "device_mesh"):
+        return t
+    from torch.distributed.tensor import distribute_tensor
+
+    return distribute_tensor(t, like.device_mesh, like.placements)

@@ -83,7 +83,7 @@ class TorchSession:
         if plan.distributed:
             from .sharded import Shard
 
-            self.shard = Shard(s.device)
+            self.shard = Shard(s.device, fsdp=plan.distributed == "fsdp")
             self.world, self.rank, self.writer = self.shard.world, self.shard.rank, self.shard.rank == 0
             plan.verbose = plan.verbose and self.writer         # only rank 0 shows progress
         self.names = [n for n, _ in tree.named_leaves(plan.params)] if tree.leaves(plan.params) else []
@@ -95,6 +95,13 @@ class TorchSession:
                 self.leaves_[i] = torch.nn.Parameter(self.leaves_[i].detach())
             self.leaves_[i].requires_grad_(True)
         self.weights = [self.leaves_[i] for i in self.train]
+        self.state_idx = [i for i in range(len(self.leaves_)) if i not in set(self.train)]
+        self.trees = _TreeCache(plan.params)
+        self.forward = Forward(torch, self._objective, compile=bool(plan.compile))
+        if self.shard is not None:             # FSDP replaces the weights by this rank's slices
+            self.forward, self.weights = self.shard.wrap(self.weights, self.forward, plan.params, self.train)
+            for i, w in zip(self.train, self.weights):
+                self.leaves_[i] = w
         self.opt = TorchOptimizer(plan.opt, self.weights, plan.schedule) if self.weights else None
         if self.opt is not None and plan.opt._state is not None:     # opt=r.opt: continue its state
             self.opt.load_nn_state(plan.opt.steps, plan.opt._state)
@@ -105,11 +112,6 @@ class TorchSession:
         self.xs = [s.tensor(a) for a in data.inputs]
         self.ys = [s.tensor(a) for a in data.targets]
         self.mask = None if data.mask is None else s.tensor(data.mask)
-        self.state_idx = [i for i in range(len(self.leaves_)) if i not in set(self.train)]
-        self.trees = _TreeCache(plan.params)
-        self.forward = Forward(torch, self._objective, compile=bool(plan.compile))
-        if self.shard is not None:
-            self.forward = self.shard.wrap(self.weights, self.forward)
         # a graph trains on every node at once: the loss positions are the same each step, found once
         self.fixed = _loss_positions(self.mask, self.ys) if s.graph is not None else None
 
@@ -197,13 +199,17 @@ class TorchSession:
             shard.average([self.leaves_[i] for i in self.state_idx])
         return _epoch_loss(shard.epoch_means(contributions, totals, s.device), totals, epoch, self.steps)
 
+    def whole(self):
+        """The leaves as whole tensors (FSDP's slices gathered: every rank calls this at once)."""
+        return [convert.whole(t) for t in self.leaves_]
+
     def val_loss(self):
-        return _val_loss(self.plan, self.s, self.leaves_)
+        return _val_loss(self.plan, self.s, self.whole())
 
     def outputs(self, data):
         """The model's raw outputs (evaluation mode) for `data`, one NumPy array per output."""
         plan, s = self.plan, self.s
-        params = convert.rebuild(plan.params, self.leaves_) if self.leaves_ else plan.params
+        params = convert.rebuild(plan.params, self.whole()) if self.leaves_ else plan.params
         xs = [s.tensor(a) for a in data.inputs]
         mask = None if data.mask is None else s.tensor(data.mask)
         outs = []
@@ -216,15 +222,15 @@ class TorchSession:
         return [convert.to_host(torch.cat(parts)) for parts in zip(*outs, strict=True)]
 
     def leaves(self):
-        return [convert.to_host(t) for t in self.leaves_]
+        return [convert.to_host(t) for t in self.whole()]
 
     def set_leaves(self, arrays):
         s = self.s
         with torch.no_grad():
             for i, a in enumerate(arrays):
                 t = convert.host_to_device(a, s.device, s.precision.dtype)
-                if i in self.train:
-                    self.leaves_[i].copy_(t)        # the optimizer holds these tensors
+                if i in self.train:             # the optimizer holds these tensors
+                    self.leaves_[i].copy_(convert.sliced_like(self.leaves_[i], t))
                 else:
                     self.leaves_[i] = t
 
@@ -264,7 +270,7 @@ class TorchSession:
         return out
 
     def trained(self, check=True):
-        out = convert.to_nn(self.plan.params, self.leaves_) if self.leaves_ else self.plan.params
+        out = convert.to_nn(self.plan.params, self.whole()) if self.leaves_ else self.plan.params
         if check:
             check_trained(tree.named_leaves(out))
         return out

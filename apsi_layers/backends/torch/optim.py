@@ -158,7 +158,7 @@ class TorchOptimizer:
 
     def nn_state(self):
         """[{key: array or float}] per weight in nn's layout, or None before the first step."""
-        from .convert import to_host
+        from .convert import to_host, whole
 
         params = self.torch.param_groups[0]["params"]
         if not any(p in self.torch.state for p in params):
@@ -171,13 +171,13 @@ class TorchOptimizer:
                 value = st.get(torch_key)
                 if value is None:
                     continue
-                mine[nn_key] = float(value) if value.ndim == 0 else to_host(value)
+                mine[nn_key] = float(value) if value.ndim == 0 else to_host(whole(value))
             out.append(_complete(self.name, mine, tuple(p.shape), self.hyper))
         return out
 
     def load_nn_state(self, steps, states):
         """The inverse of nn_state: torch.optim's state from nn's layout and the step count."""
-        from .convert import host_to_device
+        from .convert import host_to_device, sliced_like
 
         self.steps = steps
         self.torch.state.clear()
@@ -191,7 +191,7 @@ class TorchOptimizer:
                     continue
                 v = mine[nn_key]
                 st[torch_key] = (torch.tensor(float(v), dtype=scalar) if np.ndim(v) == 0
-                                 else host_to_device(v, p.device, p.dtype))
+                                 else sliced_like(p, host_to_device(v, p.device, p.dtype)))
             self.torch.state[p] = st
 
 

@@ -12,6 +12,12 @@ batch_size b × N (docs/distributed.md):
 - the epoch's loss is one all-reduce at the end of the epoch of Σ k_r · loss_r per step, over K.
 Batch norm's running statistics are kept per rank while an epoch runs (as DDP without SyncBatchNorm) and
 averaged over the ranks after it, so r.params is the same tree on every rank.
+
+distributed="fsdp" keeps this sharding of the data and shards the weights too (FSDP2's fully_shard):
+each rank holds a slice of every weight and of its optimizer state; the whole weights are gathered
+for each forward and backward, and each gradient is reduce-scattered (averaged, as DDP's all-reduce),
+so the numbers are those of DDP. Whole tensors are gathered for what needs them (validation, outputs,
+checkpoints, the result), on every rank at once: the gathers are collectives.
 """
 
 import torch
@@ -19,6 +25,9 @@ import torch
 from apsi_lang.errors import ApsiError
 from apsi_layers import distributed
 from apsi_layers.layers.training.batches import kept_count
+from apsi_layers.nn import tree
+
+from . import convert
 
 
 class Objective(torch.nn.Module):
@@ -34,20 +43,45 @@ class Objective(torch.nn.Module):
         return self.objective(params, *batch)
 
 
-class Shard:
-    """This rank's place in the group, and the DDP wrapper around the session's objective."""
+class Gathered(Objective):
+    """FSDP: the module's parameters are this rank's slices between steps; during forward and backward
+    FSDP puts the gathered whole weights in their place, and the tree the objective sees is rebuilt
+    over them (the states, running statistics, come from the tree passed in)."""
 
-    def __init__(self, device):
+    def __init__(self, weights, objective, like, train):
+        super().__init__(weights, objective)
+        self.like, self.train = like, train
+
+    def forward(self, params, *batch):
+        leaves = tree.leaves(params)
+        for k, i in enumerate(self.train):
+            leaves[i] = self.weights[k]
+        return self.objective(convert.rebuild(self.like, leaves), *batch)
+
+
+class Shard:
+    """This rank's place in the group, and the DDP (or FSDP) wrapper around the session's objective."""
+
+    def __init__(self, device, fsdp=False):
         self.dist = distributed.join(device)
         self.rank = self.dist.get_rank()
         self.world = self.dist.get_world_size()
+        self.fsdp = fsdp
 
-    def wrap(self, weights, objective):
+    def wrap(self, weights, objective, like, train):
+        """(the objective to call, the weights the optimizer updates): DDP trains the given tensors;
+        FSDP replaces them by sharded ones (DTensors), which the optimizer must hold instead."""
         if not weights:                 # nothing to train: the objective alone, no gradient to share
-            return objective
+            return objective, weights
+        if self.fsdp:
+            from torch.distributed.fsdp import fully_shard
+
+            module = Gathered(weights, objective, like, train)
+            fully_shard(module)         # one group: all the weights gathered at once
+            return module, list(module.weights)
         module = Objective(weights, objective)
         # no device_ids: the inputs (a parameter tree, the batch) are already on this rank's device
-        return torch.nn.parallel.DistributedDataParallel(module)
+        return torch.nn.parallel.DistributedDataParallel(module), weights
 
     def rows(self, idx, plan):
         """(this rank's rows of the global batch `idx`, its weight, the global batch's kept count).
@@ -89,3 +123,4 @@ def lost_contact(error, rank, epoch):
         return error
     return ApsiError(f"fit: rank {rank} lost contact with the other ranks during epoch {epoch} (another "
                      "rank stopped or failed: its error is printed above), so training stopped here too")
+

@@ -81,9 +81,11 @@ def fit_loop(plan, session):
             show.epoch(epoch, loss, val, m, vm)
             logs = _logs(loss, val, m, vm, session, time.perf_counter() - started)
             stop = _early_stop(plan, session, run, logs)
-            if plan.checkpoint is not None and writes:
-                ckpt.save(plan.checkpoint, _snapshot(plan, session, run, shuffle))
-                run.saved = run.epoch
+            if plan.checkpoint is not None:
+                snap = _snapshot(plan, session, run, shuffle)       # on every rank: FSDP's gathers
+                if writes:                                         # are collectives
+                    ckpt.save(plan.checkpoint, snap)
+                    run.saved = run.epoch
             if plan.on_epoch is not None and _callback(plan.on_epoch, epoch, logs) == "stop":
                 stopped = "callback"
                 break

@@ -100,24 +100,23 @@ def verbose_arg(value):
 
 
 def distributed_arg(value, graph):
-    """distributed=: true, false or "auto" (distributed when torchrun started this process as one of
-    several); resolved here to a bool from the launch's environment, without importing torch."""
+    """distributed=: true, false, "auto" (distributed when torchrun started this process as one of
+    several) or "fsdp" (as true, with the weights sharded over the ranks); resolved here, without
+    importing torch, to False, True or "fsdp"."""
     from apsi_layers import distributed
 
     if value is None:
         return False
-    if value == "fsdp":
-        raise ApsiError('fit: distributed="fsdp" is not supported: fit shards the data (DDP, every rank '
-                        'holds the whole model); use distributed=true (see docs/distributed.md)')
-    if not (isinstance(value, bool) or value == "auto"):
-        raise ApsiError(f'fit: distributed must be true, false or "auto" (distributed when started by '
-                        f'`apsi launch` or torchrun), not {show(value, True)}')
+    if not (isinstance(value, bool) or value in ("auto", "fsdp")):
+        raise ApsiError(f'fit: distributed must be true, false, "auto" (distributed when started by '
+                        f'`apsi launch` or torchrun) or "fsdp" (the weights sharded over the ranks), not '
+                        f'{show(value, True)}')
     on = distributed.resolve(value)
     if on and graph is not None:
         raise ApsiError("fit: distributed training cannot shard a graph model (graph=): each step trains "
                         "on every node at once, so there are no mini-batches to split between processes; "
                         "train it on one process (distributed=false)")
-    return on
+    return "fsdp" if value == "fsdp" else on
 
 
 def check_backend(fn, backend):
