@@ -4,6 +4,8 @@ with distributed="auto" (DDP) or "fsdp", which trains in that group.
     python python_worker.py OUT_DIR [auto|fsdp]
         writes rank0.npy and rank1.npy (history, then the first weight), and sizes0.npy and sizes1.npy:
         per weight, the number of elements this rank's optimizer updates and of its Adam moment
+    python python_worker.py OUT_DIR scalar
+        fsdp with a custom layer whose weight is a single number: writes the error to error0.txt
 """
 
 import os
@@ -40,6 +42,8 @@ def worker(rank, world, port, out, how):
     seen = []
     register_optimizer_step_post_hook(lambda opt, *_: seen.append(local_sizes(opt)))
     x = np.random.default_rng(1).normal(size=(30, 4))
+    if how == "scalar":
+        return scalar_weight(rank, x, out)
     y = np.arange(30) % 3
     net = mlp(4, 3, hidden=[8])
     r = fit(net, net.init(seed=0), x, y, loss="cross_entropy", epochs=2, batch_size=4, backend="torch",
@@ -51,6 +55,31 @@ def worker(rank, world, port, out, how):
     dist.barrier()
     dist.destroy_process_group()
     os._exit(0)          # gloo's threads can abort the interpreter's exit (see ddp_worker.py)
+
+
+def scalar_weight(rank, x, out):
+    from apsi_lang.errors import ApsiError
+    from apsi_layers.layers import CustomLayer, fit, mlp, sequential
+
+    class Scale(CustomLayer):
+        kind = "scale"
+
+        def params(self, rng, input_shape):
+            return {"s": rng.full((), 2.0)}, input_shape
+
+        def forward(self, params, x, ctx):
+            return x * params.s
+
+    net = sequential(mlp(4, 3, hidden=[8]), Scale())
+    try:
+        fit(net, net.init(seed=0), x, np.arange(30) % 3, loss="cross_entropy", epochs=1, batch_size=4,
+            backend="torch", distributed="fsdp", verbose=False)
+    except ApsiError as e:
+        with open(os.path.join(out, f"error{rank}.txt"), "w") as f:
+            f.write(e.message)
+    dist.barrier()
+    dist.destroy_process_group()
+    os._exit(0)
 
 
 if __name__ == "__main__":

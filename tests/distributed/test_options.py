@@ -136,3 +136,13 @@ def test_fsdp_shards_the_weights_and_the_optimizer_state(tmp_path, not_launched)
     assert (sizes[0] < whole).all() and (sizes[1] < whole).all()
     python_workers(tmp_path, "auto")
     np.testing.assert_array_equal(np.load(tmp_path / "sizes0.npy"), np.stack([whole, whole]))
+
+
+@pytest.mark.slow
+def test_fsdp_refuses_a_weight_that_is_a_single_number(tmp_path, not_launched):
+    """FSDP cuts weights along their first axis; PyTorch refuses a 0-d one with its own ValueError."""
+    pytest.importorskip("torch")
+    python_workers(tmp_path, "scalar")
+    said = (tmp_path / "error0.txt").read_text()
+    assert said.startswith('fit: distributed="fsdp" cannot shard the weight ') and "'" in said
+    assert "give it the shape [1]" in said and "distributed=true" in said

@@ -76,6 +76,7 @@ class Shard:
         if self.fsdp:
             from torch.distributed.fsdp import fully_shard
 
+            _no_scalars(like, train, weights)
             module = Gathered(weights, objective, like, train)
             fully_shard(module)         # one group: all the weights gathered at once
             return module, list(module.weights)
@@ -109,6 +110,16 @@ class Shard:
             if t.is_floating_point():
                 self.dist.all_reduce(t)
                 t.div_(self.world)
+
+
+def _no_scalars(like, train, weights):
+    """FSDP cuts each weight along its first axis: a weight with none (a single number) is refused."""
+    names = [n for n, _ in tree.named_leaves(like)]
+    scalars = [names[i] for i, w in zip(train, weights) if w.ndim == 0]
+    if scalars:
+        raise ApsiError(f'fit: distributed="fsdp" cannot shard the weight {scalars[0]!r}: it is a single '
+                        "number, and FSDP cuts each weight along its first axis; give it the shape [1] "
+                        "in the layer's init, or use distributed=true")
 
 
 # what gloo and NCCL say when a peer is gone (it crashed, was stopped, or never answers)
