@@ -11,6 +11,7 @@ predict in the last bits, as BLAS sums a matrix product differently for differen
 """
 
 import contextlib
+import os
 from dataclasses import dataclass
 
 from apsi_lang.errors import ApsiError, PermissionDenied
@@ -165,7 +166,8 @@ class ModelService:
         named = {"input_names": names} if len(names) > 1 else {}
         return {"model": show(self.model), "inputs": jsonio.plain(self.model.input_shape, "info"), **named,
                 "outputs": self.output_shape, "backend": self.backend, "device": self.device or "cpu",
-                "parameters": int(param_count(self.params)), **extra}
+                "parameters": int(param_count(self.params)), **extra,
+                "worker": os.getpid()}
 
 
 def _has_graph_layer(model):

@@ -23,21 +23,26 @@ class Histogram:
                 self.counts[i] += 1
                 break
 
-    def lines(self, name):
+    def lines(self, name, worker=""):
         out, running = [], 0
         for edge, n in zip(self.buckets, self.counts):
             running += n
-            out.append(f'{name}_bucket{{le="{edge}"}} {running}')
-        out += [f'{name}_bucket{{le="+Inf"}} {self.total}', f"{name}_sum {self.sum!r}",
-                f"{name}_count {self.total}"]
+            out.append(f'{name}_bucket{{le="{edge}"{worker}}} {running}')
+        alone = f"{{{worker[1:]}}}" if worker else ""
+        out += [f'{name}_bucket{{le="+Inf"{worker}}} {self.total}', f"{name}_sum{alone} {self.sum!r}",
+                f"{name}_count{alone} {self.total}"]
         return out
 
 
 class Observer:
-    """What the server counts; touched only on the event loop's thread (no locks needed)."""
+    """What the server counts; touched only on the event loop's thread (no locks needed).
 
-    def __init__(self, log):
-        self.log = log
+    With several worker processes each counts its own requests, and a scrape reaches the one worker
+    that accepts it: every sample then carries a `worker` label (the process id), so that each series
+    stays one process's monotonic counter; sum over `worker` for the server's totals (docs/web.md)."""
+
+    def __init__(self, log, per_worker=False):
+        self.log, self.per_worker = log, per_worker
         self.requests = {}              # (method, route, status) -> count
         self.latency = Histogram(LATENCY_BUCKETS)
         self.batch_rows = Histogram(BATCH_BUCKETS)
@@ -62,22 +67,27 @@ class Observer:
         self.batch_rows.observe(rows)
 
     def text(self):
+        import os
+
+        w = f',worker="{os.getpid()}"' if self.per_worker else ""     # (after the fork: this process)
+        alone = f"{{{w[1:]}}}" if w else ""
         lines = ["# HELP apsi_requests_total Requests answered, by method, route and status.",
                  "# TYPE apsi_requests_total counter"]
         for (method, route, status), n in sorted(self.requests.items()):
             lines.append(f'apsi_requests_total{{method="{method}",route="{_label(route)}",'
-                         f'status="{status}"}} {n}')
+                         f'status="{status}"{w}}} {n}')
         errors = sum(n for (_, _, status), n in self.requests.items() if status >= 400)
         lines += ["# HELP apsi_request_errors_total Requests answered with a status of 400 or more.",
-                  "# TYPE apsi_request_errors_total counter", f"apsi_request_errors_total {errors}",
+                  "# TYPE apsi_request_errors_total counter", f"apsi_request_errors_total{alone} {errors}",
                   "# HELP apsi_request_seconds Time from a request's arrival to its answer.",
-                  "# TYPE apsi_request_seconds histogram", *self.latency.lines("apsi_request_seconds"),
+                  "# TYPE apsi_request_seconds histogram", *self.latency.lines("apsi_request_seconds", w),
                   "# HELP apsi_batch_rows Rows in each predict call (dynamic batching).",
-                  "# TYPE apsi_batch_rows histogram", *self.batch_rows.lines("apsi_batch_rows"),
+                  "# TYPE apsi_batch_rows histogram", *self.batch_rows.lines("apsi_batch_rows", w),
                   "# HELP apsi_requests_in_flight Requests being answered now (this one included).",
-                  "# TYPE apsi_requests_in_flight gauge", f"apsi_requests_in_flight {self.in_flight}",
+                  "# TYPE apsi_requests_in_flight gauge", f"apsi_requests_in_flight{alone} {self.in_flight}",
                   "# HELP apsi_uptime_seconds Seconds since the server started.",
-                  "# TYPE apsi_uptime_seconds gauge", f"apsi_uptime_seconds {time.time() - self.started:.3f}"]
+                  "# TYPE apsi_uptime_seconds gauge",
+                  f"apsi_uptime_seconds{alone} {time.time() - self.started:.3f}"]
         return "\n".join(lines) + "\n"
 
 
