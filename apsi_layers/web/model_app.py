@@ -19,6 +19,7 @@ from apsi_lang.values import show
 
 from . import http, jsonio
 from .http import Problem
+from .predict_route import predict_route
 
 BODY_FIELDS = ("inputs", "mask", "graph")
 
@@ -212,27 +213,6 @@ def model_app(service, batcher, observer, opts, path, extra_info):
 
     state = {"ready": False}
 
-    async def predict(request):
-        try:
-            batcher.coming += 1             # an open batch waits for this request (batching.py)
-            try:
-                body = await http.within(opts.timeout, http.body_of(request, opts.max_body),
-                                         "reading the request")
-                value, problem = jsonio.parse(body)
-                if problem:
-                    raise Problem(400, problem)
-                item = service.prepare(value)
-            finally:
-                batcher.coming -= 1
-            outputs = await http.within(opts.timeout, batcher.submit(item), "the prediction")
-            return http.answer(200, {"outputs": outputs})
-        except Problem as p:
-            return http.error(p.status, p.message)
-        except ApsiError as e:
-            return http.error(422, e.message)
-        except Exception as e:          # noqa: BLE001 (a bug must not stop the server)
-            return http.error(500, http.internal(e))
-
     async def health(request):
         if state["ready"]:
             return http.answer(200, {"status": "ready"})
@@ -254,7 +234,11 @@ def model_app(service, batcher, observer, opts, path, extra_info):
             state["ready"] = False
             await batcher.stop()
 
-    routes = [Route(path, predict, methods=["POST"]), Route("/health", health), Route("/info", info),
+    async def not_here(request):            # (POST {path} is answered before starlette: predict_route.py)
+        return http.error(500, "internal error (routing) while answering; the server goes on")
+
+    routes = [Route(path, not_here, methods=["POST"]), Route("/health", health), Route("/info", info),
               Route("/metrics", metrics)]
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers=http.json_errors())
-    return http.Observed(app, observer, {r.path for r in routes})
+    direct = {("POST", path): predict_route(service, batcher, opts)}
+    return http.Observed(app, observer, {r.path for r in routes}, direct)
