@@ -18,6 +18,7 @@ from apsi_lang.errors import ApsiError, PermissionDenied
 from apsi_lang.values import show
 
 from . import http, jsonio
+from .deadlines import Deadlines
 from .http import Problem
 from .predict_route import predict_route
 
@@ -212,6 +213,7 @@ def model_app(service, batcher, observer, opts, path, extra_info):
     from starlette.routing import Route
 
     state = {"ready": False}
+    deadlines = Deadlines(opts.timeout)
 
     async def health(request):
         if state["ready"]:
@@ -227,11 +229,13 @@ def model_app(service, batcher, observer, opts, path, extra_info):
     @contextlib.asynccontextmanager
     async def lifespan(app):
         batcher.start()
+        deadlines.start()
         state["ready"] = True
         try:
             yield
         finally:
             state["ready"] = False
+            await deadlines.stop()
             await batcher.stop()
 
     async def not_here(request):            # (POST {path} is answered before starlette: predict_route.py)
@@ -240,5 +244,5 @@ def model_app(service, batcher, observer, opts, path, extra_info):
     routes = [Route(path, not_here, methods=["POST"]), Route("/health", health), Route("/info", info),
               Route("/metrics", metrics)]
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers=http.json_errors())
-    direct = {("POST", path): predict_route(service, batcher, opts)}
+    direct = {("POST", path): predict_route(service, batcher, deadlines, opts)}
     return http.Observed(app, observer, {r.path for r in routes}, direct)

@@ -20,40 +20,43 @@ from .http import Problem
 JSON_HEADERS = ((b"content-type", b"application/json"),)
 
 
-def predict_route(service, batcher, opts):
-    """async route(scope, receive, send) -> the status it sent."""
-    limit, seconds = opts.max_body, opts.timeout
+def predict_route(service, batcher, deadlines, opts):
+    """async route(scope, receive, send) -> the status it sent. Reading the request and waiting for
+    its prediction have `timeout` seconds each (deadlines.py)."""
+    limit_bytes, seconds = opts.max_body, opts.timeout
 
     async def route(scope, receive, send):
-        stage = "reading the request"
+        limit = deadlines.begin("reading the request")
         try:
-            async with asyncio.timeout(seconds) as deadline:
-                batcher.coming += 1             # an open batch waits for this request (batching.py)
-                try:
-                    body = await read_body(scope, receive, limit)
-                    if body is None:
-                        return 499              # the client left: nothing to send
-                    value, problem = jsonio.parse(body)
-                    if problem:
-                        raise Problem(400, problem)
-                    item = service.prepare(value)
-                finally:
-                    batcher.coming -= 1
-                stage = "the prediction"
-                deadline.reschedule(asyncio.get_running_loop().time() + seconds)
-                outputs = await batcher.submit(item)
+            batcher.coming += 1                 # an open batch waits for this request (batching.py)
+            try:
+                body = await read_body(scope, receive, limit_bytes)
+                if body is None:
+                    return 499                  # the client left: nothing to send
+                value, problem = jsonio.parse(body)
+                if problem:
+                    raise Problem(400, problem)
+                item = service.prepare(value)
+            finally:
+                batcher.coming -= 1
+            deadlines.next(limit, "the prediction")
+            outputs = await batcher.submit(item)
             # (the rows are lists of Python floats from tolist(): json writes them as jsonio.dumps does)
             payload = json.dumps({"outputs": outputs}, ensure_ascii=False, separators=(",", ":")).encode()
             status = 200
-        except TimeoutError:
-            status, payload = 408, _error(408, f"{stage} took longer than timeout = {seconds:g} s; send it "
-                                               "again, or start the server with a larger timeout")
+        except asyncio.CancelledError:
+            if not limit.expired:
+                raise                           # (the server is stopping)
+            status, payload = 408, _error(408, f"{limit.stage} took longer than timeout = {seconds:g} s; "
+                                               "send it again, or start the server with a larger timeout")
         except Problem as p:
             status, payload = p.status, _error(p.status, p.message)
         except ApsiError as e:
             status, payload = 422, _error(422, e.message)
         except Exception as e:          # noqa: BLE001 (a bug must not stop the server)
             status, payload = 500, _error(500, http.internal(e))
+        finally:
+            deadlines.end(limit)        # (before the next await: no late cancellation reaches the sends)
         await send({"type": "http.response.start", "status": status,
                     "headers": [*JSON_HEADERS, (b"content-length", b"%d" % len(payload))]})
         await send({"type": "http.response.body", "body": payload})
