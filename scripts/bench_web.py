@@ -9,7 +9,7 @@ the machine more than the servers; CPU per request says how many requests a core
 nothing.
 
     python scripts/bench_web.py [--seconds 3] [--clients 1,8,64] [--inputs 256] [--hidden 1024,1024]
-                                [--workers 1]
+                                [--workers 1] [--repeat 1]
 
 --workers N runs both servers with N processes: serve_model(workers=N), and the peer as a user would
 run it, `uvicorn peer:app --workers N`. The client's own CPU time per request is printed too: on a
@@ -21,6 +21,7 @@ import asyncio
 import json
 import os
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -176,33 +177,47 @@ def main():
     ap.add_argument("--inputs", type=int, default=256)
     ap.add_argument("--max-wait-ms", type=float, default=5)
     ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="measure each point this many times, the two servers in turn, and show the runs "
+                         "with the median ratio (a shared machine's load drifts: pairs taken together "
+                         "see the same load)")
     a = ap.parse_args()
     counts = [int(c) for c in a.clients.split(",")]
     print(f"mlp({a.inputs}, {OUT}, hidden=[{a.hidden}]), one row per request, {a.seconds:g} s per point, "
           f"{a.workers} worker process(es) each, load average {os.getloadavg()[0]:.2f} on "
           f"{os.cpu_count()} CPUs")
-    results = {}
+    runs = {n: [] for n in counts}      # n -> [(apsi result, peer result)]
     with tempfile.TemporaryDirectory() as tmp:
-        for kind in ("apsi", "peer"):
-            port, proc = serve(kind, a.hidden, a.inputs, Path(tmp), a.max_wait_ms, a.workers)
-            try:
-                for n in counts:
-                    results[kind, n] = asyncio.run(load(port, n, a.seconds, a.inputs, proc.pid))
-            finally:
+        servers = {}
+        try:
+            for kind in ("apsi", "peer"):
+                folder = Path(tmp) / kind
+                folder.mkdir()
+                servers[kind] = serve(kind, a.hidden, a.inputs, folder, a.max_wait_ms, a.workers)
+            for n in counts:
+                for _ in range(a.repeat):
+                    pair = [asyncio.run(load(port, n, a.seconds, a.inputs, proc.pid))
+                            for port, proc in (servers["apsi"], servers["peer"])]
+                    runs[n].append(tuple(pair))
+        finally:
+            for _, proc in servers.values():
                 proc.terminate()
                 proc.wait(30)
     print(f"{'clients':>8} | {'apsi req/s':>10} {'p50 ms':>7} {'p99 ms':>7} {'cpu ms':>6} | "
           f"{'peer req/s':>10} {'p50 ms':>7} {'p99 ms':>7} {'cpu ms':>6} | ratio req/s, cpu")
     for n in counts:
-        (ra, a50, a99, ac, _), (rp, p50, p99, pc, _) = results["apsi", n], results["peer", n]
-        cpu = f"{pc / ac:.2f}x" if ac and pc else "-"
-        print(f"{n:>8} | {ra:>10.0f} {a50:>7.1f} {a99:>7.1f} {ac or 0:>6.2f} | {rp:>10.0f} {p50:>7.1f} "
-              f"{p99:>7.1f} {pc or 0:>6.2f} | {ra / rp:.2f}x, {cpu}")
+        for (ra, a50, a99, ac, _), (rp, p50, p99, pc, _) in runs[n]:
+            cpu = f"{pc / ac:.2f}x" if ac and pc else "-"
+            print(f"{n:>8} | {ra:>10.0f} {a50:>7.1f} {a99:>7.1f} {ac or 0:>6.2f} | {rp:>10.0f} {p50:>7.1f} "
+                  f"{p99:>7.1f} {pc or 0:>6.2f} | {ra / rp:.2f}x, {cpu}")
+    if a.repeat > 1:
+        print("median ratio of requests/s: " + ", ".join(
+            f"{n} clients {statistics.median(x[0][0] / x[1][0] for x in runs[n]):.2f}x" for n in counts))
     print("cpu ms: the server's CPU time per request (all its threads and workers); on a shared machine the "
           "CPU ratio is the steadier measure of how many requests a core serves")
-    print("the client's own CPU ms per request (apsi, peer): "
-          + ", ".join(f"{n} clients {results['apsi', n][4]:.2f}, {results['peer', n][4]:.2f}"
-                      for n in counts))
+    print("the client's own CPU ms per request (apsi, peer), mean over runs: " + ", ".join(
+        f"{n} clients {statistics.mean(x[0][4] for x in runs[n]):.2f}, "
+        f"{statistics.mean(x[1][4] for x in runs[n]):.2f}" for n in counts))
 
 
 if __name__ == "__main__":
