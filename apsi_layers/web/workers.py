@@ -48,7 +48,7 @@ def serve(fn, config, sock, count, stop, what):
             for pid, code in _ended(children):
                 children.discard(pid)
                 if stopping:
-                    if code != 0:
+                    if code:
                         print(f"{fn}: worker {pid} {_status(code)} while stopping", file=sys.stderr,
                               flush=True)
                 elif code == STARTUP_FAILURE:
@@ -141,13 +141,14 @@ def _die_with(parent, ctypes):
 
 
 def _ended(children):
-    """[(pid, exit code)] of the children that have ended (a signal's death as -signal)."""
+    """[(pid, exit code)] of the children that have ended (a signal's death as -signal; None when the
+    status is not known)."""
     out = []
     for pid in list(children):
         try:
             done, status = os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            out.append((pid, -1))
+        except ChildProcessError:           # (reaped elsewhere: its status is lost)
+            out.append((pid, None))
             continue
         if done:
             out.append((pid, os.waitstatus_to_exitcode(status)))
@@ -155,6 +156,8 @@ def _ended(children):
 
 
 def _status(code):
+    if code is None:
+        return "ended"
     if code < 0:
         try:
             return f"was killed by {signal.Signals(-code).name}"

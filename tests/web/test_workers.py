@@ -197,3 +197,55 @@ def test_workers_with_the_torch_backend_are_refused_with_the_reason(start):
     assert code == 1, err
     assert ("serve_model: workers=2 with backend=\"torch\": worker processes are forked from this one, and "
             "PyTorch's thread pools and a GPU's context do not survive a fork; use backend=\"numpy\"") in err
+
+
+@pytest.mark.slow
+def test_a_second_ctrl_c_stops_every_worker_at_once_with_130(start):
+    server = start(MODEL.format(options=", workers=2, timeout=20"))
+    pids = workers_seen(server.url)
+    sent = threading.Event()
+
+    def slow():
+        yield b'{"inputs": [[1, '
+        sent.set()
+        time.sleep(8)
+        yield b"2, 3, 4]]}"
+
+    threading.Thread(target=lambda: httpx.post(f"{server.url}/predict", content=slow(), timeout=30),
+                     daemon=True).start()
+    assert sent.wait(20)
+    time.sleep(0.5)                         # (the request is inside a worker, which waits for its body)
+    server.proc.send_signal(signal.SIGINT)
+    time.sleep(0.5)
+    started = time.monotonic()
+    code, out, err = server.stop(signal.SIGINT)
+    assert code == 130 and time.monotonic() - started < 5, err
+    assert "apsi: interrupted (Ctrl-C)" in err and "after serve_model" not in out
+    assert all_gone(pids) == []
+
+
+def test_a_worker_that_cannot_start_stops_them_all_with_the_reason(capfd):
+    """A worker that fails before it serves (here: its app's startup raises) would fail the same way
+    if started again: the supervisor stops the others and says so (uvicorn's rule)."""
+    import socket
+
+    import uvicorn
+
+    from apsi_lang.errors import ApsiError
+    from apsi_layers.web import workers
+
+    async def app(scope, receive, send):
+        if scope["type"] == "lifespan":
+            await receive()
+            await send({"type": "lifespan.startup.failed", "message": "no model today"})
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    config = uvicorn.Config(app, lifespan="on", log_config=None, log_level="critical")
+    with pytest.raises(ApsiError) as e:
+        workers.serve("serve_model", config, sock, 2, threading.Event(), "a test app")
+    sock.close()
+    assert re.fullmatch(r"serve_model: worker \d+ could not start serving \(its error is above\); the other "
+                        r"workers were stopped", e.value.message)
+    assert "with 2 worker processes" in capfd.readouterr().err
