@@ -1,5 +1,6 @@
 """serve_model's app: POST {path} answers {"inputs": …} with {"outputs": …}, the same numbers predict
-gives; GET /health, /info and /metrics describe the server.
+gives (predict_route.py, a plain ASGI route ahead of starlette); GET /health, /info and /metrics
+describe the server.
 
 Each request is checked on arrival with predict's own checks (make_data: shapes, types, NaN/inf,
 token ids; check_params: the model's shapes against the parameters, once per input shape), so a bad

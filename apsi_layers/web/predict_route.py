@@ -1,11 +1,11 @@
 """POST {path} as a plain ASGI callable: the one route that carries the load.
 
-Under load the event loop's time per request is what limits a server, and starlette's layers (its
-error and exception middleware, the router, a Request object, a Response object) cost about as much as
-the prediction's own work. This route reads the body from ASGI messages, parses and checks it
-(service.prepare: predict's checks, one request at a time, so a bad request gets its own 400/422 and
-never reaches a batch), waits for its rows from the batcher and sends the JSON. Its answers are the
-same as the starlette route's were: the same statuses, messages and bytes. The other routes (/health,
+Under load the event loop's time per request limits a server, and starlette's layers (its error and
+exception middleware, the router, a Request and a Response object) and a timer per request and stage
+were a sixth of it (docs/web.md, Measured). This route reads the body from ASGI messages, parses and
+checks it (service.prepare: predict's checks, one request at a time, so a bad request gets its own
+400/422 and never reaches a batch), waits for its rows from the batcher and sends the JSON, with the
+same statuses, messages and bytes as the starlette route it replaces. The other routes (/health,
 /info, /metrics, and 404/405 for the rest, GET on this path included) stay on starlette.
 """
 
