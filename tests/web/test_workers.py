@@ -249,3 +249,17 @@ def test_a_worker_that_cannot_start_stops_them_all_with_the_reason(capfd):
     assert re.fullmatch(r"serve_model: worker \d+ could not start serving \(its error is above\); the other "
                         r"workers were stopped", e.value.message)
     assert "with 2 worker processes" in capfd.readouterr().err
+
+
+@pytest.mark.slow
+def test_with_max_batch_1_every_answer_of_every_worker_is_predicts_bits(start):
+    server = start(MODEL.format(options=", workers=2, max_batch=1"))
+    rng = np.random.default_rng(5)
+    bodies = [rng.standard_normal((int(rng.integers(1, 4)), 4)).tolist() for _ in range(64)]
+    with ThreadPoolExecutor(16) as pool:
+        answers = list(pool.map(lambda rows: httpx.post(f"{server.url}/predict", json={"inputs": rows}),
+                                bodies))
+    for rows, r in zip(bodies, answers):
+        assert r.status_code == 200 and np.array_equal(r.json()["outputs"], reference(rows)), r.text
+    code, _, err = server.stop()
+    assert code == 0, err
