@@ -30,6 +30,7 @@ def serve_model(model, params, host="127.0.0.1", port=8000, max_batch=64, max_wa
 
     server.require_net(fn, opts.host, opts.port)
     from .batching import Batcher
+    from .board import Board
     from .model_app import ModelService, model_app
     from .observe import Observer
 
@@ -40,11 +41,12 @@ def serve_model(model, params, host="127.0.0.1", port=8000, max_batch=64, max_wa
                         "backend=\"numpy\" with workers, or run one program per worker behind a load "
                         "balancer (docs/web.md, Scaling out)")
     service.warm_up(fn)
-    observer = Observer(opts.log, per_worker=workers > 1)
+    observer = Observer(opts.log, board=Board(workers) if workers > 1 else None)
     batcher = Batcher(service.run, max_batch, max_wait, observer.batch)
     app = model_app(service, batcher, observer, opts, path,
                     {"path": path, "max_batch": max_batch, "max_wait_ms": max_wait_ms, "workers": workers})
-    server.run(fn, app, opts, f"{model.kind} (POST {path}, GET /health, /info, /metrics)", workers)
+    server.run(fn, app, opts, f"{model.kind} (POST {path}, GET /health, /info, /metrics)", workers,
+               observer.join)
 
 
 def serve(routes, host="127.0.0.1", port=8000, max_body="1MB", timeout=30, log=True):

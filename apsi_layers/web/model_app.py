@@ -11,6 +11,7 @@ predict in the last bits, as BLAS sums a matrix product differently for differen
 (max_batch=1 makes every answer exact).
 """
 
+import asyncio
 import contextlib
 import os
 from dataclasses import dataclass
@@ -173,6 +174,15 @@ class ModelService:
                 "worker": os.getpid()}
 
 
+POST_SECONDS = 1.0         # how often a worker posts its counters for the others' scrapes (board.py)
+
+
+async def _post_every(observer, seconds):
+    while True:
+        await asyncio.sleep(seconds)
+        observer.post()
+
+
 def _has_graph_layer(model):
     from apsi_layers.layers.graph import GraphLayer
 
@@ -231,6 +241,8 @@ def model_app(service, batcher, observer, opts, path, extra_info):
     async def lifespan(app):
         batcher.start()
         deadlines.start()
+        posting = asyncio.get_running_loop().create_task(_post_every(observer, POST_SECONDS)) \
+            if observer.board is not None else None
         state["ready"] = True
         try:
             yield
@@ -238,6 +250,9 @@ def model_app(service, batcher, observer, opts, path, extra_info):
             state["ready"] = False
             await deadlines.stop()
             await batcher.stop()
+            if posting is not None:
+                posting.cancel()
+                observer.post()
 
     async def not_here(request):            # (POST {path} is answered before starlette: predict_route.py)
         return http.error(500, "internal error (routing) while answering; the server goes on")

@@ -23,26 +23,32 @@ class Histogram:
                 self.counts[i] += 1
                 break
 
-    def lines(self, name, worker=""):
+    def lines(self, name):
         out, running = [], 0
         for edge, n in zip(self.buckets, self.counts):
             running += n
-            out.append(f'{name}_bucket{{le="{edge}"{worker}}} {running}')
-        alone = f"{{{worker[1:]}}}" if worker else ""
-        out += [f'{name}_bucket{{le="+Inf"{worker}}} {self.total}', f"{name}_sum{alone} {self.sum!r}",
-                f"{name}_count{alone} {self.total}"]
+            out.append(f'{name}_bucket{{le="{edge}"}} {running}')
+        out += [f'{name}_bucket{{le="+Inf"}} {self.total}', f"{name}_sum {self.sum!r}",
+                f"{name}_count {self.total}"]
         return out
+
+    def state(self):
+        return [self.counts, self.total, self.sum]
+
+    def add(self, state):
+        counts, total, value_sum = state
+        self.counts = [a + b for a, b in zip(self.counts, counts)]
+        self.total += total
+        self.sum += value_sum
 
 
 class Observer:
-    """What the server counts; touched only on the event loop's thread (no locks needed).
+    """What the server counts; touched only on the event loop's thread (no locks needed). With several
+    worker processes each counts its own requests and posts them on a shared board (board.py); a
+    scrape shows the sum."""
 
-    With several worker processes each counts its own requests, and a scrape reaches the one worker
-    that accepts it: every sample then carries a `worker` label (the process id), so that each series
-    stays one process's monotonic counter; sum over `worker` for the server's totals (docs/web.md)."""
-
-    def __init__(self, log, per_worker=False):
-        self.log, self.per_worker = log, per_worker
+    def __init__(self, log, board=None):
+        self.log, self.board = log, board
         self.requests = {}              # (method, route, status) -> count
         self.latency = Histogram(LATENCY_BUCKETS)
         self.batch_rows = Histogram(BATCH_BUCKETS)
@@ -66,28 +72,60 @@ class Observer:
         self.batches += 1
         self.batch_rows.observe(rows)
 
-    def text(self):
-        import os
+    def state(self):
+        """The counters, as plain data (for the board)."""
+        return {"requests": [[*key, n] for key, n in self.requests.items()], "latency": self.latency.state(),
+                "batch_rows": self.batch_rows.state(), "batches": self.batches, "in_flight": self.in_flight}
 
-        w = f',worker="{os.getpid()}"' if self.per_worker else ""     # (after the fork: this process)
-        alone = f"{{{w[1:]}}}" if w else ""
+    def add(self, state, in_flight=True):
+        for method, route, status, n in state["requests"]:
+            key = (method, route, status)
+            self.requests[key] = self.requests.get(key, 0) + n
+        self.latency.add(state["latency"])
+        self.batch_rows.add(state["batch_rows"])
+        self.batches += state["batches"]
+        if in_flight:
+            self.in_flight += state["in_flight"]
+
+    def join(self, slot):
+        """In a worker process: post on the board's `slot`, going on from the counts a worker that
+        died there left."""
+        left = self.board.join(slot)
+        if left is not None:
+            self.add(left, in_flight=False)
+        self.post()
+
+    def post(self):
+        if self.board is not None and self.board.mine is not None:
+            self.board.post(self.state())
+
+    def text(self):
+        """Prometheus text: this process's numbers, and with workers the sum of all of theirs."""
+        if self.board is None or self.board.mine is None:
+            return self._text()
+        total = Observer(False)
+        total.started = self.started
+        for state in [self.state(), *self.board.others()]:
+            total.add(state)
+        return total._text()
+
+    def _text(self):
         lines = ["# HELP apsi_requests_total Requests answered, by method, route and status.",
                  "# TYPE apsi_requests_total counter"]
         for (method, route, status), n in sorted(self.requests.items()):
             lines.append(f'apsi_requests_total{{method="{method}",route="{_label(route)}",'
-                         f'status="{status}"{w}}} {n}')
+                         f'status="{status}"}} {n}')
         errors = sum(n for (_, _, status), n in self.requests.items() if status >= 400)
         lines += ["# HELP apsi_request_errors_total Requests answered with a status of 400 or more.",
-                  "# TYPE apsi_request_errors_total counter", f"apsi_request_errors_total{alone} {errors}",
+                  "# TYPE apsi_request_errors_total counter", f"apsi_request_errors_total {errors}",
                   "# HELP apsi_request_seconds Time from a request's arrival to its answer.",
-                  "# TYPE apsi_request_seconds histogram", *self.latency.lines("apsi_request_seconds", w),
+                  "# TYPE apsi_request_seconds histogram", *self.latency.lines("apsi_request_seconds"),
                   "# HELP apsi_batch_rows Rows in each predict call (dynamic batching).",
-                  "# TYPE apsi_batch_rows histogram", *self.batch_rows.lines("apsi_batch_rows", w),
+                  "# TYPE apsi_batch_rows histogram", *self.batch_rows.lines("apsi_batch_rows"),
                   "# HELP apsi_requests_in_flight Requests being answered now (this one included).",
-                  "# TYPE apsi_requests_in_flight gauge", f"apsi_requests_in_flight{alone} {self.in_flight}",
+                  "# TYPE apsi_requests_in_flight gauge", f"apsi_requests_in_flight {self.in_flight}",
                   "# HELP apsi_uptime_seconds Seconds since the server started.",
-                  "# TYPE apsi_uptime_seconds gauge",
-                  f"apsi_uptime_seconds{alone} {time.time() - self.started:.3f}"]
+                  "# TYPE apsi_uptime_seconds gauge", f"apsi_uptime_seconds {time.time() - self.started:.3f}"]
         return "\n".join(lines) + "\n"
 
 

@@ -52,9 +52,9 @@ def _bind_problem(fn, host, port, e):
     return f"{fn}: cannot listen on {host}:{port}: {e.strerror or e}"
 
 
-def run(fn, app, opts, what, workers=1):
+def run(fn, app, opts, what, workers=1, setup=None):
     """Serve `app` on opts.host:opts.port until Ctrl-C or SIGTERM, then return; with workers > 1 in
-    that many forked processes (workers.py)."""
+    that many forked processes (workers.py), each calling setup(its slot number) first."""
     sock = listen(fn, opts.host, opts.port)
     import uvicorn
 
@@ -65,7 +65,7 @@ def run(fn, app, opts, what, workers=1):
     where = f"{what} on http://{opts.host}:{opts.port}"
     try:
         if workers > 1:
-            _run_workers(fn, config, sock, workers, opts, where)
+            _run_workers(fn, config, sock, workers, opts, where, setup)
         else:
             _run_here(fn, config, sock, opts, where)
     finally:
@@ -82,14 +82,14 @@ def _run_here(fn, config, sock, opts, where):
         server.run(sockets=[sock])
 
 
-def _run_workers(fn, config, sock, workers, opts, where):
+def _run_workers(fn, config, sock, workers, opts, where, setup):
     import threading
 
     from . import workers as pool
 
     stop = threading.Event()
     with bigstack.stopping(stop.set, grace=opts.timeout + 2):
-        pool.serve(fn, config, sock, workers, stop, where)
+        pool.serve(fn, config, sock, workers, stop, where, setup)
 
 
 def _name_uvicorns_warnings(fn):

@@ -31,13 +31,14 @@ STOPS = {signal.SIGINT, signal.SIGTERM}
 PR_SET_PDEATHSIG = 1
 
 
-def serve(fn, config, sock, count, stop, what):
+def serve(fn, config, sock, count, stop, what, setup=None):
     """Fork `count` children serving `config` on `sock`; return once they have all stopped after
-    stop.set() (a signal), or raise ApsiError when one could not start."""
-    children, stopping, failed = set(), False, None
+    stop.set() (a signal), or raise ApsiError when one could not start. Each child calls setup(slot)
+    first: its number from 0 to count - 1, which a child that replaces a dead one takes over."""
+    children, stopping, failed = {}, False, None      # pid -> slot
     try:
-        for _ in range(count):
-            children.add(_fork(fn, config, sock))
+        for slot in range(count):
+            children[_fork(fn, config, sock, setup, slot)] = slot
         pids = ", ".join(map(str, sorted(children)))
         print(f"{fn}: serving {what} with {count} worker processes (pids {pids}) (Ctrl-C stops)",
               file=sys.stderr, flush=True)
@@ -46,7 +47,7 @@ def serve(fn, config, sock, count, stop, what):
                 stopping = True
                 _signal_all(children, signal.SIGTERM)
             for pid, code in _ended(children):
-                children.discard(pid)
+                slot = children.pop(pid)
                 if stopping:
                     if code:
                         print(f"{fn}: worker {pid} {_status(code)} while stopping", file=sys.stderr,
@@ -55,8 +56,8 @@ def serve(fn, config, sock, count, stop, what):
                     failed = pid
                     stop.set()
                 else:
-                    new = _fork(fn, config, sock)
-                    children.add(new)
+                    new = _fork(fn, config, sock, setup, slot)
+                    children[new] = slot
                     print(f"{fn}: worker {pid} {_status(code)}; worker {new} serves in its place",
                           file=sys.stderr, flush=True)
             stop.wait(0.1)
@@ -69,7 +70,7 @@ def serve(fn, config, sock, count, stop, what):
                         "workers were stopped")
 
 
-def _fork(fn, config, sock):
+def _fork(fn, config, sock, setup, slot):
     """A child serving `config` on `sock`; its pid. Stop signals stay blocked across the fork so that
     the child does not run the parent's handlers before it has its own."""
     # (ctypes is imported before the fork: the child reads no more files than it must)
@@ -83,15 +84,17 @@ def _fork(fn, config, sock):
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
         raise ApsiError(f"{fn}: cannot start a worker process ({e.strerror}); use fewer workers") from None
     if pid == 0:
-        _child(fn, config, sock, parent, ctypes)       # never returns
+        _child(fn, config, sock, parent, ctypes, setup, slot)       # never returns
     signal.pthread_sigmask(signal.SIG_SETMASK, old)
     return pid
 
 
-def _child(fn, config, sock, parent, ctypes):
+def _child(fn, config, sock, parent, ctypes, setup, slot):
     """Serve until SIGTERM, then leave the process: a child must never go on running the program."""
     code = 1
     try:
+        if setup is not None:
+            setup(slot)
         server = _server(config)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, lambda signum, frame: setattr(server, "should_exit", True))
