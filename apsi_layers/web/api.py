@@ -25,21 +25,28 @@ def serve_model(model, params, host="127.0.0.1", port=8000, max_batch=64, max_wa
     if backend not in BACKENDS:
         raise ApsiError(f"{fn}: backend must be one of {', '.join(map(repr, BACKENDS))}, not "
                         f"{show(backend, True)}")
-    _one_worker(fn, workers)
+    workers = _workers(fn, workers)
     from . import server
 
     server.require_net(fn, opts.host, opts.port)
     from .batching import Batcher
+    from .board import Board
     from .model_app import ModelService, model_app
     from .observe import Observer
 
     service = ModelService(model, params, backend, device)
+    if workers > 1 and service.torch:
+        raise ApsiError(f"{fn}: workers={workers} with backend=\"torch\": worker processes are forked from "
+                        "this one, and PyTorch's thread pools and a GPU's context do not survive a fork; use "
+                        "backend=\"numpy\" with workers, or run one program per worker behind a load "
+                        "balancer (docs/web.md, Scaling out)")
     service.warm_up(fn)
-    observer = Observer(opts.log)
+    observer = Observer(opts.log, board=Board(workers) if workers > 1 else None)
     batcher = Batcher(service.run, max_batch, max_wait, observer.batch)
     app = model_app(service, batcher, observer, opts, path,
-                    {"path": path, "max_batch": max_batch, "max_wait_ms": max_wait_ms})
-    server.run(fn, app, opts, f"{model.kind} (POST {path}, GET /health, /info, /metrics)")
+                    {"path": path, "max_batch": max_batch, "max_wait_ms": max_wait_ms, "workers": workers})
+    server.run(fn, app, opts, f"{model.kind} (POST {path}, GET /health, /info, /metrics)", workers,
+               observer.join)
 
 
 def serve(routes, host="127.0.0.1", port=8000, max_body="1MB", timeout=30, log=True):
@@ -77,7 +84,18 @@ def response(body=None, status=200, headers=None):
     return Response(body, status, dict(headers))
 
 
-def _one_worker(fn, workers):
-    if workers != 1:
-        raise ApsiError(f"{fn}: workers={show(workers, True)}: one server process per program for now; "
-                        "run several programs on different ports behind a load balancer (docs/web.md)")
+MAX_WORKERS = 256
+
+
+def _workers(fn, workers):
+    """The number of server processes: 1, or more where this system can fork (workers.py)."""
+    import os
+
+    if type(workers) is not int or not 1 <= workers <= MAX_WORKERS:
+        raise ApsiError(f"{fn}: workers must be an int from 1 to {MAX_WORKERS} (server processes sharing the "
+                        f"port; about one per core for a CPU-bound model), not {show(workers, True)}")
+    if workers > 1 and not hasattr(os, "fork"):
+        raise ApsiError(f"{fn}: workers={workers} needs a system that can fork processes (Linux, macOS); "
+                        "here, run one program per worker on different ports behind a load balancer "
+                        "(docs/web.md, Scaling out)")
+    return workers

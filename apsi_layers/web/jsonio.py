@@ -18,10 +18,12 @@ def parse(body):
         text = body.decode("utf-8")
     except UnicodeDecodeError as e:
         return None, f"the body is not UTF-8 text (byte {e.start})"
-    if not text.strip():
+    if not text or text.isspace():
         return None, "the body is empty; send JSON"
     try:
-        return json.loads(text, parse_constant=_no_constant), None
+        if text.startswith("\ufeff"):         # (as json.loads says it)
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+        return _DECODER.decode(text), None
     except json.JSONDecodeError as e:
         return None, f"the body is not valid JSON at line {e.lineno}, column {e.colno}: {e.msg}"
     except RecursionError:
@@ -32,6 +34,11 @@ def parse(body):
 
 def _no_constant(name):
     raise ValueError(f"{name} is not JSON (write null, or a string)")
+
+
+# one decoder for every body: json.loads with an option builds a new one per call, a third of the
+# time a short body takes to parse
+_DECODER = json.JSONDecoder(parse_constant=_no_constant)
 
 
 def dumps(value, where):

@@ -1,5 +1,6 @@
 """serve_model's app: POST {path} answers {"inputs": …} with {"outputs": …}, the same numbers predict
-gives; GET /health, /info and /metrics describe the server.
+gives (predict_route.py, a plain ASGI route ahead of starlette); GET /health, /info and /metrics
+describe the server.
 
 Each request is checked on arrival with predict's own checks (make_data: shapes, types, NaN/inf,
 token ids; check_params: the model's shapes against the parameters, once per input shape), so a bad
@@ -10,14 +11,18 @@ predict in the last bits, as BLAS sums a matrix product differently for differen
 (max_batch=1 makes every answer exact).
 """
 
+import asyncio
 import contextlib
+import os
 from dataclasses import dataclass
 
 from apsi_lang.errors import ApsiError, PermissionDenied
 from apsi_lang.values import show
 
 from . import http, jsonio
+from .deadlines import Deadlines
 from .http import Problem
+from .predict_route import predict_route
 
 BODY_FIELDS = ("inputs", "mask", "graph")
 
@@ -165,7 +170,17 @@ class ModelService:
         named = {"input_names": names} if len(names) > 1 else {}
         return {"model": show(self.model), "inputs": jsonio.plain(self.model.input_shape, "info"), **named,
                 "outputs": self.output_shape, "backend": self.backend, "device": self.device or "cpu",
-                "parameters": int(param_count(self.params)), **extra}
+                "parameters": int(param_count(self.params)), **extra,
+                "worker": os.getpid()}
+
+
+POST_SECONDS = 1.0         # how often a worker posts its counters for the others' scrapes (board.py)
+
+
+async def _post_every(observer, seconds):
+    while True:
+        await asyncio.sleep(seconds)
+        observer.post()
 
 
 def _has_graph_layer(model):
@@ -209,27 +224,7 @@ def model_app(service, batcher, observer, opts, path, extra_info):
     from starlette.routing import Route
 
     state = {"ready": False}
-
-    async def predict(request):
-        try:
-            batcher.coming += 1             # an open batch waits for this request (batching.py)
-            try:
-                body = await http.within(opts.timeout, http.body_of(request, opts.max_body),
-                                         "reading the request")
-                value, problem = jsonio.parse(body)
-                if problem:
-                    raise Problem(400, problem)
-                item = service.prepare(value)
-            finally:
-                batcher.coming -= 1
-            outputs = await http.within(opts.timeout, batcher.submit(item), "the prediction")
-            return http.answer(200, {"outputs": outputs})
-        except Problem as p:
-            return http.error(p.status, p.message)
-        except ApsiError as e:
-            return http.error(422, e.message)
-        except Exception as e:          # noqa: BLE001 (a bug must not stop the server)
-            return http.error(500, http.internal(e))
+    deadlines = Deadlines(opts.timeout)
 
     async def health(request):
         if state["ready"]:
@@ -245,14 +240,25 @@ def model_app(service, batcher, observer, opts, path, extra_info):
     @contextlib.asynccontextmanager
     async def lifespan(app):
         batcher.start()
+        deadlines.start()
+        posting = asyncio.get_running_loop().create_task(_post_every(observer, POST_SECONDS)) \
+            if observer.board is not None else None
         state["ready"] = True
         try:
             yield
         finally:
             state["ready"] = False
+            await deadlines.stop()
             await batcher.stop()
+            if posting is not None:
+                posting.cancel()
+                observer.post()
 
-    routes = [Route(path, predict, methods=["POST"]), Route("/health", health), Route("/info", info),
+    async def not_here(request):            # (POST {path} is answered before starlette: predict_route.py)
+        return http.error(500, "internal error (routing) while answering; the server goes on")
+
+    routes = [Route(path, not_here, methods=["POST"]), Route("/health", health), Route("/info", info),
               Route("/metrics", metrics)]
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers=http.json_errors())
-    return http.Observed(app, observer, {r.path for r in routes})
+    direct = {("POST", path): predict_route(service, batcher, deadlines, opts)}
+    return http.Observed(app, observer, {r.path for r in routes}, direct)

@@ -32,12 +32,23 @@ class Histogram:
                 f"{name}_count {self.total}"]
         return out
 
+    def state(self):
+        return [self.counts, self.total, self.sum]
+
+    def add(self, state):
+        counts, total, value_sum = state
+        self.counts = [a + b for a, b in zip(self.counts, counts)]
+        self.total += total
+        self.sum += value_sum
+
 
 class Observer:
-    """What the server counts; touched only on the event loop's thread (no locks needed)."""
+    """What the server counts; touched only on the event loop's thread (no locks needed). With several
+    worker processes each counts its own requests and posts them on a shared board (board.py); a
+    scrape shows the sum."""
 
-    def __init__(self, log):
-        self.log = log
+    def __init__(self, log, board=None):
+        self.log, self.board = log, board
         self.requests = {}              # (method, route, status) -> count
         self.latency = Histogram(LATENCY_BUCKETS)
         self.batch_rows = Histogram(BATCH_BUCKETS)
@@ -61,7 +72,44 @@ class Observer:
         self.batches += 1
         self.batch_rows.observe(rows)
 
+    def state(self):
+        """The counters, as plain data (for the board)."""
+        return {"requests": [[*key, n] for key, n in self.requests.items()], "latency": self.latency.state(),
+                "batch_rows": self.batch_rows.state(), "batches": self.batches, "in_flight": self.in_flight}
+
+    def add(self, state, in_flight=True):
+        for method, route, status, n in state["requests"]:
+            key = (method, route, status)
+            self.requests[key] = self.requests.get(key, 0) + n
+        self.latency.add(state["latency"])
+        self.batch_rows.add(state["batch_rows"])
+        self.batches += state["batches"]
+        if in_flight:
+            self.in_flight += state["in_flight"]
+
+    def join(self, slot):
+        """In a worker process: post on the board's `slot`, going on from the counts a worker that
+        died there left."""
+        left = self.board.join(slot)
+        if left is not None:
+            self.add(left, in_flight=False)
+        self.post()
+
+    def post(self):
+        if self.board is not None and self.board.mine is not None:
+            self.board.post(self.state())
+
     def text(self):
+        """Prometheus text: this process's numbers, and with workers the sum of all of theirs."""
+        if self.board is None or self.board.mine is None:
+            return self._text()
+        total = Observer(False)
+        total.started = self.started
+        for state in [self.state(), *self.board.others()]:
+            total.add(state)
+        return total._text()
+
+    def _text(self):
         lines = ["# HELP apsi_requests_total Requests answered, by method, route and status.",
                  "# TYPE apsi_requests_total counter"]
         for (method, route, status), n in sorted(self.requests.items()):

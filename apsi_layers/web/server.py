@@ -52,24 +52,44 @@ def _bind_problem(fn, host, port, e):
     return f"{fn}: cannot listen on {host}:{port}: {e.strerror or e}"
 
 
-def run(fn, app, opts, what):
-    """Serve `app` on opts.host:opts.port until Ctrl-C or SIGTERM, then return."""
+def run(fn, app, opts, what, workers=1, setup=None):
+    """Serve `app` on opts.host:opts.port until Ctrl-C or SIGTERM, then return; with workers > 1 in
+    that many forked processes (workers.py), each calling setup(its slot number) first."""
     sock = listen(fn, opts.host, opts.port)
     import uvicorn
 
     config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="on", server_header=False,
                             timeout_graceful_shutdown=int(opts.timeout) + 1, timeout_keep_alive=5,
                             log_level="warning")
-    server = uvicorn.Server(config)
     _name_uvicorns_warnings(fn)
-    print(f"{fn}: serving {what} on http://{opts.host}:{opts.port} (Ctrl-C stops)", file=sys.stderr,
-          flush=True)
-    with bigstack.stopping(lambda: setattr(server, "should_exit", True), grace=opts.timeout + 2):
-        try:
-            server.run(sockets=[sock])
-        finally:
-            sock.close()
+    where = f"{what} on http://{opts.host}:{opts.port}"
+    try:
+        if workers > 1:
+            _run_workers(fn, config, sock, workers, opts, where, setup)
+        else:
+            _run_here(fn, config, sock, opts, where)
+    finally:
+        sock.close()
     print(f"{fn}: stopped; the requests in flight were answered", file=sys.stderr, flush=True)
+
+
+def _run_here(fn, config, sock, opts, where):
+    import uvicorn
+
+    server = uvicorn.Server(config)
+    print(f"{fn}: serving {where} (Ctrl-C stops)", file=sys.stderr, flush=True)
+    with bigstack.stopping(lambda: setattr(server, "should_exit", True), grace=opts.timeout + 2):
+        server.run(sockets=[sock])
+
+
+def _run_workers(fn, config, sock, workers, opts, where, setup):
+    import threading
+
+    from . import workers as pool
+
+    stop = threading.Event()
+    with bigstack.stopping(stop.set, grace=opts.timeout + 2):
+        pool.serve(fn, config, sock, workers, stop, where, setup)
 
 
 def _name_uvicorns_warnings(fn):

@@ -224,7 +224,8 @@ def test_log_false_writes_no_access_lines(start):
     (", path=\"predict\"", "serve_model: path must be a URL path starting with '/'"),
     (", backend=\"gpu\"", "serve_model: backend must be one of"),
     (", log=1", "serve_model: log must be true or false"),
-    (", workers=2", "one server process per program for now"),
+    (", workers=0", "serve_model: workers must be an int from 1 to 256 (server processes sharing the port"),
+    (", workers=\"2\"", "serve_model: workers must be an int from 1 to 256"),
 ])
 def test_bad_options_are_refused_before_listening(start, options, words):
     server = start(MODEL.format(options=options).replace("port=PORT, port=0", "port=0"), ready=False)

@@ -1,0 +1,276 @@
+"""serve_model(workers=N): N forked server processes on one port, answering right, each seen by its
+pid; SIGTERM, Ctrl-C in a terminal and the parent's death leave no process behind; a worker that dies
+is replaced."""
+
+import os
+import re
+import signal
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import numpy as np
+import pytest
+
+from .test_serve_model import MODEL, _metric, reference
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="fork and /proc")
+WORKERS = MODEL.format(options=", workers=2")
+
+
+def alive(pid):
+    """The process exists and is not a zombie (os.kill(pid, 0) succeeds on a zombie too)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def parent_of(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[1])
+
+
+def workers_seen(url, want=2, tries=400):
+    """The worker pids that answer GET /info, each on a new connection (the kernel gives each
+    connection to one worker)."""
+    seen = set()
+    for _ in range(tries):
+        seen.add(httpx.get(f"{url}/info").json()["worker"])
+        if len(seen) >= want:
+            break
+    return seen
+
+
+def all_gone(pids, timeout=10):
+    deadline = time.monotonic() + timeout
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return [p for p in pids if alive(p)]
+
+
+@pytest.mark.slow
+def test_two_workers_answer_every_request_right_and_sigterm_stops_them_all(start):
+    server = start(WORKERS)
+    rng = np.random.default_rng(2)
+    bodies = [rng.standard_normal((int(rng.integers(1, 4)), 4)).tolist() for _ in range(200)]
+
+    def ask(rows):
+        # a new connection per request: the kernel hands each to one of the workers
+        r = httpx.post(f"{server.url}/predict", json={"inputs": rows}, timeout=60)
+        return r.status_code, r.json()
+
+    with ThreadPoolExecutor(32) as pool:
+        answers = list(pool.map(ask, bodies))
+    assert [status for status, _ in answers] == [200] * 200, answers[:3]
+    for rows, (_, body) in zip(bodies, answers):
+        assert np.allclose(body["outputs"], reference(rows), rtol=1e-12, atol=1e-12)
+    # /metrics, whichever worker answers, shows the whole server's numbers (each worker posts its own
+    # on the shared board once a second)
+    time.sleep(1.5)
+    rows = sum(len(b) for b in bodies)
+    for _ in range(6):
+        metrics = httpx.get(f"{server.url}/metrics").text
+        assert 'apsi_requests_total{method="POST",route="/predict",status="200"} 200\n' in metrics, metrics
+        assert _metric(metrics, "apsi_batch_rows_sum") == rows and "worker=" not in metrics
+    pids = workers_seen(server.url)
+    assert len(pids) == 2, pids
+    assert all(parent_of(p) == server.proc.pid for p in pids)       # forked by the program's process
+    assert httpx.get(f"{server.url}/info").json()["workers"] == 2
+
+    # requests inside both workers when SIGTERM comes are answered, then everything exits
+    results, sent = [], threading.Semaphore(0)
+
+    def slow(i):
+        def trickle():
+            yield f'{{"inputs": [[{i}, 1, '.encode()
+            sent.release()
+            time.sleep(1.5)
+            yield b"2, 3]]}"
+
+        r = httpx.post(f"{server.url}/predict", content=trickle(), timeout=30)
+        results.append((i, r.status_code, r.json()))
+
+    threads = [threading.Thread(target=slow, args=(i,)) for i in range(12)]
+    for t in threads:
+        t.start()
+    for _ in threads:
+        assert sent.acquire(timeout=20)
+    time.sleep(0.5)
+    code, out, err = server.stop(signal.SIGTERM)
+    for t in threads:
+        t.join(30)
+    assert code == 0, err
+    assert sorted(i for i, status, _ in results if status == 200) == list(range(12)), results
+    for i, _, body in results:
+        assert np.allclose(body["outputs"], reference([[i, 1, 2, 3]]), rtol=1e-12, atol=1e-12)
+    assert "after serve_model" in out and "with 2 worker processes" in err
+    assert "the requests in flight were answered" in err and "Traceback" not in err
+    assert all_gone(pids) == []
+
+
+@pytest.mark.slow
+def test_a_worker_that_dies_is_reported_and_replaced(start):
+    server = start(WORKERS)
+    pids = workers_seen(server.url)
+    assert len(pids) == 2, pids
+    for _ in range(30):
+        assert httpx.post(f"{server.url}/predict", json={"inputs": [[1, 2, 3, 4]]}).status_code == 200
+    time.sleep(1.5)                         # (posted on the board)
+    dead = min(pids)
+    os.kill(dead, signal.SIGKILL)
+    deadline = time.monotonic() + 20
+    pattern = re.compile(rf"serve_model: worker {dead} was killed by SIGKILL; worker (\d+) serves in its "
+                         "place")
+    while not (found := [m for line in server.err if (m := pattern.search(line))]):
+        assert time.monotonic() < deadline, server.err
+        time.sleep(0.05)
+    new = int(found[0].group(1))
+    assert alive(new) and parent_of(new) == server.proc.pid
+    assert workers_seen(server.url) == (pids - {dead}) | {new}
+    r = httpx.post(f"{server.url}/predict", json={"inputs": [[1, 2, 3, 4]]})
+    assert r.status_code == 200 and np.array_equal(r.json()["outputs"], reference([[1, 2, 3, 4]]))
+    # the new worker goes on from the dead one's counts: the server's total does not go backwards
+    for _ in range(6):
+        metrics = httpx.get(f"{server.url}/metrics").text
+        assert _metric(metrics, 'apsi_requests_total{method="POST",route="/predict",status="200"}') >= 30
+    code, _, err = server.stop(signal.SIGTERM)
+    assert code == 0, err
+    assert all_gone(pids | {new}) == []
+
+
+@pytest.mark.slow
+def test_workers_do_not_outlive_a_parent_killed_outright(start):
+    server = start(WORKERS)
+    pids = workers_seen(server.url)
+    server.proc.kill()
+    server.proc.wait()
+    assert all_gone(pids) == [], "a worker outlived its parent"
+
+
+@pytest.mark.slow
+def test_ctrl_c_in_a_terminal_stops_every_worker_with_exit_0(tmp_path, web_env):
+    """The terminal's Ctrl-C reaches the whole process group: the workers ignore it, the parent sends
+    each one SIGTERM once (two signals would make uvicorn drop what is in flight)."""
+    import select
+    import subprocess
+
+    from .conftest import free_port
+    from .test_terminal import _own_terminal
+
+    port = free_port()
+    (tmp_path / "p.apsi").write_text(WORKERS.replace("PORT", str(port)))
+    master, slave = os.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "apsi", f"--allow-net=127.0.0.1:{port}", "p.apsi"],
+                            cwd=tmp_path, env=web_env, stdin=slave, stdout=slave, stderr=slave,
+                            preexec_fn=_own_terminal)
+    os.close(slave)
+    shown = b""
+
+    def read_until(words, timeout=60):
+        nonlocal shown
+        deadline = time.monotonic() + timeout
+        while words not in shown and time.monotonic() < deadline:
+            if select.select([master], [], [], 0.1)[0]:
+                try:
+                    shown += os.read(master, 65536)
+                except OSError:
+                    break
+        return words in shown
+
+    try:
+        assert read_until(b"Ctrl-C stops"), shown
+        pids = workers_seen(f"http://127.0.0.1:{port}")
+        os.write(master, b"\x03")
+        assert read_until(b"after serve_model"), shown
+        assert proc.wait(30) == 0, shown
+        assert b"requests in flight were answered" in shown and b"Traceback" not in shown
+        assert b"while stopping" not in shown, shown
+        assert all_gone(pids) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+
+
+def test_workers_with_the_torch_backend_are_refused_with_the_reason(start):
+    server = start(MODEL.format(options=", backend=\"torch\", workers=2"),
+                   flags=["--allow-python", "--allow-net"], ready=False)
+    code, _, err = server.finish()
+    assert code == 1, err
+    assert ("serve_model: workers=2 with backend=\"torch\": worker processes are forked from this one, and "
+            "PyTorch's thread pools and a GPU's context do not survive a fork; use backend=\"numpy\"") in err
+
+
+@pytest.mark.slow
+def test_a_second_ctrl_c_stops_every_worker_at_once_with_130(start):
+    server = start(MODEL.format(options=", workers=2, timeout=20"))
+    pids = workers_seen(server.url)
+    sent = threading.Event()
+
+    def slow():
+        yield b'{"inputs": [[1, '
+        sent.set()
+        time.sleep(8)
+        yield b"2, 3, 4]]}"
+
+    threading.Thread(target=lambda: httpx.post(f"{server.url}/predict", content=slow(), timeout=30),
+                     daemon=True).start()
+    assert sent.wait(20)
+    time.sleep(0.5)                         # (the request is inside a worker, which waits for its body)
+    server.proc.send_signal(signal.SIGINT)
+    time.sleep(0.5)
+    started = time.monotonic()
+    code, out, err = server.stop(signal.SIGINT)
+    assert code == 130 and time.monotonic() - started < 5, err
+    assert "apsi: interrupted (Ctrl-C)" in err and "after serve_model" not in out
+    assert all_gone(pids) == []
+
+
+def test_a_worker_that_cannot_start_stops_them_all_with_the_reason(capfd):
+    """A worker that fails before it serves (here: its app's startup raises) would fail the same way
+    if started again: the supervisor stops the others and says so (uvicorn's rule)."""
+    import socket
+
+    import uvicorn
+
+    from apsi_lang.errors import ApsiError
+    from apsi_layers.web import workers
+
+    async def app(scope, receive, send):
+        if scope["type"] == "lifespan":
+            await receive()
+            await send({"type": "lifespan.startup.failed", "message": "no model today"})
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    config = uvicorn.Config(app, lifespan="on", log_config=None, log_level="critical")
+    with pytest.raises(ApsiError) as e:
+        workers.serve("serve_model", config, sock, 2, threading.Event(), "a test app")
+    sock.close()
+    assert re.fullmatch(r"serve_model: worker \d+ could not start serving \(its error is above\); the other "
+                        r"workers were stopped", e.value.message)
+    assert "with 2 worker processes" in capfd.readouterr().err
+
+
+@pytest.mark.slow
+def test_with_max_batch_1_every_answer_of_every_worker_is_predicts_bits(start):
+    server = start(MODEL.format(options=", workers=2, max_batch=1"))
+    rng = np.random.default_rng(5)
+    bodies = [rng.standard_normal((int(rng.integers(1, 4)), 4)).tolist() for _ in range(64)]
+    with ThreadPoolExecutor(16) as pool:
+        answers = list(pool.map(lambda rows: httpx.post(f"{server.url}/predict", json={"inputs": rows}),
+                                bodies))
+    for rows, r in zip(bodies, answers):
+        assert r.status_code == 200 and np.array_equal(r.json()["outputs"], reference(rows)), r.text
+    code, _, err = server.stop()
+    assert code == 0, err
