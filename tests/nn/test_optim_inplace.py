@@ -9,7 +9,7 @@ from apsi_lang.errors import ApsiError
 from apsi_layers import nn
 from apsi_layers.backends.numpy import loop as numpy_loop
 from apsi_layers.layers import fit, mlp
-from apsi_layers.nn import optim_inplace
+from apsi_layers.nn import blockwise, optim_inplace
 from apsi_layers.nn.optim_inplace import InPlace
 
 CASES = [
@@ -103,3 +103,64 @@ def test_fit_trains_in_place_to_the_same_numbers(opt, monkeypatch):
         assert np.array_equal(a.data, b.data)
     # the caller's tree is untouched
     assert all(np.array_equal(a, v.data) for a, (_, v) in zip(before, nn.flatten(p), strict=True))
+
+
+def _plain_rule(opt, start, steps):
+    """The reference: optim.py's readable `update` rule, one new array per operation."""
+    params, states = [a.copy() for a in start], [opt.init_state(a) for a in start]
+    for t, (grads, lr) in enumerate(steps, 1):
+        params = [opt.update(p, g, s, opt.lr if lr is None else lr, t)
+                  for p, g, s in zip(params, grads, states, strict=True)]
+    return params, states
+
+
+@pytest.mark.parametrize("name,hyper", CASES)
+def test_opt_step_and_fit_rule_match_the_plain_rule_across_blocks_and_threads(name, hyper, monkeypatch):
+    # small blocks and three threads, so block edges and the thread split fall inside every array;
+    # an F-ordered parameter takes the whole-array path
+    monkeypatch.setattr(blockwise, "BLOCK", 4)
+    monkeypatch.setattr(blockwise, "PARALLEL_MIN", 0)
+    monkeypatch.setattr(blockwise, "threads", lambda: 3)
+    rng = np.random.default_rng(3)
+    shapes = [(7, 5), (5,), (), (3, 2, 4), (9, 11)]
+    start = [rng.standard_normal(s) for s in shapes]
+    start[4] = np.asfortranarray(start[4])
+    steps = [([rng.standard_normal(s) * (k % 7 + 0.1) for s in shapes], 0.02 if k % 5 == 0 else None)
+             for k in range(40)]
+    expected, expected_state = _plain_rule(getattr(nn, name)(lr=0.01, **hyper), start, steps)
+    functional, engine = getattr(nn, name)(lr=0.01, **hyper), None
+    params = [nn.Tensor(a.copy()) for a in start]
+    work = [nn.Tensor(a.copy(order="K")) for a in start]
+    engine = InPlace(getattr(nn, name)(lr=0.01, **hyper))
+    for grads, lr in steps:
+        params = functional.step(params, [nn.Tensor(g) for g in grads], lr=lr)
+        engine.step(work, [nn.Tensor(g) for g in grads], lr=lr)
+    for want, a, b in zip(expected, params, work, strict=True):
+        assert np.array_equal(want, a.data) and np.array_equal(want, b.data), (name, hyper)
+    for opt in (functional, engine.opt):
+        for want, got in zip(expected_state, opt._state, strict=True):
+            assert want.keys() == got.keys()
+            assert all(np.array_equal(want[k], got[k]) for k in want), (name, hyper)
+
+
+def test_opt_step_leaves_the_given_parameters_and_gradients_alone():
+    p, g = np.arange(6.0).reshape(2, 3), np.ones((2, 3))
+    new = nn.adam(lr=0.1).step([nn.Tensor(p)], [nn.Tensor(g)])[0]
+    assert np.array_equal(p, np.arange(6.0).reshape(2, 3)) and np.array_equal(g, np.ones((2, 3)))
+    assert not np.shares_memory(new.data, p)
+
+
+def test_a_scalar_moment_restored_from_a_checkpoint_keeps_moving():
+    # fit's checkpoints give a 0-d parameter's moments back as plain floats (numpy loop's restore_opt)
+    opt = nn.adam(lr=0.1)
+    work = [nn.Tensor(np.array(1.0))]
+    InPlace(opt).step(work, [nn.Tensor(np.array(0.5))])
+    opt._state = [{k: float(v) for k, v in s.items()} for s in opt._state]
+    reference = nn.adam(lr=0.1)
+    ref = reference.step([nn.Tensor(np.array(1.0))], [nn.Tensor(np.array(0.5))])
+    engine = InPlace(opt)
+    for _ in range(3):
+        engine.step(work, [nn.Tensor(np.array(0.5))])
+        ref = reference.step(ref, [nn.Tensor(np.array(0.5))])
+    assert np.array_equal(work[0].data, ref[0].data)
+    assert float(opt._state[0]["m"]) == float(reference._state[0]["m"]) != 0.05
