@@ -14,7 +14,7 @@ import threading
 import numpy as np
 
 BLOCK = 1 << 15        # elements per block: a block of each of ~6 operands fits a core's L2 (1 MB)
-PARALLEL_MIN = 1 << 18  # below this many elements in one call, threads cost more than they save
+PER_THREAD = 1 << 16   # elements a thread must get to be worth waking (about 0.2 ms of an optimizer rule)
 
 _local = threading.local()
 _pool = None
@@ -42,15 +42,23 @@ def tasks(fn, arrays, *args):
 
 
 def run(work):
-    """Run the tasks (independent of each other) in this thread and, when large enough, in the pool's."""
-    workers = threads()
+    """Run the tasks (independent of each other) here and, when there are enough elements to share,
+    on the pool's threads too. Returns when every task has finished, even after an exception (a
+    KeyboardInterrupt included): no thread is still writing once the caller goes on."""
     total = sum(_size(t) for t in work)
-    if workers == 1 or len(work) < 2 or total < PARALLEL_MIN:
+    most = threads()
+    workers = min(most, len(work), total // PER_THREAD)
+    if workers <= 1:
         _run_share(work)
         return
     shares = _split(work, workers, total)
-    futures = [_executor(workers).submit(_run_share, share) for share in shares[1:]]
-    _run_share(shares[0])
+    pool = _executor(most - 1)
+    futures = [pool.submit(_run_share, share) for share in shares[1:]]
+    try:
+        _run_share(shares[0])
+    finally:
+        for f in futures:
+            f.exception()               # waits; a worker's error is re-raised below
     for f in futures:
         f.result()
 
@@ -82,31 +90,34 @@ def _split(work, workers, total):
 
 
 def _run_share(share):
-    a, b = _scratch()
+    a, b = _scratch(BLOCK)
     for n, fn, args, views in share:
         if isinstance(n, int):
+            if n > a.size:                      # (BLOCK grew since this thread's scratch was made)
+                a, b = _scratch(n)
             fn(*args, *views, a[:n], b[:n])
         else:                                   # the whole arrays: scratch of their shape
             fn(*args, *views, np.empty(n), np.empty(n))
 
 
-def _scratch():
-    """Two block-sized buffers per thread (a thread runs one task at a time)."""
+def _scratch(n):
+    """Two buffers of at least n elements per thread (a thread runs one task at a time)."""
     s = getattr(_local, "scratch", None)
-    if s is None:
-        s = _local.scratch = (np.empty(BLOCK), np.empty(BLOCK))
+    if s is None or s[0].size < n:
+        s = _local.scratch = (np.empty(n), np.empty(n))
     return s
 
 
-def _executor(workers):
+def _executor(size):
+    """The pool of `size` threads, made on first use (and again if the thread count was changed)."""
     global _pool
     with _pool_lock:
-        if _pool is None or _pool._max_workers != workers - 1:
+        if _pool is None or _pool._max_workers != size:
             from concurrent.futures import ThreadPoolExecutor
 
             if _pool is not None:
                 _pool.shutdown(wait=False)
-            _pool = ThreadPoolExecutor(max_workers=workers - 1, thread_name_prefix="apsi-blockwise")
+            _pool = ThreadPoolExecutor(max_workers=size, thread_name_prefix="apsi-blockwise")
         return _pool
 
 

@@ -119,7 +119,7 @@ def test_opt_step_and_fit_rule_match_the_plain_rule_across_blocks_and_threads(na
     # small blocks and three threads, so block edges and the thread split fall inside every array;
     # an F-ordered parameter takes the whole-array path
     monkeypatch.setattr(blockwise, "BLOCK", 4)
-    monkeypatch.setattr(blockwise, "PARALLEL_MIN", 0)
+    monkeypatch.setattr(blockwise, "PER_THREAD", 1)
     monkeypatch.setattr(blockwise, "threads", lambda: 3)
     rng = np.random.default_rng(3)
     shapes = [(7, 5), (5,), (), (3, 2, 4), (9, 11)]
