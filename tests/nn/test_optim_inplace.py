@@ -2,6 +2,11 @@
 `opt.step` gives, over many steps, for every optimizer and option; fit uses them, updates only its own
 copy of the parameters, and trains to exactly the numbers the allocation-based update gives."""
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -11,6 +16,8 @@ from apsi_layers.backends.numpy import loop as numpy_loop
 from apsi_layers.layers import fit, mlp
 from apsi_layers.nn import blockwise, optim_inplace
 from apsi_layers.nn.optim_inplace import InPlace
+
+ROOT = Path(__file__).resolve().parents[2]
 
 CASES = [
     ("sgd", {}), ("sgd", {"momentum": 0.9}),
@@ -164,3 +171,31 @@ def test_a_scalar_moment_restored_from_a_checkpoint_keeps_moving():
         ref = reference.step(ref, [nn.Tensor(np.array(0.5))])
     assert np.array_equal(work[0].data, ref[0].data)
     assert float(opt._state[0]["m"]) == float(reference._state[0]["m"]) != 0.05
+
+
+STEPS_PROGRAM = """use nn
+let t = randn(400, 400, seed=1)
+let p = randn(400, 400, seed=0)
+let opt = adam(lr=0.1)
+let g = grad(fn(q) => sum((q - t) ** 2))
+for i in range(5):
+    p = opt.step(p, g(p))
+save_params({p: p}, "out.npz")
+"""
+
+
+def test_opt_step_on_three_threads_in_apsi_gives_the_plain_rule(tmp_path):
+    # the program as users run it (confined: Landlock and seccomp where the kernel has them), with
+    # 160,000 numbers per step: enough for the update to be shared among threads
+    (tmp_path / "p.apsi").write_text(STEPS_PROGRAM)
+    env = {**os.environ, "OMP_NUM_THREADS": "3", "PYTHONPATH": str(ROOT)}
+    r = subprocess.run([sys.executable, "-m", "apsi", "p.apsi"], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    t, p = nn.randn(400, 400, seed=1), nn.randn(400, 400, seed=0)
+    g = nn.grad(lambda q: nn.sum((q - t) ** 2))
+    opt, state, q = nn.adam(lr=0.1), None, p.data
+    for step in range(1, 6):
+        state = state or opt.init_state(q)
+        q = opt.update(q, g(nn.Tensor(q)).data, state, 0.1, step)
+    assert np.array_equal(np.load(tmp_path / "out.npz")["p"], q)
