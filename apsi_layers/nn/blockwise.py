@@ -8,6 +8,7 @@ independent, so several cores can take a share each, as PyTorch's CPU kernels do
 Elementwise IEEE arithmetic gives the same bits whatever the block size, order or thread.
 """
 
+import math
 import os
 import threading
 
@@ -32,10 +33,11 @@ def flat(arrays):
 
 def tasks(fn, arrays, *args):
     """The calls that apply fn(*args, *arrays, a, b) to every element: one per block of the aligned
-    arrays, or one on the whole arrays when they cannot be walked together (a and b are scratch arrays
-    of the block's shape). fn must only ever touch the elements of the views it is given."""
-    views = flat(arrays)
-    if views is None:
+    arrays, or one on the whole arrays when they are no larger than a block or cannot be walked
+    together (a and b are scratch arrays of the block's shape). fn must only ever touch the elements
+    of the views it is given."""
+    views = flat(arrays) if arrays[0].size > BLOCK else None
+    if views is None:                   # small (one block anyway) or not walkable together
         return [(arrays[0].shape, fn, args, arrays)]
     n = views[0].size
     return [(min(n - i, BLOCK), fn, args, [v[i:i + BLOCK] for v in views]) for i in range(0, n, BLOCK)]
@@ -74,7 +76,7 @@ def threads():
 
 def _size(task):
     n = task[0]
-    return n if isinstance(n, int) else int(np.prod(n))
+    return n if isinstance(n, int) else math.prod(n)
 
 
 def _split(work, workers, total):

@@ -247,6 +247,10 @@ def plan(opt, p, g, state, lr, src=None):
     for k in keys:
         if not isinstance(state[k], np.ndarray):    # a 0-d moment restored from a checkpoint as a float
             state[k] = np.array(state[k], dtype=np.float64)
+    if p.size <= blockwise.BLOCK:                   # one block anyway: the rule on the arrays themselves
+        if src is not None:
+            np.copyto(p, src)
+        return [(p.shape, rule.apply, (opt.hyper, c), (p, g, state))]
     arrays = [p, g] + ([src] if src is not None else []) + [state[k] for k in keys]
     return blockwise.tasks(_apply, arrays, rule, opt.hyper, c, keys, src is not None)
 
@@ -254,7 +258,7 @@ def plan(opt, p, g, state, lr, src=None):
 def check_finite(opt, names, grads):
     """All gradients checked before anything is updated: no half-done step."""
     for name, g in zip(names, grads, strict=True):
-        if not np.isfinite(np.sum(g)):
+        if not np.isfinite(g.sum()):
             bad = "NaN" if np.isnan(g).any() else "an infinite value"
             raise NonFiniteError(f"{opt.name}.step: the gradient of {name!r} holds {bad}; lower the "
                                  "learning rate or clip gradients (clip_by_global_norm)")
