@@ -7,7 +7,7 @@ tree is not changed), and inside `fit` the parameters are a working copy that th
 place (the caller's tree is never changed). Each rule below is its optim.py counterpart written with
 NumPy's `out=` ufuncs and two scratch buffers, split in two: `prepare` computes the step's scalars once
 per parameter (and advances scalar state such as NAdam's mu_product), `apply` does the elementwise part
-on any block of the arrays, so nn/blockwise.py runs it a cache-sized block at a time, on every core.
+on any block of the arrays, so nn/blockwise.py runs it a cache-sized block at a time.
 
 Each kernel performs the same floating-point operations, on the same operands and in the same order, as
 the rule in optim.py, so the results are bit-for-bit those of the plain rule (tests/nn/

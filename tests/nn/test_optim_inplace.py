@@ -122,12 +122,10 @@ def _plain_rule(opt, start, steps):
 
 
 @pytest.mark.parametrize("name,hyper", CASES)
-def test_opt_step_and_fit_rule_match_the_plain_rule_across_blocks_and_threads(name, hyper, monkeypatch):
-    # small blocks and three threads, so block edges and the thread split fall inside every array;
-    # an F-ordered parameter takes the whole-array path
+def test_opt_step_and_fit_rule_match_the_plain_rule_across_blocks(name, hyper, monkeypatch):
+    # small blocks, so block edges fall inside every array; an F-ordered parameter takes the
+    # whole-array path, and the 0-d one the rule on the arrays themselves
     monkeypatch.setattr(blockwise, "BLOCK", 4)
-    monkeypatch.setattr(blockwise, "PER_THREAD", 1)
-    monkeypatch.setattr(blockwise, "threads", lambda: 3)
     rng = np.random.default_rng(3)
     shapes = [(7, 5), (5,), (), (3, 2, 4), (9, 11)]
     start = [rng.standard_normal(s) for s in shapes]
@@ -184,11 +182,11 @@ save_params({p: p}, "out.npz")
 """
 
 
-def test_opt_step_on_three_threads_in_apsi_gives_the_plain_rule(tmp_path):
+def test_opt_step_in_an_apsi_program_gives_the_plain_rule(tmp_path):
     # the program as users run it (confined: Landlock and seccomp where the kernel has them), with
-    # 160,000 numbers per step: enough for the update to be shared among threads
+    # 160,000 numbers per parameter: three blocks
     (tmp_path / "p.apsi").write_text(STEPS_PROGRAM)
-    env = {**os.environ, "OMP_NUM_THREADS": "3", "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     r = subprocess.run([sys.executable, "-m", "apsi", "p.apsi"], cwd=tmp_path, capture_output=True,
                        text=True, timeout=120, env=env)
     assert r.returncode == 0, r.stderr
