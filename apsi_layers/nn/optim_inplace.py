@@ -34,14 +34,15 @@ def _coupled_decay(p, g, a, wd):
     return a
 
 
-def _decay(p, g, a, lr, wd, decoupled):
-    """optim.weight_decay, in place on p (decoupled) or into a (coupled)."""
+def _decay(p, q, g, a, lr, wd, decoupled):
+    """optim.weight_decay: (gradient, the parameter's values from now on), decoupled written into p,
+    coupled into a."""
     if wd and decoupled:
-        p *= 1.0 - lr * wd
-        return g
+        np.multiply(q, 1.0 - lr * wd, out=p)
+        return g, p
     if wd:
-        return _coupled_decay(p, g, a, wd)
-    return g
+        return _coupled_decay(q, g, a, wd), q
+    return g, q
 
 
 def _lerp(m, g, w, b):
@@ -72,10 +73,10 @@ class SGD:
         return lr, first
 
     @staticmethod
-    def apply(h, c, p, g, s, a, b):
+    def apply(h, c, p, q, g, s, a, b):
         lr, first = c
         if h["weight_decay"]:
-            g = _coupled_decay(p, g, a, h["weight_decay"])
+            g = _coupled_decay(q, g, a, h["weight_decay"])
         if h["momentum"]:
             buf = s["buf"]
             if first:
@@ -89,7 +90,7 @@ class SGD:
                 np.add(g, b, out=b)
             g = b if h["nesterov"] else buf
         np.multiply(g, lr, out=b)
-        p -= b
+        np.subtract(q, b, out=p)
 
 
 class Adam:
@@ -100,9 +101,9 @@ class Adam:
         return lr, lr / (1.0 - h["b1"] ** t), (1.0 - h["b2"] ** t) ** 0.5
 
     @classmethod
-    def apply(cls, h, c, p, g, s, a, b):
+    def apply(cls, h, c, p, q, g, s, a, b):
         lr, step_size, bc2_sqrt = c
-        g = _decay(p, g, a, lr, h["weight_decay"], cls.decoupled)
+        g, q = _decay(p, q, g, a, lr, h["weight_decay"], cls.decoupled)
         _lerp(s["m"], g, 1.0 - h["b1"], b)
         _second_moment(s["v"], g, h["b2"], b)
         v = s["v"]
@@ -113,7 +114,7 @@ class Adam:
         b += h["eps"]
         np.divide(s["m"], b, out=b)
         b *= step_size
-        p -= b
+        np.subtract(q, b, out=p)
 
 
 class AdamW(Adam):
@@ -126,10 +127,10 @@ class RMSprop:
         return lr
 
     @staticmethod
-    def apply(h, lr, p, g, s, a, b):
+    def apply(h, lr, p, q, g, s, a, b):
         alpha = h["alpha"]
         if h["weight_decay"]:
-            g = _coupled_decay(p, g, a, h["weight_decay"])
+            g = _coupled_decay(q, g, a, h["weight_decay"])
         _second_moment(s["sq"], g, alpha, b)
         if h["centered"]:
             _lerp(s["avg"], g, 1.0 - alpha, b)
@@ -147,7 +148,7 @@ class RMSprop:
             np.multiply(buf, lr, out=b)
         else:
             b *= lr
-        p -= b
+        np.subtract(q, b, out=p)
 
 
 class Adagrad:
@@ -156,16 +157,16 @@ class Adagrad:
         return lr / (1.0 + (t - 1) * h["lr_decay"])
 
     @staticmethod
-    def apply(h, clr, p, g, s, a, b):
+    def apply(h, clr, p, q, g, s, a, b):
         if h["weight_decay"]:
-            g = _coupled_decay(p, g, a, h["weight_decay"])
+            g = _coupled_decay(q, g, a, h["weight_decay"])
         np.multiply(g, g, out=b)
         s["sum"] += b
         np.sqrt(s["sum"], out=b)
         b += h["eps"]
         np.divide(g, b, out=b)
         b *= clr
-        p -= b
+        np.subtract(q, b, out=p)
 
 
 class NAdam:
@@ -180,9 +181,9 @@ class NAdam:
                 (-lr * mu_next) / (1.0 - mu_product_next))
 
     @staticmethod
-    def apply(h, c, p, g, s, a, b):
+    def apply(h, c, p, q, g, s, a, b):
         lr, bc2, g_scale, m_scale = c
-        g = _decay(p, g, a, lr, h["weight_decay"], h["decoupled_weight_decay"])
+        g, q = _decay(p, q, g, a, lr, h["weight_decay"], h["decoupled_weight_decay"])
         _lerp(s["m"], g, 1.0 - h["b1"], b)
         _second_moment(s["v"], g, h["b2"], b)
         np.divide(s["v"], bc2, out=b)
@@ -192,7 +193,7 @@ class NAdam:
         a *= g_scale
         np.divide(s["m"], b, out=b)
         b *= m_scale
-        p += a
+        np.add(q, a, out=p)
         p += b
 
 
@@ -209,9 +210,9 @@ class RAdam:
         return lr, bc1, bc2, rect
 
     @staticmethod
-    def apply(h, c, p, g, s, a, b):
+    def apply(h, c, p, q, g, s, a, b):
         lr, bc1, bc2, rect = c
-        g = _decay(p, g, a, lr, h["weight_decay"], h["decoupled_weight_decay"])
+        g, q = _decay(p, q, g, a, lr, h["weight_decay"], h["decoupled_weight_decay"])
         _lerp(s["m"], g, 1.0 - h["b1"], b)
         _second_moment(s["v"], g, h["b2"], b)
         np.divide(s["m"], bc1, out=b)                   # b: m_hat
@@ -222,7 +223,7 @@ class RAdam:
             np.divide(bc2 ** 0.5, a, out=a)
             b *= a
             b *= rect
-        p -= b
+        np.subtract(q, b, out=p)
 
 
 # exactly these classes: a subclass may have changed the rule, and then its own update runs
@@ -230,17 +231,18 @@ KERNELS = {optim.SGD: SGD, optim.Adam: Adam, optim.AdamW: AdamW, optim.RMSprop: 
            optim.Adagrad: Adagrad, optim.NAdam: NAdam, optim.RAdam: RAdam}
 
 
-def _apply(rule, h, c, keys, copy, p, g, *rest):
-    """One block: rest is (src,) when p starts as a copy of src, then the state arrays, then a, b."""
-    if copy:
-        np.copyto(p, rest[0])
-        rest = rest[1:]
-    rule.apply(h, c, p, g, dict(zip(keys, rest[:-2])), rest[-2], rest[-1])
+def _apply(rule, h, c, keys, has_src, p, g, *rest):
+    """One block: rest is (src,) when the parameter's values are read from src (and the result written
+    to p), then the state arrays, then a, b."""
+    q = rest[0] if has_src else p
+    rest = rest[1:] if has_src else rest
+    rule.apply(h, c, p, q, g, dict(zip(keys, rest[:-2])), rest[-2], rest[-1])
 
 
 def plan(opt, p, g, state, lr, src=None):
-    """The blockwise tasks of one float64 parameter's update: p (or, given src, p filled with src's
-    values first) updated in place with gradient g, its state in place. Call after opt.steps += 1."""
+    """The blockwise tasks of one float64 parameter's update with gradient g: p updated in place or,
+    given src, src's values updated into p (src only read); its state in place. Call after
+    opt.steps += 1."""
     rule = KERNELS[type(opt)]
     c = rule.prepare(opt.hyper, p, state, lr, opt.steps)
     keys = [k for k in state if k not in SCALAR_STATE]
@@ -248,9 +250,7 @@ def plan(opt, p, g, state, lr, src=None):
         if not isinstance(state[k], np.ndarray):    # a 0-d moment restored from a checkpoint as a float
             state[k] = np.array(state[k], dtype=np.float64)
     if p.size <= blockwise.BLOCK:                   # one block anyway: the rule on the arrays themselves
-        if src is not None:
-            np.copyto(p, src)
-        return [(p.shape, rule.apply, (opt.hyper, c), (p, g, state))]
+        return [(p.shape, rule.apply, (opt.hyper, c), (p, p if src is None else src, g, state))]
     arrays = [p, g] + ([src] if src is not None else []) + [state[k] for k in keys]
     return blockwise.tasks(_apply, arrays, rule, opt.hyper, c, keys, src is not None)
 

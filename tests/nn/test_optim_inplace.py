@@ -148,11 +148,16 @@ def test_opt_step_and_fit_rule_match_the_plain_rule_across_blocks(name, hyper, m
             assert all(np.array_equal(want[k], got[k]) for k in want), (name, hyper)
 
 
-def test_opt_step_leaves_the_given_parameters_and_gradients_alone():
-    p, g = np.arange(6.0).reshape(2, 3), np.ones((2, 3))
-    new = nn.adam(lr=0.1).step([nn.Tensor(p)], [nn.Tensor(g)])[0]
-    assert np.array_equal(p, np.arange(6.0).reshape(2, 3)) and np.array_equal(g, np.ones((2, 3)))
-    assert not np.shares_memory(new.data, p)
+@pytest.mark.parametrize("block", [4, 1 << 16])
+@pytest.mark.parametrize("name", ["sgd", "adam", "adamw", "rmsprop", "adagrad", "nadam", "radam"])
+def test_opt_step_leaves_the_given_parameters_and_gradients_alone(name, block, monkeypatch):
+    monkeypatch.setattr(blockwise, "BLOCK", block)          # in blocks and on the whole arrays
+    p, g = np.arange(15.0).reshape(3, 5), np.ones((3, 5))
+    opt = getattr(nn, name)(lr=0.1, weight_decay=0.1)
+    for _ in range(2):
+        new = opt.step([nn.Tensor(p)], [nn.Tensor(g)])[0]
+    assert np.array_equal(p, np.arange(15.0).reshape(3, 5)) and np.array_equal(g, np.ones((3, 5)))
+    assert not np.shares_memory(new.data, p) and not np.array_equal(new.data, p)
 
 
 def test_a_scalar_moment_restored_from_a_checkpoint_keeps_moving():
