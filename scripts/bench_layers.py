@@ -12,7 +12,7 @@ timed work after warm-up, best of --rounds):
   transformer  2 pre-norm blocks, d 128, 4 heads, ctx 64, b 32  target <= 1.5x torch
   gcn          2 GCN layers, 2000 nodes, 10k edges, 64 wide    target <= 1.5x torch
   dense        a large MLP (1024 wide, batch 512): its GFLOP/s against this machine's float64 GEMM
-               throughput measured in the same process (target >= 60%)
+               throughput measured in the same process (target >= 75%, issue 17)
 
 The NumPy side is built with the layers library (apsi_layers.layers; before it is installed, the same
 models written on the NumPy op set); the torch side is plain torch (nn.functional, torch.nn.LSTM,
@@ -471,7 +471,7 @@ def main():
         share = achieved / peak
         print(f"large dense: {achieved:.1f} GFLOP/s per training step; float64 GEMM on this machine "
               f"{peak:.1f} GFLOP/s; {share:.0%} of it "
-              f"(target >= 60%: {'met' if share >= 0.6 else 'NOT met'})")
+              f"(target >= 75%: {'met' if share >= 0.75 else 'NOT met'})")
 
 
 def _ms(s):

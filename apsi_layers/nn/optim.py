@@ -16,7 +16,6 @@ import numpy as np
 from apsi_lang.errors import ApsiError
 
 from . import tree
-from .nonfinite import NonFiniteError
 from .tensor import Tensor, as_tensor
 
 
@@ -75,14 +74,20 @@ class Optimizer:
             self._names = [n for n, _ in named]
             self._shapes = [np.shape(_data(p)) for _, p in named]
         self.steps += 1
-        new = []
-        for (name, p), (_, g), state in zip(named, g_named, self._state, strict=True):
-            g = _data(g)
-            if not np.isfinite(np.sum(g)):
-                bad = "NaN" if np.isnan(g).any() else "an infinite value"
-                raise NonFiniteError(f"{self.name}.step: the gradient of {name!r} holds {bad}; lower the "
-                                "learning rate or clip gradients (clip_by_global_norm)")
-            new.append(Tensor(self.update(_data(p), g, state, rate, self.steps)))
+        from . import blockwise, optim_inplace  # (they import this module)
+
+        ps = [_data(p) for _, p in named]
+        gs = [np.asarray(_data(g)) for _, g in g_named]
+        optim_inplace.check_finite(self, [n for n, _ in named], gs)
+        new, work = [], []
+        for p, g, state in zip(ps, gs, self._state, strict=True):
+            if optim_inplace.fast(self, p, g):     # the same numbers without a dozen temporaries
+                out = np.empty(p.shape)
+                work += optim_inplace.plan(self, out, g, state, rate, src=p)
+            else:
+                out = self.update(p, g, state, rate, self.steps)
+            new.append(Tensor(out))
+        blockwise.run(work)
         return tree.unflatten_like(params, new)
 
     def _check(self, named, g_named):

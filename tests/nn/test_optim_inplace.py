@@ -2,6 +2,11 @@
 `opt.step` gives, over many steps, for every optimizer and option; fit uses them, updates only its own
 copy of the parameters, and trains to exactly the numbers the allocation-based update gives."""
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -9,8 +14,10 @@ from apsi_lang.errors import ApsiError
 from apsi_layers import nn
 from apsi_layers.backends.numpy import loop as numpy_loop
 from apsi_layers.layers import fit, mlp
-from apsi_layers.nn import optim_inplace
+from apsi_layers.nn import blockwise, optim_inplace
 from apsi_layers.nn.optim_inplace import InPlace
+
+ROOT = Path(__file__).resolve().parents[2]
 
 CASES = [
     ("sgd", {}), ("sgd", {"momentum": 0.9}),
@@ -103,3 +110,95 @@ def test_fit_trains_in_place_to_the_same_numbers(opt, monkeypatch):
         assert np.array_equal(a.data, b.data)
     # the caller's tree is untouched
     assert all(np.array_equal(a, v.data) for a, (_, v) in zip(before, nn.flatten(p), strict=True))
+
+
+def _plain_rule(opt, start, steps):
+    """The reference: optim.py's readable `update` rule, one new array per operation."""
+    params, states = [a.copy() for a in start], [opt.init_state(a) for a in start]
+    for t, (grads, lr) in enumerate(steps, 1):
+        params = [opt.update(p, g, s, opt.lr if lr is None else lr, t)
+                  for p, g, s in zip(params, grads, states, strict=True)]
+    return params, states
+
+
+@pytest.mark.parametrize("name,hyper", CASES)
+def test_opt_step_and_fit_rule_match_the_plain_rule_across_blocks(name, hyper, monkeypatch):
+    # small blocks, so block edges fall inside every array; an F-ordered parameter takes the
+    # whole-array path, and the 0-d one the rule on the arrays themselves
+    monkeypatch.setattr(blockwise, "BLOCK", 4)
+    rng = np.random.default_rng(3)
+    shapes = [(7, 5), (5,), (), (3, 2, 4), (9, 11)]
+    start = [rng.standard_normal(s) for s in shapes]
+    start[4] = np.asfortranarray(start[4])
+    steps = [([rng.standard_normal(s) * (k % 7 + 0.1) for s in shapes], 0.02 if k % 5 == 0 else None)
+             for k in range(40)]
+    expected, expected_state = _plain_rule(getattr(nn, name)(lr=0.01, **hyper), start, steps)
+    functional, engine = getattr(nn, name)(lr=0.01, **hyper), None
+    params = [nn.Tensor(a.copy()) for a in start]
+    work = [nn.Tensor(a.copy(order="K")) for a in start]
+    engine = InPlace(getattr(nn, name)(lr=0.01, **hyper))
+    for grads, lr in steps:
+        params = functional.step(params, [nn.Tensor(g) for g in grads], lr=lr)
+        engine.step(work, [nn.Tensor(g) for g in grads], lr=lr)
+    for want, a, b in zip(expected, params, work, strict=True):
+        assert np.array_equal(want, a.data) and np.array_equal(want, b.data), (name, hyper)
+    for opt in (functional, engine.opt):
+        for want, got in zip(expected_state, opt._state, strict=True):
+            assert want.keys() == got.keys()
+            assert all(np.array_equal(want[k], got[k]) for k in want), (name, hyper)
+
+
+@pytest.mark.parametrize("block", [4, 1 << 16])
+@pytest.mark.parametrize("name", ["sgd", "adam", "adamw", "rmsprop", "adagrad", "nadam", "radam"])
+def test_opt_step_leaves_the_given_parameters_and_gradients_alone(name, block, monkeypatch):
+    monkeypatch.setattr(blockwise, "BLOCK", block)          # in blocks and on the whole arrays
+    p, g = np.arange(15.0).reshape(3, 5), np.ones((3, 5))
+    opt = getattr(nn, name)(lr=0.1, weight_decay=0.1)
+    for _ in range(2):
+        new = opt.step([nn.Tensor(p)], [nn.Tensor(g)])[0]
+    assert np.array_equal(p, np.arange(15.0).reshape(3, 5)) and np.array_equal(g, np.ones((3, 5)))
+    assert not np.shares_memory(new.data, p) and not np.array_equal(new.data, p)
+
+
+def test_a_scalar_moment_restored_from_a_checkpoint_keeps_moving():
+    # fit's checkpoints give a 0-d parameter's moments back as plain floats (numpy loop's restore_opt)
+    opt = nn.adam(lr=0.1)
+    work = [nn.Tensor(np.array(1.0))]
+    InPlace(opt).step(work, [nn.Tensor(np.array(0.5))])
+    opt._state = [{k: float(v) for k, v in s.items()} for s in opt._state]
+    reference = nn.adam(lr=0.1)
+    ref = reference.step([nn.Tensor(np.array(1.0))], [nn.Tensor(np.array(0.5))])
+    engine = InPlace(opt)
+    for _ in range(3):
+        engine.step(work, [nn.Tensor(np.array(0.5))])
+        ref = reference.step(ref, [nn.Tensor(np.array(0.5))])
+    assert np.array_equal(work[0].data, ref[0].data)
+    assert float(opt._state[0]["m"]) == float(reference._state[0]["m"]) != 0.05
+
+
+STEPS_PROGRAM = """use nn
+let t = randn(400, 400, seed=1)
+let p = randn(400, 400, seed=0)
+let opt = adam(lr=0.1)
+let g = grad(fn(q) => sum((q - t) ** 2))
+for i in range(5):
+    p = opt.step(p, g(p))
+save_params({p: p}, "out.npz")
+"""
+
+
+def test_opt_step_in_an_apsi_program_gives_the_plain_rule(tmp_path):
+    # the program as users run it (confined: Landlock and seccomp where the kernel has them), with
+    # 160,000 numbers per parameter: three blocks
+    (tmp_path / "p.apsi").write_text(STEPS_PROGRAM)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    r = subprocess.run([sys.executable, "-m", "apsi", "p.apsi"], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    t, p = nn.randn(400, 400, seed=1), nn.randn(400, 400, seed=0)
+    g = nn.grad(lambda q: nn.sum((q - t) ** 2))
+    opt, state, q = nn.adam(lr=0.1), None, p.data
+    for step in range(1, 6):
+        state = state or opt.init_state(q)
+        q = opt.update(q, g(nn.Tensor(q)).data, state, 0.1, step)
+    assert np.array_equal(np.load(tmp_path / "out.npz")["p"], q)
