@@ -115,6 +115,34 @@ def json_errors():
     return {HTTPException: handle}
 
 
+def program_error(e, who):
+    """The message for an error raised by the program's own Apsi code while answering (a handler, or
+    a function inside the model such as a lambda_layer's): `who` failed at file:line (the file's name
+    only: the client need not learn where the program lives) and what happened; the Apsi traceback
+    goes to the server's stderr. exit() there is such an error too: a request must not stop the server
+    (Ctrl-C and SIGTERM do). None when no Apsi code raised `e` (a bug: internal())."""
+    import os
+    import sys
+
+    from apsi_lang import report
+    from apsi_lang.errors import ApsiError
+    from apsi_lang.values import show
+
+    frames = report.apsi_frames(e.__traceback__)
+    if not frames:
+        return None
+    where = f" at {os.path.basename(frames[-1][0])}:{frames[-1][1]}"
+    if isinstance(e, SystemExit):
+        code = "" if e.code is None else show(e.code, True)
+        message = (f"exit({code}) was called; a request cannot stop the server (Ctrl-C or SIGTERM stops "
+                   "it): return an error response instead")
+        print(f"{frames[-1][0]}:{frames[-1][1]}: error: {who}: {message}", file=sys.stderr, flush=True)
+    else:
+        message = e.message if isinstance(e, ApsiError) else report.describe_at(e)
+        print(report.render_runtime_error(e), file=sys.stderr, flush=True)
+    return f"{who} failed{where}: {message}"
+
+
 def internal(e):
     """The answer to an error that is a bug (not the client's): its kind, never a traceback; the
     traceback goes to the server's stderr with APSI_DEBUG=1."""

@@ -6,7 +6,6 @@ return plain data or response(...). An error in a handler is a 500 naming the Ap
 Apsi traceback goes to the server's stderr, and the server goes on.
 """
 
-import os
 import sys
 
 from apsi_lang.errors import ApsiError
@@ -86,11 +85,13 @@ def failure(e, method, path):
 
     if isinstance(e, BodyNotJson):          # the client sent what the handler cannot read
         return http.error(400, e.message)
-    print(report.render_runtime_error(e), file=sys.stderr, flush=True)
-    frames = report.apsi_frames(e.__traceback__)
-    where = f" at {os.path.basename(frames[-1][0])}:{frames[-1][1]}" if frames else ""
-    message = e.message if isinstance(e, ApsiError) else report.describe_at(e)
-    return http.error(500, f"the handler for {method} {path} failed{where}: {message}")
+    who = f"the handler for {method} {path}"
+    message = http.program_error(e, who)
+    if message is None:                     # (raised by no Apsi line: a builtin called from Python)
+        print(report.render_runtime_error(e), file=sys.stderr, flush=True)
+        detail = e.message if isinstance(e, ApsiError) else report.describe_at(e)
+        message = f"{who} failed: {detail}"
+    return http.error(500, message)
 
 
 def routes_app(found, observer, opts):
@@ -106,7 +107,7 @@ def routes_app(found, observer, opts):
                 return http.error(p.status, p.message)
             try:
                 value = fn(req)
-            except Exception as e:          # noqa: BLE001 (the handler's error, reported; the server goes on)
+            except (Exception, SystemExit) as e:    # noqa: BLE001 (reported; the server goes on)
                 return failure(e, method, path)
             try:
                 return reply(value, f"the handler for {method} {path}")
