@@ -58,7 +58,11 @@ def run(fn, app, opts, what, workers=1, setup=None):
     sock = listen(fn, opts.host, opts.port)
     import uvicorn
 
-    config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="on", server_header=False,
+    from .heads import protocol
+
+    # (http=: uvicorn's own protocol, with a time limit on each request's head: heads.py)
+    config = uvicorn.Config(app, http=protocol(opts.timeout), log_config=None, access_log=False,
+                            lifespan="on", server_header=False,
                             timeout_graceful_shutdown=int(opts.timeout) + 1, timeout_keep_alive=5,
                             log_level="warning")
     _name_uvicorns_warnings(fn)
