@@ -52,9 +52,26 @@ def _bind_problem(fn, host, port, e):
     return f"{fn}: cannot listen on {host}:{port}: {e.strerror or e}"
 
 
+SERVING = []        # the function serving now, if any: one server per program at a time
+
+
 def run(fn, app, opts, what, workers=1, setup=None):
     """Serve `app` on opts.host:opts.port until Ctrl-C or SIGTERM, then return; with workers > 1 in
     that many forked processes (workers.py), each calling setup(its slot number) first."""
+    if SERVING:
+        # (a handler or a model's function calling serve: its event loop cannot run inside the one
+        # that is answering, and nothing would answer the outer server's requests meanwhile)
+        raise ApsiError(f"{fn}: cannot start a server while {SERVING[0]} serves in this program (called "
+                        "from a handler, or from a function of the served model); serve every route from "
+                        "one serve call, or run another program")
+    SERVING.append(fn)
+    try:
+        _run(fn, app, opts, what, workers, setup)
+    finally:
+        SERVING.clear()
+
+
+def _run(fn, app, opts, what, workers, setup):
     sock = listen(fn, opts.host, opts.port)
     import uvicorn
 

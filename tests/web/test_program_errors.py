@@ -14,7 +14,10 @@ fn bye(r):
     exit(int(r.query.get("code", "0")))
 fn ok(r):
     return "fine"
-serve({"/bye": bye, "/ok": ok}, port=PORT)
+fn nest(r):
+    serve({"/in": ok}, port=int(r.query["port"]))
+    return "nested"
+serve({"/bye": bye, "/ok": ok, "/nest": nest}, port=PORT)
 print("after serve")
 """
 
@@ -92,4 +95,24 @@ def test_with_workers_a_request_never_stops_or_replaces_a_worker(start):
     code, out, err = server.stop(signal.SIGTERM)
     assert code == 0 and out == "after serve\n", err
     assert "serves in its place" not in err and "could not start serving" not in err
+    _no_python_traceback(err)
+
+
+def test_serve_called_while_serving_is_refused_by_name_and_the_server_goes_on(start):
+    """It used to say it was serving on the inner port, then fail with Python's 'Cannot run the event
+    loop while another loop is running' and RuntimeWarnings naming Python files."""
+    from .conftest import free_port
+
+    server = start(HANDLERS, flags=["--allow-net=127.0.0.1"])
+    inner = free_port()
+    r = httpx.get(f"{server.url}/nest", params={"port": inner})
+    assert r.status_code == 500
+    assert r.json()["error"] == (
+        "the handler for GET /nest failed at p.apsi:7: serve: cannot start a server while serve serves in "
+        "this program (called from a handler, or from a function of the served model); serve every route "
+        "from one serve call, or run another program")
+    assert httpx.get(f"{server.url}/ok").json() == "fine"
+    code, out, err = server.stop()
+    assert code == 0 and out == "after serve\n"
+    assert f":{inner}" not in err and "RuntimeWarning" not in err, err
     _no_python_traceback(err)
