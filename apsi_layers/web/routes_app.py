@@ -59,9 +59,10 @@ async def request_of(request, opts):
     text = body.decode("utf-8", errors="replace")
     parsed, problem = jsonio.parse(body)
     query = {k: v for k, v in request.query_params.multi_items()}
-    headers = {}
+    joined = {}             # (a list per name, joined once: repeated headers cost linear time)
     for k, v in request.headers.items():
-        headers[k] = f"{headers[k]}, {v}" if k in headers else v
+        joined.setdefault(k, []).append(v)
+    headers = {k: ", ".join(v) for k, v in joined.items()}
     return Request(request.method, request.url.path, query, headers, text, parsed, problem)
 
 

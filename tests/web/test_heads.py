@@ -71,3 +71,34 @@ def test_serve_keeps_the_same_limit_on_heads(start):
     assert httpx.get(f"{server.url}/x").json() == 1
     code, _, err = server.stop()
     assert code == 0, err
+
+
+def test_a_head_larger_than_64_kb_gets_431_and_the_server_goes_on(start):
+    """httptools keeps no limit: a gigabyte of headers used to go into the server's memory (and
+    repeated headers were joined in quadratic time, stalling the event loop)."""
+    import subprocess
+
+    server = start("use web\nserve({\"/n\": fn(r) => len(r.headers[\"x-r\"])}, port=PORT)\n")
+    s = _connect(server)
+    s.sendall(b"GET /n HTTP/1.1\r\nHost: x\r\n")
+    line = b"X-A: " + b"a" * 8000 + b"\r\n"
+    try:
+        for _ in range(1000):           # 8 MB, unless the server closes first
+            s.sendall(line * 10)
+    except OSError:
+        pass
+    got = _answer(s)
+    head, body = got.split(b"\r\n\r\n", 1)
+    assert head.startswith(b"HTTP/1.1 431 ")
+    assert json.loads(body) == {"status": 431, "error": (
+        "the request's headers are larger than 64 KB (the request line and headers; the body has "
+        "max_body); send fewer or shorter headers")}
+    rss = int(subprocess.run(["ps", "-o", "rss=", "-p", str(server.proc.pid)], capture_output=True,
+                             text=True).stdout)
+    assert rss < 300_000, rss                       # KB: the headers were not kept
+    # below the limit, 3000 repeated headers are one value, joined with ", "
+    many = [("X-R", f"v{i}") for i in range(3000)]
+    r = httpx.get(f"{server.url}/n", headers=many)
+    assert r.json() == len(", ".join(v for _, v in many))
+    code, _, err = server.stop()
+    assert code == 0, err
