@@ -71,8 +71,14 @@ def response(body=None, status=200, headers=None):
     text/plain)."""
     from .values import Response
 
-    if type(status) is not int or not 100 <= status <= 599:
-        raise ApsiError(f"response: status must be an int from 100 to 599, not {show(status, True)}")
+    if type(status) is not int or not 200 <= status <= 599:
+        # (1xx are not answers but notes before one: 101 would hand the connection over, 100 leave the
+        # client waiting for the real answer)
+        raise ApsiError(f"response: status must be an int from 200 to 599 (a handler's answer; 1xx are "
+                        f"not final answers), not {show(status, True)}")
+    if status in NO_BODY and body is not None:
+        raise ApsiError(f"response: status {status} carries no body (HTTP sends none with it); write "
+                        f"response(none, status={status}), or another status for a body")
     headers = {} if headers is None else headers
     if type(headers) is not dict or not all(type(k) is str and type(v) is str for k, v in headers.items()):
         raise ApsiError("response: headers must be a map of text to text, like {\"Cache-Control\": "
@@ -85,6 +91,7 @@ def response(body=None, status=200, headers=None):
 
 
 MAX_WORKERS = 256
+NO_BODY = (204, 304)        # statuses HTTP sends without a body
 
 
 def _workers(fn, workers):

@@ -70,6 +70,10 @@ def reply(value, where):
     """The starlette response for what a handler returned."""
     if type(value) is Response:
         headers = value.headers
+        if value.status in (204, 304):         # (no body, no Content-Type: response() checked it)
+            from starlette.responses import Response as Raw
+
+            return Raw(None, status_code=value.status, headers=headers)
         kind = next((v for k, v in headers.items() if k.lower() == "content-type"), None)
         if type(value.body) is str and kind is not None and "json" not in kind:
             from starlette.responses import Response as Raw
