@@ -87,11 +87,18 @@ def response(body=None, status=200, headers=None):
         if not k or any(c in k + v for c in "\r\n\0") or any(c in k for c in " :"):
             raise ApsiError(f"response: header {show(k, True)} cannot be sent (a name without spaces or "
                             "':', values without line breaks)")
+        if k.lower() in SERVERS_HEADERS:
+            # (a second Content-Length or a Transfer-Encoding beside it makes the answer's length
+            # ambiguous: clients and proxies read it differently, and the server broke off the answer)
+            raise ApsiError(f"response: header {show(k, True)} is the server's to set (it frames the "
+                            "connection and the body); leave it out")
     return Response(body, status, dict(headers))
 
 
 MAX_WORKERS = 256
 NO_BODY = (204, 304)        # statuses HTTP sends without a body
+SERVERS_HEADERS = frozenset({"content-length", "transfer-encoding", "connection", "keep-alive", "upgrade",
+                             "te", "trailer", "proxy-connection", "date", "server"})
 
 
 def _workers(fn, workers):

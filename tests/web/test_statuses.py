@@ -35,3 +35,29 @@ def test_statuses_without_a_body_and_informational_ones(start):
     code, _, err = server.stop()
     assert code == 0
     assert 'File "' not in err and "Exception in ASGI application" not in err, err
+
+
+HEADERS = """use web
+fn s(r):
+    return response({a: 1}, headers={r.query["h"]: r.query["v"]})
+serve({"/s": s}, port=PORT)
+"""
+
+
+def test_headers_that_frame_the_answer_are_the_servers(start):
+    """A handler's Content-Length or Transfer-Encoding used to go out beside the server's own: an
+    answer cut short or never ended, lengths a proxy reads differently, and a Python traceback."""
+    server = start(HEADERS)
+    with httpx.Client(base_url=server.url, timeout=10) as client:
+        for name, value in [("Content-Length", "1"), ("transfer-encoding", "chunked"),
+                            ("Connection", "close"), ("Date", "x")]:
+            r = client.get("/s", params={"h": name, "v": value})
+            assert r.status_code == 500
+            assert r.json()["error"] == (
+                f"the handler for GET /s failed at p.apsi:3: response: header \"{name}\" is the server's to "
+                "set (it frames the connection and the body); leave it out")
+        r = client.get("/s", params={"h": "Cache-Control", "v": "no-store"})
+        assert r.json() == {"a": 1} and r.headers["cache-control"] == "no-store"
+    code, _, err = server.stop()
+    assert code == 0
+    assert 'File "' not in err and "Exception in ASGI application" not in err, err
