@@ -33,7 +33,7 @@ def as_array(fn, arg, value):
         return value
     try:
         arr = np.asarray(to_plain(value))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):     # (lists nested thousands deep: a client's)
         arr = None
     if arr is None or arr.dtype == object or arr.dtype.kind not in "biuf":
         found = _list_problem(value, arg) if isinstance(value, list) else None
@@ -59,7 +59,7 @@ def _list_problem(value, arg, depth=64):
     def walk(v, path):
         if isinstance(v, list | tuple):
             if len(path) >= depth:
-                return f"{at(path)} is nested deeper than {depth} lists"
+                return f"{arg} is lists nested more than {depth} deep (tensors have at most {depth} axes)"
             odd = next((i for i, x in enumerate(v) if shape_of(x) != shape_of(v[0])), None)
             if odd is not None:
                 return f"{at(path + [odd])} is {kind(v[odd])} but {at(path + [0])} is {kind(v[0])}"
