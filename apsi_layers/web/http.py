@@ -75,22 +75,27 @@ class Observed:
         start = time.perf_counter()
         self.observer.arrived()
         route = self.direct.get((scope["method"], scope["path"]))
-        if route is not None:
-            status = 500
-            try:
-                status = await route(scope, receive, send)
-            finally:
-                self._finished(scope, status, start)
-            return
         status = [500]
-
-        async def sending(message):
-            if message["type"] == "http.response.start":
-                status[0] = message["status"]
-            await send(message)
-
         try:
+            if route is not None:
+                status[0] = await route(scope, receive, send)
+                return
+
+            async def sending(message):
+                if message["type"] == "http.response.start":
+                    status[0] = message["status"]
+                await send(message)
+
             await self.app(scope, receive, sending)
+        except KeyboardInterrupt as e:
+            # Ctrl-C or SIGTERM whose grace ran out while this request was answered (a handler still
+            # running): bigstack raised it on this thread. uvicorn would log it as a Python traceback and
+            # go on; it is kept for server.run to raise once uvicorn has stopped (the program then ends
+            # as the signal asks), and the client is told, if nothing has been sent yet
+            STOPPED_HARD.append(e)
+            status[0] = 503
+            await _try_send(send, error_bytes(503, "the server was stopped before this request was "
+                                                   "answered; send it again (to another server)"))
         finally:
             self._finished(scope, status[0], start)
 
@@ -101,6 +106,24 @@ class Observed:
         route = path if path in self.routes else "other"
         self.observer.finished(client[0], scope.get("method", "-"), path, route, status,
                                time.perf_counter() - start)
+
+
+STOPPED_HARD = []          # the interrupt that cut a request short (Observed), for server.run to raise
+
+
+def error_bytes(status, message):
+    return status, jsonio.dumps({"error": message, "status": status}, "the response")
+
+
+async def _try_send(send, answer):
+    status, body = answer
+    try:
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", b"application/json"),
+                                (b"content-length", b"%d" % len(body))]})
+        await send({"type": "http.response.body", "body": body})
+    except Exception:       # noqa: BLE001, S110 (an answer had begun, or the client is gone: nothing to add)
+        pass
 
 
 def json_errors():

@@ -64,7 +64,10 @@ def run(fn, app, opts, what, workers=1, setup=None):
         raise ApsiError(f"{fn}: cannot start a server while {SERVING[0]} serves in this program (called "
                         "from a handler, or from a function of the served model); serve every route from "
                         "one serve call, or run another program")
+    from .http import STOPPED_HARD
+
     SERVING.append(fn)
+    STOPPED_HARD.clear()
     try:
         _run(fn, app, opts, what, workers, setup)
     finally:
@@ -91,6 +94,10 @@ def _run(fn, app, opts, what, workers, setup):
             _run_here(fn, config, sock, opts, where)
     finally:
         sock.close()
+    from .http import STOPPED_HARD
+
+    if STOPPED_HARD:            # (a request was cut short: the program ends as the signal asked)
+        raise STOPPED_HARD.pop()
     print(f"{fn}: stopped; the requests in flight were answered", file=sys.stderr, flush=True)
 
 

@@ -116,3 +116,40 @@ def test_serve_called_while_serving_is_refused_by_name_and_the_server_goes_on(st
     assert code == 0 and out == "after serve\n"
     assert f":{inner}" not in err and "RuntimeWarning" not in err, err
     _no_python_traceback(err)
+
+
+SLOW = """use web
+fn slow(r):
+    let t = 0
+    for i in range(1000000000):
+        t = t + i
+    return t
+serve({"/slow": slow}, port=PORT, timeout=1)
+print("after serve")
+"""
+
+
+def test_sigterm_cutting_a_handler_short_answers_503_and_ends_the_program_as_asked(start):
+    """A handler still running when SIGTERM's grace (timeout + 2 s) ran out got uvicorn's plain 'Internal
+    Server Error' and a Python traceback on stderr, the server said the requests in flight were answered,
+    and the program went on to exit 0."""
+    import threading
+    import time
+
+    server = start(SLOW)
+    answer = {}
+
+    def ask():
+        answer["r"] = httpx.get(f"{server.url}/slow", timeout=60)
+
+    asking = threading.Thread(target=ask)
+    asking.start()
+    time.sleep(1)
+    code, out, err = server.stop(signal.SIGTERM)
+    asking.join(30)
+    assert code == 143 and out == "", err
+    r = answer["r"]
+    assert r.status_code == 503 and r.json()["error"] == (
+        "the server was stopped before this request was answered; send it again (to another server)")
+    assert "apsi: terminated (SIGTERM)" in err and "the requests in flight were answered" not in err
+    _no_python_traceback(err)
