@@ -40,9 +40,48 @@ def launch(ctx, nproc, nnodes, node_rank, rdzv_endpoint, rdzv_id, file, args, **
     if nnodes != "1" and rdzv_endpoint is None:
         raise click.UsageError("--nnodes above 1 needs --rdzv-endpoint HOST:PORT (a host every machine "
                                "reaches), the same on every machine")
+    _check_nproc(nproc)
+    if rdzv_endpoint is not None:
+        _check_endpoint(rdzv_endpoint)
     argv = torchrun_args(nproc, nnodes, node_rank, rdzv_endpoint, rdzv_id)
     argv += ["-m", "apsi", "run", *options.to_args(merged), file, *args]
     ctx.exit(run_torchrun(argv, nproc))
+
+
+PROCESSES_PER_CORE = 8         # beyond this, --nproc is a typo (10000 for 100), not a plan
+
+
+def _check_nproc(nproc):
+    """Refuse a process count no machine could mean: each rank is a whole Python process with PyTorch
+    (hundreds of MB), and --nproc 100000 would start them until the machine gives out."""
+    import os
+
+    most = PROCESSES_PER_CORE * max(os.cpu_count() or 1, 1)
+    if nproc > most:
+        raise click.BadParameter(f"{nproc} processes on this machine of {os.cpu_count()} cores is more than "
+                                 f"{PROCESSES_PER_CORE} per core ({most}); give one per GPU, or at most one "
+                                 "per core on the CPU", param_hint="'--nproc'")
+
+
+def _check_endpoint(endpoint):
+    """HOST:PORT with a host that can be looked up, before any process starts: otherwise each rank
+    retries the lookup for minutes, printing PyTorch's C++ warnings and stack frames."""
+    import socket
+
+    host, sep, port = endpoint.rpartition(":")
+    if not sep or not port.isdigit():
+        host, port = endpoint, "29400"      # (a host alone: torchrun's default port)
+    host = host.strip("[]")                 # ([::1]:29400)
+    if not host or not 1 <= int(port) <= 65535:
+        raise click.BadParameter(f"{endpoint!r} is not HOST:PORT (a port from 1 to 65535), like "
+                                 "10.0.0.1:29400", param_hint="'--rdzv-endpoint'")
+    try:
+        socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as e:
+        why = getattr(e, "strerror", None) or str(e)
+        raise click.BadParameter(f"the host {host!r} cannot be found ({why}); give an address or name "
+                                 "that every machine reaches, like 10.0.0.1:29400",
+                                 param_hint="'--rdzv-endpoint'") from None
 
 
 def torchrun_args(nproc, nnodes, node_rank, rdzv_endpoint, rdzv_id):

@@ -196,7 +196,18 @@ _VIEWS = {type({}.keys()): "keys", type({}.values()): "values", type({}.items())
 
 
 def _quote(s):
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t") + '"'
+    """A string as an Apsi literal. Control characters are written as escapes: a quoted string is how
+    messages show values, and those may come from outside (a client's request, a file), where an
+    escape sequence would drive the terminal or a line break would forge a line of the log."""
+    s = s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
+    if not s.isprintable():
+        s = "".join(c if c.isprintable() else _ESCAPES.get(c) or
+                    (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}" if ord(c) < 0x10000 else c)
+                    for c in s)
+    return '"' + s + '"'
+
+
+_ESCAPES = {"\r": "\\r"}
 
 
 def type_name(value):

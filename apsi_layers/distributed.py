@@ -65,18 +65,21 @@ def resolve(value):
     return bool(value)
 
 
-def join(device):
+def join(device, fsdp=False):
     """Join torchrun's process group for training on `device` (a torch.device): gloo on the CPU, NCCL on
-    CUDA. Returns torch.distributed. Joining twice (a second fit) reuses the group."""
+    CUDA. Returns torch.distributed. Joining twice (a second fit) reuses the group. `fsdp`: the
+    message names the option as the program wrote it."""
     import torch.distributed as dist
 
     if dist.is_initialized():
         return dist
     missing = [k for k in LAUNCH_ENV if k not in os.environ]
     if missing:
-        raise ApsiError(f"fit: distributed=true needs a launch by `apsi launch --nproc N FILE` or torchrun "
-                        f"(this process lacks {', '.join(missing)}); use distributed=\"auto\" to train on "
-                        "one process when not launched that way")
+        how, alone = (('"fsdp"', 'distributed="fsdp" if world_size() > 1 else false') if fsdp else
+                      ("true", 'distributed="auto"'))
+        raise ApsiError(f"fit: distributed={how} needs a launch by `apsi launch --nproc N FILE` or torchrun "
+                        f"(this process lacks {', '.join(missing)}); use {alone} to train on one process "
+                        "when not launched that way")
     backend = "nccl" if device.type == "cuda" else "gloo"
     where = f"{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}"
     extra = {"device_id": device} if device.type == "cuda" else {}

@@ -75,22 +75,27 @@ class Observed:
         start = time.perf_counter()
         self.observer.arrived()
         route = self.direct.get((scope["method"], scope["path"]))
-        if route is not None:
-            status = 500
-            try:
-                status = await route(scope, receive, send)
-            finally:
-                self._finished(scope, status, start)
-            return
         status = [500]
-
-        async def sending(message):
-            if message["type"] == "http.response.start":
-                status[0] = message["status"]
-            await send(message)
-
         try:
+            if route is not None:
+                status[0] = await route(scope, receive, send)
+                return
+
+            async def sending(message):
+                if message["type"] == "http.response.start":
+                    status[0] = message["status"]
+                await send(message)
+
             await self.app(scope, receive, sending)
+        except KeyboardInterrupt as e:
+            # Ctrl-C or SIGTERM whose grace ran out while this request was answered (a handler still
+            # running): bigstack raised it on this thread. uvicorn would log it as a Python traceback and
+            # go on; it is kept for server.run to raise once uvicorn has stopped (the program then ends
+            # as the signal asks), and the client is told, if nothing has been sent yet
+            STOPPED_HARD.append(e)
+            status[0] = 503
+            await _try_send(send, error_bytes(503, "the server was stopped before this request was "
+                                                   "answered; send it again (to another server)"))
         finally:
             self._finished(scope, status[0], start)
 
@@ -103,6 +108,24 @@ class Observed:
                                time.perf_counter() - start)
 
 
+STOPPED_HARD = []          # the interrupt that cut a request short (Observed), for server.run to raise
+
+
+def error_bytes(status, message):
+    return status, jsonio.dumps({"error": message, "status": status}, "the response")
+
+
+async def _try_send(send, answer):
+    status, body = answer
+    try:
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", b"application/json"),
+                                (b"content-length", b"%d" % len(body))]})
+        await send({"type": "http.response.body", "body": body})
+    except Exception:       # noqa: BLE001, S110 (an answer had begun, or the client is gone: nothing to add)
+        pass
+
+
 def json_errors():
     """Starlette's own 404/405 answers, as JSON errors."""
     from starlette.exceptions import HTTPException
@@ -113,6 +136,34 @@ def json_errors():
         return error(exc.status_code, words.get(exc.status_code, exc.detail))
 
     return {HTTPException: handle}
+
+
+def program_error(e, who):
+    """The message for an error raised by the program's own Apsi code while answering (a handler, or
+    a function inside the model such as a lambda_layer's): `who` failed at file:line (the file's name
+    only: the client need not learn where the program lives) and what happened; the Apsi traceback
+    goes to the server's stderr. exit() there is such an error too: a request must not stop the server
+    (Ctrl-C and SIGTERM do). None when no Apsi code raised `e` (a bug: internal())."""
+    import os
+    import sys
+
+    from apsi_lang import report
+    from apsi_lang.errors import ApsiError
+    from apsi_lang.values import show
+
+    frames = report.apsi_frames(e.__traceback__)
+    if not frames:
+        return None
+    where = f" at {os.path.basename(frames[-1][0])}:{frames[-1][1]}"
+    if isinstance(e, SystemExit):
+        code = "" if e.code is None else show(e.code, True)
+        message = (f"exit({code}) was called; a request cannot stop the server (Ctrl-C or SIGTERM stops "
+                   "it): return an error response instead")
+        print(f"{frames[-1][0]}:{frames[-1][1]}: error: {who}: {message}", file=sys.stderr, flush=True)
+    else:
+        message = e.message if isinstance(e, ApsiError) else report.describe_at(e)
+        print(report.render_runtime_error(e), file=sys.stderr, flush=True)
+    return f"{who} failed{where}: {message}"
 
 
 def internal(e):

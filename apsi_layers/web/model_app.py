@@ -109,7 +109,20 @@ class ModelService:
         if items[0].graph is not None:
             options["graph"] = items[0].graph
         x = xs if self.several_in else xs[0]
-        y = self._predict_torch(x, options) if self.torch else predict(self.model, self.params, x, **options)
+        try:
+            y = self._predict_torch(x, options) if self.torch else predict(self.model, self.params, x,
+                                                                            **options)
+        except ApsiError:
+            raise                           # (predict's checks, and error() in the model: 422)
+        except (Exception, SystemExit) as e:
+            # a bug in the program's own code in the model (a lambda_layer's function) is not the
+            # server's: name its line; and exit() there must not take the server down with it
+            message = http.program_error(e, "the model")
+            if message is None and isinstance(e, SystemExit):
+                message = "the model called exit(); a request cannot stop the server"
+            if message is None:
+                raise
+            raise Problem(500, message) from None
         outs = [np.asarray(t.data) for t in y] if self.several_out else [np.asarray(y.data)]
         results, start = [], 0
         for it in items:

@@ -65,8 +65,8 @@ class Observer:
         self.requests[key] = self.requests.get(key, 0) + 1
         self.latency.observe(seconds)
         if self.log:
-            print(f"{client} - \"{method} {path}\" {status} {seconds * 1000:.1f}ms", file=sys.stderr,
-                  flush=True)
+            print(f"{client} - \"{_loggable(method)} {_loggable(path)}\" {status} {seconds * 1000:.1f}ms",
+                  file=sys.stderr, flush=True)
 
     def batch(self, rows):
         self.batches += 1
@@ -127,6 +127,17 @@ class Observer:
                   "# HELP apsi_uptime_seconds Seconds since the server started.",
                   "# TYPE apsi_uptime_seconds gauge", f"apsi_uptime_seconds {time.time() - self.started:.3f}"]
         return "\n".join(lines) + "\n"
+
+
+def _loggable(text):
+    """What a client sent, safe to print in the access log: the path arrives percent-decoded, so a
+    line break would forge log lines and an escape sequence would drive the operator's terminal.
+    Control characters, quotes and backslashes are written as escapes (as nginx does: \\x0A)."""
+    if text.isprintable() and '"' not in text and "\\" not in text:
+        return text                     # (the usual case, at no cost)
+    return "".join(c if c.isprintable() and c not in '"\\' else
+                   "\\" + c if c in '"\\' else
+                   f"\\x{ord(c):02X}" if ord(c) < 0x100 else f"\\u{ord(c):04X}" for c in text)
 
 
 def _label(value):

@@ -6,7 +6,6 @@ return plain data or response(...). An error in a handler is a 500 naming the Ap
 Apsi traceback goes to the server's stderr, and the server goes on.
 """
 
-import os
 import sys
 
 from apsi_lang.errors import ApsiError
@@ -60,9 +59,10 @@ async def request_of(request, opts):
     text = body.decode("utf-8", errors="replace")
     parsed, problem = jsonio.parse(body)
     query = {k: v for k, v in request.query_params.multi_items()}
-    headers = {}
+    joined = {}             # (a list per name, joined once: repeated headers cost linear time)
     for k, v in request.headers.items():
-        headers[k] = f"{headers[k]}, {v}" if k in headers else v
+        joined.setdefault(k, []).append(v)
+    headers = {k: ", ".join(v) for k, v in joined.items()}
     return Request(request.method, request.url.path, query, headers, text, parsed, problem)
 
 
@@ -70,6 +70,10 @@ def reply(value, where):
     """The starlette response for what a handler returned."""
     if type(value) is Response:
         headers = value.headers
+        if value.status in (204, 304):         # (no body, no Content-Type: response() checked it)
+            from starlette.responses import Response as Raw
+
+            return Raw(None, status_code=value.status, headers=headers)
         kind = next((v for k, v in headers.items() if k.lower() == "content-type"), None)
         if type(value.body) is str and kind is not None and "json" not in kind:
             from starlette.responses import Response as Raw
@@ -86,11 +90,13 @@ def failure(e, method, path):
 
     if isinstance(e, BodyNotJson):          # the client sent what the handler cannot read
         return http.error(400, e.message)
-    print(report.render_runtime_error(e), file=sys.stderr, flush=True)
-    frames = report.apsi_frames(e.__traceback__)
-    where = f" at {os.path.basename(frames[-1][0])}:{frames[-1][1]}" if frames else ""
-    message = e.message if isinstance(e, ApsiError) else report.describe_at(e)
-    return http.error(500, f"the handler for {method} {path} failed{where}: {message}")
+    who = f"the handler for {method} {path}"
+    message = http.program_error(e, who)
+    if message is None:                     # (raised by no Apsi line: a builtin called from Python)
+        print(report.render_runtime_error(e), file=sys.stderr, flush=True)
+        detail = e.message if isinstance(e, ApsiError) else report.describe_at(e)
+        message = f"{who} failed: {detail}"
+    return http.error(500, message)
 
 
 def routes_app(found, observer, opts):
@@ -106,7 +112,7 @@ def routes_app(found, observer, opts):
                 return http.error(p.status, p.message)
             try:
                 value = fn(req)
-            except Exception as e:          # noqa: BLE001 (the handler's error, reported; the server goes on)
+            except (Exception, SystemExit) as e:    # noqa: BLE001 (reported; the server goes on)
                 return failure(e, method, path)
             try:
                 return reply(value, f"the handler for {method} {path}")

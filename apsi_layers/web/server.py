@@ -52,13 +52,37 @@ def _bind_problem(fn, host, port, e):
     return f"{fn}: cannot listen on {host}:{port}: {e.strerror or e}"
 
 
+SERVING = []        # the function serving now, if any: one server per program at a time
+
+
 def run(fn, app, opts, what, workers=1, setup=None):
     """Serve `app` on opts.host:opts.port until Ctrl-C or SIGTERM, then return; with workers > 1 in
     that many forked processes (workers.py), each calling setup(its slot number) first."""
+    if SERVING:
+        # (a handler or a model's function calling serve: its event loop cannot run inside the one
+        # that is answering, and nothing would answer the outer server's requests meanwhile)
+        raise ApsiError(f"{fn}: cannot start a server while {SERVING[0]} serves in this program (called "
+                        "from a handler, or from a function of the served model); serve every route from "
+                        "one serve call, or run another program")
+    from .http import STOPPED_HARD
+
+    SERVING.append(fn)
+    STOPPED_HARD.clear()
+    try:
+        _run(fn, app, opts, what, workers, setup)
+    finally:
+        SERVING.clear()
+
+
+def _run(fn, app, opts, what, workers, setup):
     sock = listen(fn, opts.host, opts.port)
     import uvicorn
 
-    config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="on", server_header=False,
+    from .heads import protocol
+
+    # (http=: uvicorn's own protocol, with a time limit on each request's head: heads.py)
+    config = uvicorn.Config(app, http=protocol(opts.timeout), log_config=None, access_log=False,
+                            lifespan="on", server_header=False,
                             timeout_graceful_shutdown=int(opts.timeout) + 1, timeout_keep_alive=5,
                             log_level="warning")
     _name_uvicorns_warnings(fn)
@@ -70,6 +94,10 @@ def run(fn, app, opts, what, workers=1, setup=None):
             _run_here(fn, config, sock, opts, where)
     finally:
         sock.close()
+    from .http import STOPPED_HARD
+
+    if STOPPED_HARD:            # (a request was cut short: the program ends as the signal asked)
+        raise STOPPED_HARD.pop()
     print(f"{fn}: stopped; the requests in flight were answered", file=sys.stderr, flush=True)
 
 

@@ -286,3 +286,41 @@ def test_a_rank_that_never_joins_is_a_timeout_naming_the_rendezvous(tmp_path):
     assert (f"fit: rank 0 of 2 could not meet the other ranks at the rendezvous 127.0.0.1:{port} (gloo): "
             "Timed out") in out.stderr
     assert "check that every rank was started" in out.stderr
+
+
+SHARDED_CHECKPOINT = """use nn
+use layers
+let x = randn([400, 4], seed=1)
+let y = randint(0, 3, [400], seed=2)
+let net = mlp(4, 3, hidden=[8])
+fn said(epoch, logs):
+    if rank() == 0 and epoch == 2:
+        print("two epochs")
+let r = fit(net, net.init(seed=0), x, y, loss="cross_entropy", epochs=100000, batch_size=4,
+            backend="torch", distributed="fsdp", verbose=false, checkpoint="long.ckpt", on_epoch=said)
+"""
+
+
+def test_ctrl_c_during_a_sharded_fit_says_once_and_truly_where_to_resume(tmp_path):
+    """Every rank used to say where to resume, and the ranks that do not write said that no epoch had
+    finished and the checkpoint was not written, beside rank 0's word that it holds epoch N."""
+    import re
+    import signal
+
+    (tmp_path / "long.apsi").write_text(SHARDED_CHECKPOINT)
+    command = [sys.executable, "-m", "apsi", "launch", "--nproc", "2", "--allow-python", "long.apsi"]
+    p = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
+                         cwd=tmp_path, start_new_session=True)
+    try:
+        assert p.stdout.readline().strip() == "two epochs"
+        os.killpg(p.pid, signal.SIGINT)
+        _, err = p.communicate(timeout=90)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    assert p.returncode == 130, err
+    assert "was not written" not in err, err
+    said = re.findall(r"fit: interrupted \(Ctrl-C\) during epoch (\d+); long.ckpt holds the run after epoch "
+                      r"(\d+); continue with", err)
+    assert len(said) == 1 and int(said[0][1]) >= 2, err
+    assert (tmp_path / "long.ckpt").exists()

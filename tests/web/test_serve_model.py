@@ -74,8 +74,16 @@ BAD = [
     (b'{"inputs": [[1, NaN, 3, 4]]}', 400, "NaN is not JSON"),
     (b'{"inputs": [[1, 2, 3]]}', 422, "predict: parameter dense.w has shape [4, 16]"),
     (b'{"inputs": [[1, 2, 3, 4], [1, 2]]}', 422, "predict: inputs must be a tensor or a (nested) list of "
-                                                  "numbers of equal lengths, not a ragged list"),
-    (b'{"inputs": [["a", "b", "c", "d"]]}', 422, "predict: inputs must be a tensor"),
+                                                  "numbers of equal lengths; inputs[1] is a list of 2 but "
+                                                  "inputs[0] is a list of 4"),
+    # (which entry is not a number, not 'a ragged list', which they are not)
+    (b'{"inputs": [[1, 2, 3, 4], [1, "b", 3, 4]]}', 422, "predict: inputs must be a tensor or a (nested) "
+                                                         "list of numbers of equal lengths; inputs[1, 1] is "
+                                                         "\"b\", not a number"),
+    (b'{"inputs": [[1, null, 3, 4]]}', 422, "equal lengths; inputs[0, 1] is none, not a number"),
+    (b'{"inputs": [[1, 2, 3, ' + b"9" * 400 + b"]]}", 422, "equal lengths; inputs[0, 3] is "
+                                                         "99999999999999999999… (400 digits), too large "
+                                                         "for a float"),
     (b'{"inputs": []}', 422, "predict: the inputs are empty (0 samples)"),
     (b'{"inputs": 3}', 422, "predict: inputs must have a batch axis"),
     (b'{"inputs": {"a": [1]}}', 422, "this model takes one input"),

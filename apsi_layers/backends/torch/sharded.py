@@ -63,7 +63,7 @@ class Shard:
     """This rank's place in the group, and the DDP (or FSDP) wrapper around the session's objective."""
 
     def __init__(self, device, fsdp=False):
-        self.dist = distributed.join(device)
+        self.dist = distributed.join(device, fsdp)
         self.rank = self.dist.get_rank()
         self.world = self.dist.get_world_size()
         self.fsdp = fsdp

@@ -85,7 +85,7 @@ def fit_loop(plan, session):
                 snap = _snapshot(plan, session, run, shuffle)       # on every rank: FSDP's gathers
                 if writes:                                         # are collectives
                     ckpt.save(plan.checkpoint, snap)
-                    run.saved = run.epoch
+                run.saved = run.epoch           # (on every rank: rank 0 has written it for all)
             if plan.on_epoch is not None and _callback(plan.on_epoch, epoch, logs) == "stop":
                 stopped = "callback"
                 break
@@ -94,7 +94,8 @@ def fit_loop(plan, session):
                 break
     except KeyboardInterrupt as e:
         if not interactive.active():
-            _say_where_to_resume(plan, run, e)
+            if writes:                  # (rank 0 says it for every rank of a distributed fit)
+                _say_where_to_resume(plan, run, e)
             raise
         stopped, note = "interrupted", f"fit: interrupted (Ctrl-C) during epoch {run.epoch + 1}"
         _back_to_epoch_end(plan, session, run)
