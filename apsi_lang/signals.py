@@ -33,10 +33,11 @@ def ignore_while_exiting():
     calling main()) must not start children that inherit an ignored SIGINT."""
     import atexit
 
-    atexit.register(_ignore)
+    atexit.register(ignore_now)
 
 
-def _ignore():
+def ignore_now():
+    """Ignore Ctrl-C and SIGTERM from here on (a process that is already on its way out)."""
     for sig in (signal.SIGINT, signal.SIGTERM):
         try:
             signal.signal(sig, signal.SIG_IGN)

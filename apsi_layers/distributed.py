@@ -133,6 +133,11 @@ def exit_now(code):
         return
     import atexit
 
+    from apsi_lang import signals
+
+    # the launcher's SIGTERM to the ranks still running may arrive now: it would raise Terminated
+    # inside an exit function (a Python traceback), for a process that is ending anyway
+    signals.ignore_now()
     atexit._run_exitfuncs()          # what the interpreter's exit would run (leave() among them)
     for stream in (sys.stdout, sys.stderr):
         try:
