@@ -119,9 +119,19 @@ def python_workers(tmp_path, how):
 @pytest.mark.parametrize("how", ["auto", "fsdp"])
 def test_a_python_caller_in_its_own_group(tmp_path, not_launched, how):
     """fit from Python in a group the caller joined (mp.spawn, no torchrun): "auto" (DDP) and "fsdp"
-    train in it, and equal one process with twice the batch."""
+    train in it, and equal one process with twice the batch. With "fsdp" each rank's optimizer holds a
+    slice of every weight and of its Adam moments (the two ranks' slices add up to the whole); with DDP
+    each holds the whole."""
     pytest.importorskip("torch")
     python_workers(tmp_path, how)
+    sizes = [np.load(tmp_path / f"sizes{r}.npy") for r in (0, 1)]
+    whole = np.stack([[4 * 8, 8, 8 * 3, 3]] * 2)      # mlp(4, 3, hidden=[8]): w, b, w, b; weight, moment
+    if how == "fsdp":
+        np.testing.assert_array_equal(sizes[0] + sizes[1], whole)
+        assert (sizes[0] < whole).all() and (sizes[1] < whole).all()
+    else:
+        np.testing.assert_array_equal(sizes[0], whole)
+        np.testing.assert_array_equal(sizes[1], whole)
     r0, r1 = np.load(tmp_path / "rank0.npy"), np.load(tmp_path / "rank1.npy")
     np.testing.assert_array_equal(r0, r1)
     net = mlp(4, 3, hidden=[8])
@@ -130,20 +140,6 @@ def test_a_python_caller_in_its_own_group(tmp_path, not_launched, how):
               verbose=False)                      # NumPy, float64: the exact reference
     np.testing.assert_allclose(r0[:2], one.history, rtol=0, atol=1e-10)
     np.testing.assert_allclose(r0[2:], np.asarray(one.params.dense.w.data).ravel(), rtol=0, atol=1e-10)
-
-
-@pytest.mark.slow
-def test_fsdp_shards_the_weights_and_the_optimizer_state(tmp_path, not_launched):
-    """With distributed="fsdp" each rank's optimizer holds a slice of every weight and of its Adam
-    moments (the two ranks' slices add up to the whole); with DDP each holds the whole."""
-    pytest.importorskip("torch")
-    python_workers(tmp_path, "fsdp")
-    sizes = [np.load(tmp_path / f"sizes{r}.npy") for r in (0, 1)]
-    whole = np.array([4 * 8, 8, 8 * 3, 3])              # mlp(4, 3, hidden=[8]): w, b, w, b
-    np.testing.assert_array_equal(sizes[0] + sizes[1], np.stack([whole, whole]))
-    assert (sizes[0] < whole).all() and (sizes[1] < whole).all()
-    python_workers(tmp_path, "auto")
-    np.testing.assert_array_equal(np.load(tmp_path / "sizes0.npy"), np.stack([whole, whole]))
 
 
 @pytest.mark.slow
