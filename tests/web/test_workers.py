@@ -159,46 +159,20 @@ def test_workers_do_not_outlive_a_parent_killed_outright(start):
 def test_ctrl_c_in_a_terminal_stops_every_worker_with_exit_0(tmp_path, web_env):
     """The terminal's Ctrl-C reaches the whole process group: the workers ignore it, the parent sends
     each one SIGTERM once (two signals would make uvicorn drop what is in flight)."""
-    import select
-    import subprocess
-
     from .conftest import free_port
-    from .test_terminal import _own_terminal
+    from .test_terminal import Terminal
 
     port = free_port()
     (tmp_path / "p.apsi").write_text(WORKERS.replace("PORT", str(port)))
-    master, slave = os.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "apsi", f"--allow-net=127.0.0.1:{port}", "p.apsi"],
-                            cwd=tmp_path, env=web_env, stdin=slave, stdout=slave, stderr=slave,
-                            preexec_fn=_own_terminal)
-    os.close(slave)
-    shown = b""
-
-    def read_until(words, timeout=60):
-        nonlocal shown
-        deadline = time.monotonic() + timeout
-        while words not in shown and time.monotonic() < deadline:
-            if select.select([master], [], [], 0.1)[0]:
-                try:
-                    shown += os.read(master, 65536)
-                except OSError:
-                    break
-        return words in shown
-
-    try:
-        assert read_until(b"Ctrl-C stops"), shown
+    with Terminal(tmp_path, port, web_env) as t:
+        assert t.read_until(b"Ctrl-C stops"), t.shown
         pids = workers_seen(f"http://127.0.0.1:{port}")
-        os.write(master, b"\x03")
-        assert read_until(b"after serve_model"), shown
-        assert proc.wait(30) == 0, shown
-        assert b"requests in flight were answered" in shown and b"Traceback" not in shown
-        assert b"while stopping" not in shown, shown
+        t.ctrl_c()
+        assert t.read_until(b"after serve_model"), t.shown
+        assert t.proc.wait(30) == 0, t.shown
+        assert b"requests in flight were answered" in t.shown and b"Traceback" not in t.shown
+        assert b"while stopping" not in t.shown, t.shown
         assert all_gone(pids) == []
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        os.close(master)
 
 
 def test_workers_with_the_torch_backend_are_refused_with_the_reason(start):
