@@ -111,3 +111,20 @@ def start(tmp_path, web_env):
         if s.proc.poll() is None:
             s.proc.kill()
             s.proc.wait()
+
+
+def post_in_two_halves(url, i, pause, results, sent=None):
+    """POST row [i, 1, 2, 3] to url/predict with half the body now and the rest `pause` seconds later
+    (so the request is inside the server meanwhile); append (i, status, JSON answer) to results.
+    `sent`, a semaphore, is released once the first half is out."""
+    import httpx
+
+    def trickle():
+        yield f'{{"inputs": [[{i}, 1, '.encode()
+        if sent is not None:
+            sent.release()
+        time.sleep(pause)
+        yield b"2, 3]]}"
+
+    r = httpx.post(f"{url}/predict", content=trickle(), timeout=30)
+    results.append((i, r.status_code, r.json()))

@@ -13,7 +13,7 @@ import httpx
 import numpy as np
 import pytest
 
-from .conftest import Server
+from .conftest import Server, post_in_two_halves
 
 MODEL = """use layers
 use web
@@ -171,13 +171,7 @@ def test_a_signal_answers_the_requests_in_flight_and_exits_0(start, sig):
 
     def ask(i):
         # half the body now, the rest after the signal: the request is inside the server when it comes
-        def trickle():
-            yield f'{{"inputs": [[{i}, 1, '.encode()
-            time.sleep(1.0)
-            yield b"2, 3]]}"
-
-        r = httpx.post(f"{server.url}/predict", content=trickle(), timeout=30)
-        results.append((i, r.status_code, r.json()))
+        post_in_two_halves(server.url, i, 1.0, results)
 
     threads = [threading.Thread(target=ask, args=(i,)) for i in range(16)]
     for t in threads:

@@ -14,6 +14,7 @@ import httpx
 import numpy as np
 import pytest
 
+from .conftest import post_in_two_halves
 from .test_serve_model import MODEL, _metric, reference
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="fork and /proc")
@@ -89,14 +90,7 @@ def test_two_workers_answer_every_request_right_and_sigterm_stops_them_all(start
     results, sent = [], threading.Semaphore(0)
 
     def slow(i):
-        def trickle():
-            yield f'{{"inputs": [[{i}, 1, '.encode()
-            sent.release()
-            time.sleep(1.5)
-            yield b"2, 3]]}"
-
-        r = httpx.post(f"{server.url}/predict", content=trickle(), timeout=30)
-        results.append((i, r.status_code, r.json()))
+        post_in_two_halves(server.url, i, 1.5, results, sent)
 
     threads = [threading.Thread(target=slow, args=(i,)) for i in range(12)]
     for t in threads:
