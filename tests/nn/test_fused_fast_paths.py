@@ -1,5 +1,5 @@
 """The fast paths of the fused conv and max_pool ops give bit-for-bit what their general paths give
-(values, the argmax each window keeps, gradients), ties and signed zeros included."""
+(values, the element each window keeps, gradients), ties, signed zeros, inf and NaN included."""
 
 import importlib
 
@@ -8,6 +8,7 @@ import pytest
 
 pool = importlib.import_module("apsi_layers.nn.fused.pool")
 conv = importlib.import_module("apsi_layers.nn.fused.conv")
+batch_threads = importlib.import_module("apsi_layers.nn.fused.batch_threads")
 
 
 def _tied(rng, shape):
@@ -17,35 +18,46 @@ def _tied(rng, shape):
     return x
 
 
-@pytest.mark.parametrize("shape,size,stride", [
-    ((4, 3, 28, 28), (2, 2), (2, 2)), ((2, 2, 7, 9), (2, 2), (2, 2)), ((2, 3, 9, 10), (3, 2), (3, 2)),
-    ((2, 2, 11), (3,), (4,)), ((1, 2, 6, 4, 8), (2, 2, 2), (2, 2, 2)), ((2, 1, 8, 8), (2, 3), (3, 3)),
+@pytest.mark.parametrize("shape,size,stride,padding", [
+    ((4, 3, 28, 28), (2, 2), (2, 2), None), ((2, 2, 7, 9), (2, 2), (2, 2), None),
+    ((2, 3, 9, 10), (3, 2), (3, 2), None), ((2, 2, 11), (3,), (4,), None),
+    ((1, 2, 6, 4, 8), (2, 2, 2), (2, 2, 2), None), ((2, 1, 8, 8), (2, 3), (3, 3), None),
+    ((2, 3, 7, 7), (2, 2), (2, 2), ((1, 0), (0, 1))), ((2, 2, 5, 6), (1, 1), (1, 1), None),
 ])
-def test_max_pool_folds_match_the_general_path(shape, size, stride, monkeypatch):
+@pytest.mark.parametrize("threads", [1, 3])
+def test_max_pool_tiles_match_the_general_path(shape, size, stride, padding, threads, monkeypatch):
+    monkeypatch.setattr(batch_threads, "MIN_BYTES", 0)           # split even these small batches
+    monkeypatch.setitem(batch_threads._pool, "size", threads)
+    monkeypatch.setitem(batch_threads._pool, "executor", None)
     rng = np.random.default_rng(0)
-    padding = ((0, 0),) * len(size)
-    for x in (_tied(rng, shape), rng.standard_normal(shape)):
-        assert pool._folds(size, stride, padding, x)
+    padding = padding or ((0, 0),) * len(size)
+    for x in (_tied(rng, shape), rng.standard_normal(shape), np.where(_tied(rng, shape) == 0, -np.inf, 1.0)):
         y, saved = pool._max_forward(x, True, size, stride, padding)
-        assert saved[0].dtype == np.uint8                      # the folded path ran
+        assert saved[0] == "tiles"
         g = rng.standard_normal(y.shape)
+        g[..., 0] = np.array([np.inf, -0.0, np.nan])[np.arange(g[..., 0].size) % 3].reshape(g[..., 0].shape)
         (gx,) = pool._max_backward(g, saved, (True,))
+        inference, _ = pool._max_forward(x, False, size, stride, padding)
         with monkeypatch.context() as m:
-            m.setattr(pool, "_folds", lambda *a: False)
+            m.setattr(pool, "_tiles", lambda *a: False)
             y0, saved0 = pool._max_forward(x, True, size, stride, padding)
-            (gx0,) = pool._max_backward(g, saved0, (True,))
-        assert y.shape == y0.shape and np.array_equal(y, y0)
-        assert np.array_equal(np.signbit(y), np.signbit(y0))
-        assert np.array_equal(saved[0], saved0[0])
-        assert np.array_equal(gx, gx0) and np.array_equal(np.signbit(gx), np.signbit(gx0))
+            assert saved0[0] == "argmax"
+        (gx0,) = pool._max_backward(g, saved0, (True,))
+        for fast in (y, inference):
+            assert fast.shape == y0.shape and np.array_equal(fast, y0)
+            assert np.array_equal(np.signbit(fast), np.signbit(y0))
+        assert gx.shape == gx0.shape and np.array_equal(gx, gx0, equal_nan=True)
+        assert np.array_equal(np.signbit(gx), np.signbit(gx0))
 
 
 def test_max_pool_with_nan_or_overlap_takes_the_general_path():
     x = np.ones((1, 1, 4, 4))
     x[0, 0, 1, 1] = np.nan
-    assert not pool._folds((2, 2), (2, 2), ((0, 0), (0, 0)), x)
-    assert not pool._folds((3, 3), (2, 2), ((0, 0), (0, 0)), np.ones((1, 1, 4, 4)))
-    assert not pool._folds((2, 2), (2, 2), ((1, 1), (0, 0)), np.ones((1, 1, 4, 4)))
+    y, saved = pool._max_forward(x, True, (2, 2), (2, 2), ((0, 0), (0, 0)))
+    assert saved[0] == "argmax" and np.isnan(y[0, 0, 0, 0])
+    (gx,) = pool._max_backward(np.ones(y.shape), saved, (True,))
+    assert gx[0, 0, 1, 1] == 1 and gx[0, 0, :2, :2].sum() == 1           # argmax keeps the NaN
+    assert pool._max_forward(np.ones((1, 1, 4, 4)), True, (3, 3), (2, 2), ((0, 0), (0, 0)))[1][0] == "argmax"
 
 
 @pytest.mark.parametrize("xshape,wshape,padding,dilation,groups", [

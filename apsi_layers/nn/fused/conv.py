@@ -97,29 +97,30 @@ def _backward(g, saved, needs):
 def _input_grad_stride1(g, wg, wshape, xshape, pshape, outs, padding, dilation):
     """The input's gradient when the stride is 1, without col2im's short strided adds.
 
-    Each output position's columns are computed on a grid as wide as the padded input (the extra
-    positions of each row get a zero gradient), so that in the padded input, flattened per (channel,
-    image), a kernel offset is one constant shift: the offset's whole contribution is then a single add
-    of long contiguous runs. Each element still receives its contributions in kernel-offset order,
-    starting from zero, as in the general path; the extra positions add +0.0, which changes no value
-    (only a sum of exactly -0.0 would read +0.0)."""
-    groups = wg.shape[0]
-    out_ch, batch, channels = g.shape[1], xshape[0], xshape[1]
-    grid = (outs[0],) + pshape[3:]                      # the first output axis, the rest padded
-    gy = np.zeros((out_ch, batch) + grid)
-    gy[(slice(None), slice(None)) + tuple(slice(0, m) for m in outs)] = np.moveaxis(g, 1, 0)
-    cells = int(np.prod(grid))
-    gcols = np.matmul(wg.transpose(0, 2, 1), gy.reshape(groups, out_ch // groups, batch * cells))
-    gcols = gcols.reshape((channels, -1, batch, cells))                        # [C, K, B, cells]
-    pstrides = np.cumprod((1,) + pshape[:1:-1])[::-1][1:]   # element strides of the padded spatial axes
-    kernel = wshape[2:]
+    The output's gradient is laid on a grid the size of the padded input (zeros beyond the outputs),
+    so that in the padded input, flattened over (image, position), a kernel offset is one constant
+    shift for every image at once. The GEMM's rows come in (offset, channel) order, so an offset's
+    whole contribution is one add of long contiguous rows: real contributions stay inside their own
+    image, and only the grid's extra positions, whose gradient is zero, spill into the next one. Each
+    element still receives its contributions in kernel-offset order, starting from zero, as in the
+    general path; the extra positions add +0.0, which changes no value (only a sum of exactly -0.0
+    would read +0.0)."""
+    groups, per_group = wg.shape[0], wg.shape[1]
+    batch, channels, kernel = xshape[0], xshape[1], wshape[2:]
+    offsets, in_group = int(np.prod(kernel)), channels // groups
     size = int(np.prod(pshape[2:]))
+    gy = np.zeros((g.shape[1], batch) + pshape[2:])
+    gy[(slice(None), slice(None)) + tuple(slice(0, m) for m in outs)] = np.moveaxis(g, 1, 0)
+    wt = wg.reshape(groups, per_group, in_group, offsets).transpose(0, 3, 2, 1)
+    gcols = np.matmul(wt.reshape(groups, offsets * in_group, per_group),
+                      gy.reshape(groups, per_group, batch * size)).reshape(groups, offsets, in_group, -1)
+    pstrides = np.cumprod((1,) + pshape[:1:-1])[::-1][1:]   # element strides of the padded spatial axes
     shifts = [int(sum(o * d * ps for o, d, ps in zip(offset, dilation, pstrides)))
               for offset in np.ndindex(*kernel)]
-    acc = np.zeros((channels, batch, size + max(shifts)))
+    acc = np.zeros((groups, in_group, batch * size + max(shifts)))
     for k, shift in enumerate(shifts):
-        acc[:, :, shift:shift + cells] += gcols[:, k]
-    gxp = acc[:, :, :size].reshape((channels, batch) + pshape[2:])
+        acc[:, :, shift:shift + batch * size] += gcols[:, k]
+    gxp = acc[:, :, :batch * size].reshape((channels, batch) + pshape[2:])
     return np.moveaxis(gxp[(slice(None), slice(None)) + tuple(slice(lo, lo + m) for m, (lo, _)
                                                                in zip(xshape[2:], padding))], 0, 1)
 

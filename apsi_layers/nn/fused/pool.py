@@ -2,71 +2,125 @@
 
 max_pool keeps each window's argmax and sends the gradient there (one bincount, or a plain
 assignment when windows cannot overlap); avg_pool spreads it evenly, one strided add per offset.
-In training, windows that do not overlap (max_pool2d(2), the common case) are reduced one axis at a
-time over strided views (_max_by_folds): reshaping the window view copied the whole input, and argmax
-over a last axis of 4 elements was slow. Same elements and argmax, bit for bit.
+
+Windows that do not overlap (max_pool2d(2), the common case) take a faster path that copies nothing
+out window by window: one strided view per window offset (four for 2x2). The maxima are a running
+np.maximum over the views; then, per offset, a mask of the windows whose first maximum (the element
+argmax picks) sits there, and the output and the gradient are moved through those masks with bitwise
+ANDs. That is exact for every value (np.maximum's choice between -0.0 and 0.0 differs between its SIMD
+and scalar loops; the masks pick argmax's element, sign included) and has no data-dependent branch (a
+masked copy mispredicted one branch per element and was five times slower). Equality does not hold
+for NaN, so a window holding NaN sends the call to the general path. Both directions run over parts
+of the batch at once (batch_threads).
 """
 
 import numpy as np
 
 from apsi_lang.errors import ApsiError
 
+from .batch_threads import over_batch
 from .conv import _ints, _pairs, inner, out_sizes, pad, window_slice, window_view
 from .record import fused, tensor
 
 
-def _folds(size, stride, padding, x):
-    """Windows that do not overlap, no padding, no NaN (argmax's rule for NaN differs)."""
-    return (all(s >= k for s, k in zip(stride, size)) and not any(lo or hi for lo, hi in padding)
-            and int(np.prod(size)) <= 255 and not np.isnan(np.sum(x)))
+def _tiles(size, stride):
+    """Whether windows cannot overlap: then each input element is in at most one window."""
+    return all(s >= k for s, k in zip(stride, size))
 
 
-def _max_by_folds(x, size, stride, outs):
-    """(max, argmax) of each window, found one spatial axis at a time from the last: along an axis,
-    the window's k elements are k strided views, and a later one replaces the best only when strictly
-    greater. That keeps the first maximum in the window's row-major order, so it is argmax's element
-    exactly, and no view of every window is ever copied out."""
-    best, arg = x, np.zeros((1,) * x.ndim, np.uint8)
-    weight = 1
-    for axis in range(x.ndim - 1, 1, -1):
-        k, s, m = size[axis - 2], stride[axis - 2], outs[axis - 2]
+def _offset_views(xp, size, stride, outs):
+    """One strided view of xp per window offset, in row-major order: view k holds, for every window,
+    its k-th element."""
+    return [xp[window_slice(offset, (1,) * len(size), stride, outs)] for offset in np.ndindex(*size)]
 
-        def along(a, j, axis=axis, s=s, m=m):
-            if a.shape[axis] == 1:
-                return a
-            return a[(slice(None),) * axis + (slice(j, j + s * (m - 1) + 1, s),)]
 
-        top, top_arg = along(best, 0), along(arg, 0)
-        for j in range(1, k):
-            cand = along(best, j)
-            gt = cand > top
-            top = np.where(gt, cand, top)
-            if arg.size == 1 and k == 2:         # the first axis of a pair: the comparison is the index
-                top_arg = gt.view(np.uint8)
-            else:
-                top_arg = np.where(gt, along(arg, j) + np.uint8(j * weight), top_arg)
-        best, arg = top, top_arg
-        weight *= k
-    return best, np.broadcast_to(arg, best.shape)
+def _first_maxima(views, top, hits):
+    """hits[k] = the windows whose first maximum (the element argmax picks) sits at offset k. top holds
+    the windows' maxima (signed zeros aside: equality does not see the sign), and has no NaN, so each
+    window has exactly one first maximum."""
+    np.equal(views[0], top, out=hits[0])
+    taken = hits[0].copy()
+    for v, hit in zip(views[1:-1], hits[1:-1]):
+        np.greater(np.equal(v, top, out=hit), taken, out=hit)       # equal, and no earlier element was
+        taken |= hit
+    if len(views) > 1:
+        np.logical_not(taken, out=hits[-1])                          # top is one of the elements
+
+
+def _masked(a, hit):
+    """a's elements where hit, +0.0 elsewhere, bit for bit (inf, NaN, -0.0 included): an AND with an
+    all-ones or all-zeros integer mask."""
+    bits = f"i{a.itemsize}"
+    mask = hit.astype(bits)
+    np.negative(mask, out=mask)
+    return np.bitwise_and(a.view(bits), mask, out=mask)
+
+
+def _tiles_forward(xp, size, stride, outs):
+    """(y, hits) over windows that do not overlap, or None when a window holds NaN."""
+    shape = xp.shape[:2] + outs
+    y = np.empty(shape, xp.dtype)
+    hits = [np.empty(shape, bool) for _ in range(int(np.prod(size)))]
+    nan = []
+
+    def part(lo, hi):
+        views = _offset_views(xp[lo:hi], size, stride, outs)
+        top = views[0]
+        for v in views[1:]:
+            top = np.maximum(top, v)
+        if np.isnan(top).any():
+            nan.append(True)
+            return
+        mine = [h[lo:hi] for h in hits]
+        _first_maxima(views, top, mine)
+        out = y[lo:hi].view(f"i{y.itemsize}")
+        np.copyto(out, _masked(views[0], mine[0]))
+        for v, hit in zip(views[1:], mine[1:]):
+            out |= _masked(v, hit)
+
+    over_batch(part, xp.shape[0], xp.nbytes)
+    return None if nan else (y, hits)
+
+
+def _tiles_backward(g, hits, pshape, size, stride, outs):
+    """The gradient in the padded input: g at each window's first maximum, +0.0 elsewhere."""
+    gxp = np.zeros(pshape, g.dtype)
+
+    def part(lo, hi):
+        bits = f"i{g.itemsize}"
+        for gv, hit in zip(_offset_views(gxp[lo:hi].view(bits), size, stride, outs), hits):
+            np.copyto(gv, _masked(g[lo:hi], hit[lo:hi]))
+
+    over_batch(part, pshape[0], gxp.nbytes)
+    return gxp
 
 
 def _max_forward(x, training, size, stride, padding):
     n = len(size)
     outs = out_sizes(x.shape[2:], size, stride, padding, (1,) * n)
-    if training and _folds(size, stride, padding, x):
-        y, arg = _max_by_folds(x, size, stride, outs)
-        return y, (arg, x.shape, x.shape, outs, size, stride, padding)
     xp = pad(x, padding, -np.inf)
+    found = _tiles_forward(xp, size, stride, outs) if _tiles(size, stride) else None
+    if found is not None:
+        y, hits = found
+        return y, (("tiles", hits, xp.shape, x.shape, outs, size, stride, padding) if training else None)
     flat = window_view(xp, size, stride, (1,) * n, outs, False).reshape(x.shape[:2] + outs + (-1,))
     if not training:
         return flat.max(axis=-1), None
     arg = flat.argmax(axis=-1)
     y = np.take_along_axis(flat, arg[..., None], axis=-1)[..., 0]
-    return y, (arg, x.shape, xp.shape, outs, size, stride, padding)
+    return y, ("argmax", arg, xp.shape, x.shape, outs, size, stride, padding)
 
 
 def _max_backward(g, saved, needs):
-    arg, xshape, pshape, outs, size, stride, padding = saved
+    kind, where, pshape, xshape, outs, size, stride, padding = saved
+    if kind == "tiles":
+        gxp = _tiles_backward(np.asarray(g), where, pshape, size, stride, outs)
+    else:
+        gxp = _argmax_backward(g, where, pshape, outs, size, stride)
+    return (gxp[inner(xshape, padding)] if pshape != xshape else gxp),
+
+
+def _argmax_backward(g, arg, pshape, outs, size, stride):
     n = len(size)
     # Flat position in the padded input of each window's maximum.
     pstrides = np.cumprod((1,) + pshape[::-1])[::-1][1:]          # element strides of the padded array
@@ -78,13 +132,12 @@ def _max_backward(g, saved, needs):
     for k, ps in zip(kernel_at, pstrides[2:]):
         pos = pos + k * ps
     total = int(np.prod(pshape))
-    if all(s >= k for s, k in zip(stride, size)):                  # windows do not overlap
+    if _tiles(size, stride):
         gxp = np.zeros(total)
         gxp[pos.ravel()] = g.ravel()
     else:
         gxp = np.bincount(pos.ravel(), weights=g.ravel(), minlength=total)
-    gxp = gxp.reshape(pshape)
-    return (gxp[inner(xshape, padding)] if pshape != xshape else gxp),
+    return gxp.reshape(pshape)
 
 
 def _avg_forward(x, training, size, stride, padding):

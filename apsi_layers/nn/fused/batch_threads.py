@@ -1,0 +1,65 @@
+"""The fused ops' memory-bound loops, split over the batch axis and run on every core.
+
+NumPy runs each ufunc on one core; PyTorch runs its element-wise and pooling kernels on all of them.
+Where an op's work splits over the batch (pooling, the copies around a convolution's GEMM), its parts
+run at once on a small thread pool: NumPy releases the GIL inside its loops. Each part writes only its
+own slice of the outputs, so the results are bit for bit those of one call.
+
+The number of threads follows the BLAS setting (OPENBLAS_NUM_THREADS, OMP_NUM_THREADS), else the
+cores this process may run on: one thread asked for means one thread everywhere.
+"""
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+MIN_BYTES = 1 << 20          # below this, handing work to a thread costs more than it saves
+_pool = {"executor": None, "size": None}
+_lock = threading.Lock()
+
+
+def thread_count():
+    if _pool["size"] is None:
+        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+            value = os.environ.get(var, "")
+            if value.isdigit() and int(value) > 0:
+                _pool["size"] = int(value)
+                break
+        else:
+            _pool["size"] = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+                os.cpu_count() or 1)
+    return _pool["size"]
+
+
+def _executor():
+    with _lock:
+        if _pool["executor"] is None:
+            _pool["executor"] = ThreadPoolExecutor(thread_count() - 1, thread_name_prefix="apsi-batch")
+        return _pool["executor"]
+
+
+def _forget_after_fork():
+    # A forked child (use web's workers) has none of the parent's threads: start a new pool if needed.
+    _pool["executor"] = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_after_fork)
+
+
+def over_batch(part, batch, nbytes):
+    """Run part(lo, hi) over slices covering range(batch): one call when the work (nbytes touched)
+    is small or there is one thread, else one slice per thread, this thread doing the first."""
+    parts = min(thread_count(), batch) if nbytes >= MIN_BYTES else 1
+    if parts <= 1:
+        part(0, batch)
+        return
+    edges = [batch * i // parts for i in range(parts + 1)]
+    futures = [_executor().submit(part, lo, hi) for lo, hi in zip(edges[1:-1], edges[2:])]
+    try:
+        part(edges[0], edges[1])
+    finally:
+        for f in futures:           # every part finishes before the arrays are used, even on an error
+            f.exception()
+    for f in futures:
+        f.result()
