@@ -38,10 +38,23 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def _quiet_blas_threads():
+    """OpenBLAS's idle threads spin for 2**28 cycles (about 0.1 s) after every call before they sleep,
+    taking a core from the work between two GEMMs: NumPy's own loops and the fused ops' batch threads
+    (apsi_layers/nn/fused/batch_threads.py); a CNN's step spent a third of its samples there. 2**20
+    cycles (a few hundred microseconds) still covers the short gaps between an MLP's GEMMs, where
+    waking a sleeping thread would cost more (2**16 made the MLP fit 7% slower). OpenBLAS reads this
+    when NumPy loads it, so it is set before anything imports NumPy; a value the user set wins."""
+    import os
+
+    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "20")
+
+
 def main(argv=None, prog_name="apsi"):
     import sys
 
     argv = list(sys.argv[1:] if argv is None else argv)
+    _quiet_blas_threads()
     from apsi_lang import signals
 
     signals.install()       # SIGTERM stops as Ctrl-C does: cleanups run, exit 143

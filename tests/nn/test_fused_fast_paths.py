@@ -67,8 +67,14 @@ def test_max_pool_with_nan_or_overlap_takes_the_general_path():
     ((2, 3, 12), (5, 3, 4), ((1, 2),), (2,), 1),
     ((2, 2, 5, 6, 4), (3, 2, 2, 3, 2), ((1, 1), (0, 2), (1, 0)), (1, 1, 1), 1),
     ((4, 3, 6, 6), (2, 3, 1, 1), ((0, 0), (0, 0)), (1, 1), 1),
+    ((5, 2, 2, 2), (3, 2, 3, 3), ((2, 2), (2, 2)), (2, 2), 1),
 ])
-def test_conv_input_gradient_at_stride_1_matches_col2im(xshape, wshape, padding, dilation, groups):
+@pytest.mark.parametrize("threads", [1, 3])
+def test_conv_input_gradient_at_stride_1_matches_col2im(xshape, wshape, padding, dilation, groups, threads,
+                                                         monkeypatch):
+    monkeypatch.setattr(batch_threads, "MIN_BYTES", 0)
+    monkeypatch.setitem(batch_threads._pool, "size", threads)
+    monkeypatch.setitem(batch_threads._pool, "executor", None)
     rng = np.random.default_rng(1)
     x, w, b = rng.standard_normal(xshape), rng.standard_normal(wshape), rng.standard_normal(wshape[0])
     stride = (1,) * (len(xshape) - 2)
@@ -85,6 +91,19 @@ def test_conv_input_gradient_at_stride_1_matches_col2im(xshape, wshape, padding,
         gxp[conv.window_slice(offset, dilation, stride, outs)] += contribution
     general = gxp[conv.inner(xshape, padding)]
     assert fast[0].shape == general.shape and np.array_equal(fast[0], general)
+    # the output and the weight's gradient: split over threads or not, the same bits
+    monkeypatch.setitem(batch_threads._pool, "size", 1)
+    y1, saved1 = conv._forward(x, w, b, True, stride, padding, dilation, groups)
+    one = conv._backward(g, saved1, (True, True, True))
+    assert np.array_equal(y, y1) and all(np.array_equal(a, c) for a, c in zip(fast, one))
+    if groups == 1 and len(xshape) == 4:                  # and the output against a plain sum
+        xp = np.pad(x, ((0, 0), (0, 0)) + padding)
+        kh, kw = wshape[2:]
+        plain = b[None, :, None, None] + sum(
+            np.einsum("bchw,oc->bohw", xp[:, :, i * dilation[0]:i * dilation[0] + y.shape[2],
+                                          j * dilation[1]:j * dilation[1] + y.shape[3]], w[:, :, i, j])
+            for i in range(kh) for j in range(kw))
+        np.testing.assert_allclose(y, plain, rtol=1e-12, atol=1e-12)
 
 
 def test_layer_norm_gradient_is_the_plain_formula_bit_for_bit():

@@ -63,3 +63,13 @@ def over_batch(part, batch, nbytes):
             f.exception()
     for f in futures:
         f.result()
+
+
+def copy_over_batch(dst, src, axis=0):
+    """dst[...] = src (same shape; a strided view for src is the point), the batch axis split."""
+    def part(lo, hi):
+        index = (slice(None),) * axis + (slice(lo, hi),)
+        dst[index] = src[index]
+
+    over_batch(part, dst.shape[axis], dst.nbytes)
+    return dst

@@ -11,6 +11,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from apsi_lang.errors import ApsiError
 
+from .batch_threads import copy_over_batch, over_batch
 from .record import fused, tensor
 
 
@@ -58,15 +59,23 @@ def _forward(x, w, b, training, stride, padding, dilation, groups):
     outs = out_sizes(x.shape[2:], kernel, stride, padding, dilation)
     xp = pad(x, padding)
     positions = batch * int(np.prod(outs))
-    cols = window_view(xp, kernel, stride, dilation, outs, True).reshape(-1, positions)   # im2col copy
+    view = window_view(xp, kernel, stride, dilation, outs, True)                   # [C, *K, B, *outs]
+    cols = copy_over_batch(np.empty(view.shape, view.dtype), view, 1 + len(kernel))  # the im2col copy
+    cols = cols.reshape(-1, positions)
     wg = w.reshape(groups, out_ch // groups, -1)
     if groups == 1:
-        y = wg[0] @ cols
+        y_cb = wg[0] @ cols
     else:
-        y = np.matmul(wg, cols.reshape(groups, -1, positions)).reshape(out_ch, positions)
-    y = np.ascontiguousarray(np.moveaxis(y.reshape((out_ch, batch) + outs), 0, 1))
-    if b is not None:
-        y += b.reshape((out_ch,) + (1,) * len(outs))
+        y_cb = np.matmul(wg, cols.reshape(groups, -1, positions)).reshape(out_ch, positions)
+    y_cb = np.moveaxis(y_cb.reshape((out_ch, batch) + outs), 0, 1)                  # [B, O, *outs] view
+    y = np.empty(y_cb.shape, y_cb.dtype)
+
+    def to_batch_first(lo, hi):
+        y[lo:hi] = y_cb[lo:hi]
+        if b is not None:
+            y[lo:hi] += b.reshape((out_ch,) + (1,) * len(outs))
+
+    over_batch(to_batch_first, batch, y.nbytes)
     saved = (cols, wg, w.shape, x.shape, xp.shape, outs, stride, padding, dilation) if training else None
     return y, saved
 
@@ -74,7 +83,9 @@ def _forward(x, w, b, training, stride, padding, dilation, groups):
 def _backward(g, saved, needs):
     cols, wg, wshape, xshape, pshape, outs, stride, padding, dilation = saved
     groups, positions = wg.shape[0], cols.shape[1]
-    gy = np.moveaxis(g, 1, 0).reshape(groups, -1, positions)                     # one transposing copy
+    gy = np.empty((g.shape[1], g.shape[0]) + outs, g.dtype)                      # [O, B, *outs]
+    copy_over_batch(gy, np.moveaxis(g, 1, 0), 1)
+    gy = gy.reshape(groups, -1, positions)
     gx = gw = gb = None
     if needs[1]:
         cg = cols.reshape(groups, -1, positions)
@@ -82,7 +93,7 @@ def _backward(g, saved, needs):
     if needs[2]:
         gb = g.sum(axis=(0,) + tuple(range(2, g.ndim)))
     if needs[0] and all(st == 1 for st in stride):
-        gx = _input_grad_stride1(g, wg, wshape, xshape, pshape, outs, padding, dilation)
+        gx = _input_grad_stride1(gy, wg, wshape, xshape, pshape, outs, padding, dilation)
     elif needs[0]:
         gcols = np.matmul(wg.transpose(0, 2, 1), gy)                             # [groups, C/g*K, B*P]
         gcols = gcols.reshape((xshape[1],) + wshape[2:] + (xshape[0],) + outs)    # [C, *K, B, *outs]
@@ -94,8 +105,9 @@ def _backward(g, saved, needs):
     return gx, gw, gb
 
 
-def _input_grad_stride1(g, wg, wshape, xshape, pshape, outs, padding, dilation):
-    """The input's gradient when the stride is 1, without col2im's short strided adds.
+def _input_grad_stride1(gy, wg, wshape, xshape, pshape, outs, padding, dilation):
+    """The input's gradient when the stride is 1, without col2im's short strided adds; gy is the
+    output's gradient as [groups, O/groups, B * positions].
 
     The output's gradient is laid on a grid the size of the padded input (zeros beyond the outputs),
     so that in the padded input, flattened over (image, position), a kernel offset is one constant
@@ -104,23 +116,40 @@ def _input_grad_stride1(g, wg, wshape, xshape, pshape, outs, padding, dilation):
     image, and only the grid's extra positions, whose gradient is zero, spill into the next one. Each
     element still receives its contributions in kernel-offset order, starting from zero, as in the
     general path; the extra positions add +0.0, which changes no value (only a sum of exactly -0.0
-    would read +0.0)."""
+    would read +0.0). The copies and adds run over parts of the batch at once (each part adds into
+    its own images only)."""
     groups, per_group = wg.shape[0], wg.shape[1]
     batch, channels, kernel = xshape[0], xshape[1], wshape[2:]
     offsets, in_group = int(np.prod(kernel)), channels // groups
     size = int(np.prod(pshape[2:]))
-    gy = np.zeros((g.shape[1], batch) + pshape[2:])
-    gy[(slice(None), slice(None)) + tuple(slice(0, m) for m in outs)] = np.moveaxis(g, 1, 0)
+    grid = np.empty((groups * per_group, batch) + pshape[2:], gy.dtype)
+    gy_grid = gy.reshape((groups * per_group, batch) + outs)
+
+    def lay_on_grid(lo, hi):
+        part = grid[:, lo:hi]
+        for axis, m in enumerate(outs):      # zeros beyond the outputs, axis by axis
+            part[(slice(None), slice(None)) + tuple(slice(0, k) for k in outs[:axis]) + (slice(m, None),)] = 0
+        part[(slice(None), slice(None)) + tuple(slice(0, m) for m in outs)] = gy_grid[:, lo:hi]
+
+    over_batch(lay_on_grid, batch, grid.nbytes)
     wt = wg.reshape(groups, per_group, in_group, offsets).transpose(0, 3, 2, 1)
     gcols = np.matmul(wt.reshape(groups, offsets * in_group, per_group),
-                      gy.reshape(groups, per_group, batch * size)).reshape(groups, offsets, in_group, -1)
+                      grid.reshape(groups, per_group, batch * size)).reshape(groups, offsets, in_group, -1)
     pstrides = np.cumprod((1,) + pshape[:1:-1])[::-1][1:]   # element strides of the padded spatial axes
     shifts = [int(sum(o * d * ps for o, d, ps in zip(offset, dilation, pstrides)))
               for offset in np.ndindex(*kernel)]
-    acc = np.zeros((groups, in_group, batch * size + max(shifts)))
-    for k, shift in enumerate(shifts):
-        acc[:, :, shift:shift + batch * size] += gcols[:, k]
-    gxp = acc[:, :, :batch * size].reshape((channels, batch) + pshape[2:])
+    acc = np.empty((groups, in_group, batch * size), gcols.dtype)
+
+    def add_offsets(lo, hi):
+        # offset 0 has shift 0: 0.0 + its contribution, as adding to zeros would give (-0.0 -> +0.0)
+        np.add(gcols[:, 0, :, lo * size:hi * size], 0.0, out=acc[:, :, lo * size:hi * size])
+        for k, shift in enumerate(shifts[1:], 1):
+            start = max(lo * size, shift)
+            if start < hi * size:
+                acc[:, :, start:hi * size] += gcols[:, k, :, start - shift:hi * size - shift]
+
+    over_batch(add_offsets, batch, acc.nbytes)
+    gxp = acc.reshape((channels, batch) + pshape[2:])
     return np.moveaxis(gxp[(slice(None), slice(None)) + tuple(slice(lo, lo + m) for m, (lo, _)
                                                                in zip(xshape[2:], padding))], 0, 1)
 
