@@ -39,8 +39,11 @@ def _executor():
 
 
 def _forget_after_fork():
-    # A forked child (use web's workers) has none of the parent's threads: start a new pool if needed.
+    # A forked child (use web's workers) has none of the parent's threads, and a lock one of them held
+    # would stay held: start a new pool and lock if needed.
+    global _lock
     _pool["executor"] = None
+    _lock = threading.Lock()
 
 
 if hasattr(os, "register_at_fork"):
