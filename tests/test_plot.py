@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -180,10 +181,16 @@ def test_errors_name_the_line_and_say_what_to_do(tmp_path):
         ('plot_history(3, "h.png")\n', "r must be the record fit returned"),
         ('let f = figure(width=100000)\n', "width must be a whole number from 16 to 8000"),
     ]
-    for code, expected in cases:
-        err = _error(tmp_path, "use plot; use nn\n" + code)
+    def check(numbered):                    # each case in its own folder, two at a time (suite time)
+        i, (code, expected) = numbered
+        folder = tmp_path / str(i)
+        folder.mkdir()
+        err = _error(folder, "use plot; use nn\n" + code)
         assert expected in err, (code, err)
-    assert not [p for p in os.listdir(tmp_path / "proj") if p != "prog.apsi"]   # nothing written
+        assert not [p for p in os.listdir(folder / "proj") if p != "prog.apsi"]   # nothing written
+
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(check, enumerate(cases)))
 
 
 def test_writing_follows_the_write_permission(tmp_path):
