@@ -37,15 +37,33 @@ def load(path):
         return {k: z[k] for k in z.files}
 
 
-def one_process(tmp_path, n, batch_size, opt, variant="plain"):
-    folder = tmp_path / "one"
+def start_one_process(folder, program, *args):
+    """Start a 1-process reference run of program in a folder of its own, now: it runs beside the
+    launch it is compared with (suite time; each process is one thread, mostly starting Python and
+    torch). Returns a function that waits for it and gives its stdout."""
     folder.mkdir()
-    shutil.copy(PROGRAM, folder)
-    out = run(["-m", "apsi", "run", "--allow-python", "train.apsi", str(n), str(batch_size), opt, variant],
-              folder)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "rank 0 of 1 world 1"
-    return load(folder / "rank0.npz")
+    shutil.copy(program, folder)
+    proc = subprocess.Popen([sys.executable, "-m", "apsi", "run", "--allow-python", program.name, *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=folder)
+
+    def stdout():
+        out, err = proc.communicate(timeout=240)
+        assert proc.returncode == 0, err
+        return out
+
+    return stdout
+
+
+def one_process(tmp_path, n, batch_size, opt, variant="plain"):
+    """The 1-process run of train.apsi, started now; the function returned gives its tree."""
+    folder = tmp_path / "one"
+    stdout = start_one_process(folder, PROGRAM, str(n), str(batch_size), opt, variant)
+
+    def tree():
+        assert stdout().strip() == "rank 0 of 1 world 1"
+        return load(folder / "rank0.npz")
+
+    return tree
 
 
 def two_processes(tmp_path, n, batch_size, opt, how="launch", variant="plain", shard="auto"):
@@ -72,8 +90,9 @@ def two_processes(tmp_path, n, batch_size, opt, how="launch", variant="plain", s
     (37, 5, "adam", "plain", "auto"), (33, 3, "sgd", "mask", "auto"),
     (37, 5, "adam", "mask", "auto"), (33, 3, "sgd", "mask", "fsdp")])
 def test_two_processes_equal_one_with_twice_the_batch(tmp_path, n, batch_size, opt, variant, shard):
-    one = one_process(tmp_path, n, batch_size * 2, opt, variant)
+    started = one_process(tmp_path, n, batch_size * 2, opt, variant)
     folder, r0, r1 = two_processes(tmp_path, n, batch_size, opt, variant=variant, shard=shard)
+    one = started()
     for key in one:
         np.testing.assert_allclose(r0[key], one[key], rtol=0, atol=1e-10, err_msg=key)
         np.testing.assert_array_equal(r1[key], r0[key], err_msg=key)      # the same tree on every rank
@@ -95,8 +114,9 @@ def test_batch_norm_statistics_end_the_same_on_every_rank(tmp_path, shard):
 
 
 def test_plain_torchrun_runs_the_same_fit(tmp_path):
-    one = one_process(tmp_path, 37, 10, "adam")
+    started = one_process(tmp_path, 37, 10, "adam")
     _, r0, r1 = two_processes(tmp_path, 37, 5, "adam", how="torchrun")
+    one = started()
     np.testing.assert_allclose(r0["history"], one["history"], rtol=0, atol=1e-10)
     np.testing.assert_array_equal(r1["params.dense.w"], r0["params.dense.w"])
 
@@ -235,26 +255,30 @@ def test_ctrl_c_on_the_launcher_stops_every_rank(tmp_path):
     assert "Traceback" not in err
 
 
-def same_as_four_epochs_on_one_process(tmp_path, resumed):
-    """The resumed run's printed history equals 4 epochs of resume.apsi on one process, batch_size 10."""
-    (tmp_path / "run.ckpt").unlink()
-    whole = run(["-m", "apsi", "run", "--allow-python", "resume.apsi", "10", "4", "new"], tmp_path)
-    assert whole.returncode == 0, whole.stderr
-    history = [float(v) for v in resumed.stdout.strip().strip("[]").split(",")]
-    expected = [float(v) for v in whole.stdout.strip().strip("[]").split(",")]
-    assert len(history) == 4
-    np.testing.assert_allclose(history, expected, rtol=0, atol=1e-10)
+def four_epochs_on_one_process(tmp_path):
+    """4 epochs of resume.apsi on one process with batch_size 10, started now; the function returned
+    checks that a resumed run printed the same history."""
+    whole = start_one_process(tmp_path / "whole", PROGRAM.with_name("resume.apsi"), "10", "4", "new")
+
+    def same_as(resumed):
+        history = [float(v) for v in resumed.stdout.strip().strip("[]").split(",")]
+        expected = [float(v) for v in whole().strip().strip("[]").split(",")]
+        assert len(history) == 4
+        np.testing.assert_allclose(history, expected, rtol=0, atol=1e-10)
+
+    return same_as
 
 
 def test_a_checkpoint_continues_on_another_number_of_processes(tmp_path):
     """2 epochs on one process with batch_size 10, resumed on two with 5 each to 4 epochs, equals 4 epochs
     on one process: the checkpoint records the global batch (10 both ways)."""
+    same_as_four_epochs = four_epochs_on_one_process(tmp_path)
     shutil.copy(PROGRAM.with_name("resume.apsi"), tmp_path)
     first = run(["-m", "apsi", "run", "--allow-python", "resume.apsi", "10", "2", "new"], tmp_path)
     assert first.returncode == 0, first.stderr
     resumed = launch(tmp_path, "resume.apsi", "5", "4", "resume")
     assert resumed.returncode == 0, resumed.stderr
-    same_as_four_epochs_on_one_process(tmp_path, resumed)
+    same_as_four_epochs(resumed)
     refused = launch(tmp_path, "resume.apsi", "10", "6", "resume")       # 20 rows a step: another run
     assert refused.returncode == 1
     assert "batch_size differs (checkpoint: 10, now: 20)" in refused.stderr
@@ -264,12 +288,13 @@ def test_fsdp_checkpoints_and_resumes_as_one_process(tmp_path):
     """distributed="fsdp": the checkpoint holds whole weights and optimizer state (gathered from the
     ranks' slices); resuming cuts them again; with clip= (the norm over the slices) the run equals one
     process with the same global batch."""
+    same_as_four_epochs = four_epochs_on_one_process(tmp_path)
     shutil.copy(PROGRAM.with_name("resume.apsi"), tmp_path)
     first = launch(tmp_path, "resume.apsi", "5", "2", "new", "fsdp")
     assert first.returncode == 0, first.stderr
     resumed = launch(tmp_path, "resume.apsi", "5", "4", "resume", "fsdp")
     assert resumed.returncode == 0, resumed.stderr
-    same_as_four_epochs_on_one_process(tmp_path, resumed)
+    same_as_four_epochs(resumed)
 
 
 def test_a_rank_that_never_joins_is_a_timeout_naming_the_rendezvous(tmp_path):
