@@ -45,6 +45,26 @@ def test_an_error_in_a_part_waits_for_the_others(three_threads):
     assert sorted(done) == [3, 6]         # nothing still writes once the caller sees the error
 
 
+def test_a_part_that_splits_again_runs_its_slices_itself(monkeypatch):
+    monkeypatch.setattr(bt, "MIN_BYTES", 0)
+    monkeypatch.setitem(bt._pool, "size", 2)
+    monkeypatch.setitem(bt._pool, "executor", None)
+    seen = np.zeros(8, int)
+
+    def inner(lo, hi):
+        seen[lo:hi] += 1
+
+    def outer(lo, hi):
+        time.sleep(0.05)                  # both pool threads busy at once: nesting would wait for ever
+        bt.over_batch(inner, 8, 1)
+
+    runner = threading.Thread(target=bt.over_batch, args=(outer, 4, 1), daemon=True)   # 2 parts
+    runner.start()
+    runner.join(20)
+    assert not runner.is_alive(), "a nested over_batch waits for ever"
+    assert seen.tolist() == [2] * 8       # each part ran inner over the whole batch
+
+
 def test_one_thread_or_little_work_runs_on_the_caller(monkeypatch):
     monkeypatch.setitem(bt._pool, "size", 1)
     calls = []

@@ -68,6 +68,8 @@ def test_max_pool_with_nan_or_overlap_takes_the_general_path():
     ((2, 2, 5, 6, 4), (3, 2, 2, 3, 2), ((1, 1), (0, 2), (1, 0)), (1, 1, 1), 1),
     ((4, 3, 6, 6), (2, 3, 1, 1), ((0, 0), (0, 0)), (1, 1), 1),
     ((5, 2, 2, 2), (3, 2, 3, 3), ((2, 2), (2, 2)), (2, 2), 1),
+    ((3, 2, 20), (4, 2, 15), ((0, 0),), (1,), 1),                      # large kernels: the grid keeps
+    ((2, 4, 9, 8), (4, 2, 4, 3), ((1, 0), (0, 0)), (2, 2), 2),         # only the outputs' rows
 ])
 @pytest.mark.parametrize("threads", [1, 3])
 def test_conv_input_gradient_at_stride_1_matches_col2im(xshape, wshape, padding, dilation, groups, threads,
@@ -117,3 +119,21 @@ def test_layer_norm_gradient_is_the_plain_formula_bit_for_bit():
     gh = g * gamma
     plain = inv * (gh - gh.mean(axis=-1, keepdims=True) - xhat * np.mean(gh * xhat, axis=-1, keepdims=True))
     assert np.array_equal(gx, plain)
+
+
+def test_a_large_kernel_keeps_the_input_gradient_small():
+    """A kernel almost as long as the input: the grid keeps only the outputs' rows; as tall as the
+    padded input, it made the GEMM and its result 50x larger (80 MiB here instead of under 4)."""
+    import tracemalloc
+
+    rng = np.random.default_rng(3)
+    x, w = rng.standard_normal((64, 8, 101)), rng.standard_normal((8, 8, 100))
+    y, saved = conv._forward(x, w, None, True, (1,), ((0, 0),), (1,), 1)
+    g = rng.standard_normal(y.shape)
+    tracemalloc.start()
+    try:
+        gx = conv._backward(g, saved, (True, False, False))[0]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert gx.shape == x.shape and peak < 16 << 20, peak

@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 MIN_BYTES = 1 << 20          # below this, handing work to a thread costs more than it saves
 _pool = {"executor": None, "size": None}
 _lock = threading.Lock()
+_worker = threading.local()           # .inside: this thread is one of the pool's
 
 
 def thread_count():
@@ -50,15 +51,25 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_after_fork)
 
 
+def _in_worker(part):
+    def run(lo, hi):
+        _worker.inside = True
+        part(lo, hi)
+
+    return run
+
+
 def over_batch(part, batch, nbytes):
     """Run part(lo, hi) over slices covering range(batch): one call when the work (nbytes touched)
-    is small or there is one thread, else one slice per thread, this thread doing the first."""
+    is small or there is one thread, else one slice per thread, this thread doing the first. Called
+    from inside a part, it runs on that thread alone: a pool worker waiting on the pool could wait
+    for ever."""
     parts = min(thread_count(), batch) if nbytes >= MIN_BYTES else 1
-    if parts <= 1:
+    if parts <= 1 or getattr(_worker, "inside", False):
         part(0, batch)
         return
     edges = [batch * i // parts for i in range(parts + 1)]
-    futures = [_executor().submit(part, lo, hi) for lo, hi in zip(edges[1:-1], edges[2:])]
+    futures = [_executor().submit(_in_worker(part), lo, hi) for lo, hi in zip(edges[1:-1], edges[2:])]
     try:
         part(edges[0], edges[1])
     finally:

@@ -106,39 +106,60 @@ def _backward(g, saved, needs):
 
 
 def _input_grad_stride1(gy, wg, wshape, xshape, pshape, outs, padding, dilation):
-    """The input's gradient when the stride is 1, without col2im's short strided adds; gy is the
+    """The input's gradient when the stride is 1, without col2im's many short strided adds; gy is the
     output's gradient as [groups, O/groups, B * positions].
 
-    The output's gradient is laid on a grid the size of the padded input (zeros beyond the outputs),
-    so that in the padded input, flattened over (image, position), a kernel offset is one constant
-    shift for every image at once. The GEMM's rows come in (offset, channel) order, so an offset's
-    whole contribution is one add of long contiguous rows: real contributions stay inside their own
-    image, and only the grid's extra positions, whose gradient is zero, spill into the next one. Each
-    element still receives its contributions in kernel-offset order, starting from zero, as in the
-    general path; the extra positions add +0.0, which changes no value (only a sum of exactly -0.0
-    would read +0.0). The copies and adds run over parts of the batch at once (each part adds into
-    its own images only)."""
+    The output's gradient is laid on a grid as wide as the padded input (zeros beyond the outputs), so
+    that within an image, flattened, a kernel offset is one constant shift; the GEMM's rows come in
+    (offset, channel) order. When the grid can also be as tall as the padded input (the kernel is small
+    next to the image), the shift is the same across images too, and an offset's whole contribution
+    is one add of long contiguous rows: real contributions stay inside their own image, and only the
+    grid's extra positions, whose gradient is zero, spill into the next one. Otherwise (a large kernel:
+    a full-height grid would multiply the GEMM) the grid has only the output's rows and each image is
+    added on its own row. Each element still receives its contributions in kernel-offset order,
+    starting from zero, as in the general path; the extra positions add +0.0, which changes no value
+    (only a sum of exactly -0.0 would read +0.0). The copies and adds run over parts of the batch at
+    once (each part adds into its own images only)."""
     groups, per_group = wg.shape[0], wg.shape[1]
     batch, channels, kernel = xshape[0], xshape[1], wshape[2:]
     offsets, in_group = int(np.prod(kernel)), channels // groups
     size = int(np.prod(pshape[2:]))
-    grid = np.empty((groups * per_group, batch) + pshape[2:], gy.dtype)
-    gy_grid = gy.reshape((groups * per_group, batch) + outs)
-
-    def lay_on_grid(lo, hi):
-        part = grid[:, lo:hi]
-        for axis, m in enumerate(outs):      # zeros beyond the outputs, axis by axis
-            part[(slice(None), slice(None)) + tuple(slice(0, k) for k in outs[:axis]) + (slice(m, None),)] = 0
-        part[(slice(None), slice(None)) + tuple(slice(0, m) for m in outs)] = gy_grid[:, lo:hi]
-
-    over_batch(lay_on_grid, batch, grid.nbytes)
+    rows = pshape[2] if 2 * pshape[2] <= 3 * outs[0] else outs[0]
+    grid = _on_grid(gy.reshape((groups * per_group, batch) + outs), (rows,) + pshape[3:])
+    cells = grid[0, 0].size
     wt = wg.reshape(groups, per_group, in_group, offsets).transpose(0, 3, 2, 1)
     gcols = np.matmul(wt.reshape(groups, offsets * in_group, per_group),
-                      grid.reshape(groups, per_group, batch * size)).reshape(groups, offsets, in_group, -1)
+                      grid.reshape(groups, per_group, batch * cells)).reshape(groups, offsets, in_group, -1)
     pstrides = np.cumprod((1,) + pshape[:1:-1])[::-1][1:]   # element strides of the padded spatial axes
     shifts = [int(sum(o * d * ps for o, d, ps in zip(offset, dilation, pstrides)))
               for offset in np.ndindex(*kernel)]
-    acc = np.empty((groups, in_group, batch * size), gcols.dtype)
+    if cells == size:
+        acc = _add_shifted_across_images(gcols, shifts, batch, size)
+    else:
+        acc = _add_shifted_per_image(gcols, shifts, batch, cells, max(size, cells + max(shifts)))[..., :size]
+    gxp = acc.reshape((channels, batch) + pshape[2:])
+    return np.moveaxis(gxp[(slice(None), slice(None)) + tuple(slice(lo, lo + m) for m, (lo, _)
+                                                               in zip(xshape[2:], padding))], 0, 1)
+
+
+def _on_grid(g, grid_shape):
+    """g [O, B, *outs] placed at the start of a zero grid [O, B, *grid_shape]."""
+    outs = g.shape[2:]
+    grid = np.empty(g.shape[:2] + tuple(grid_shape), g.dtype)
+
+    def lay(lo, hi):
+        part = grid[:, lo:hi]
+        for axis, m in enumerate(outs):      # zeros beyond the outputs, axis by axis
+            part[(slice(None), slice(None)) + tuple(slice(0, k) for k in outs[:axis]) + (slice(m, None),)] = 0
+        part[(slice(None), slice(None)) + tuple(slice(0, m) for m in outs)] = g[:, lo:hi]
+
+    over_batch(lay, g.shape[1], grid.nbytes)
+    return grid
+
+
+def _add_shifted_across_images(gcols, shifts, batch, size):
+    """acc [groups, C/groups, B * size]: each offset's columns added at its shift, all images at once."""
+    acc = np.empty(gcols.shape[:1] + gcols.shape[2:3] + (batch * size,), gcols.dtype)
 
     def add_offsets(lo, hi):
         # offset 0 has shift 0: 0.0 + its contribution, as adding to zeros would give (-0.0 -> +0.0)
@@ -149,9 +170,20 @@ def _input_grad_stride1(gy, wg, wshape, xshape, pshape, outs, padding, dilation)
                 acc[:, :, start:hi * size] += gcols[:, k, :, start - shift:hi * size - shift]
 
     over_batch(add_offsets, batch, acc.nbytes)
-    gxp = acc.reshape((channels, batch) + pshape[2:])
-    return np.moveaxis(gxp[(slice(None), slice(None)) + tuple(slice(lo, lo + m) for m, (lo, _)
-                                                               in zip(xshape[2:], padding))], 0, 1)
+    return acc
+
+
+def _add_shifted_per_image(gcols, shifts, batch, cells, block):
+    """acc [groups, C/groups, B, block]: each offset's columns added at its shift, image by image."""
+    acc = np.zeros(gcols.shape[:1] + gcols.shape[2:3] + (batch, block), gcols.dtype)
+    per_image = gcols.reshape(gcols.shape[:3] + (batch, cells))
+
+    def add_offsets(lo, hi):
+        for k, shift in enumerate(shifts):
+            acc[:, :, lo:hi, shift:shift + cells] += per_image[:, k, :, lo:hi]
+
+    over_batch(add_offsets, batch, acc.nbytes)
+    return acc
 
 
 _conv = fused("conv", _forward, _backward, 3)
