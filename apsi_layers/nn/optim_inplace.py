@@ -64,6 +64,15 @@ def _second_moment(v, g, beta, b):
     v += b
 
 
+def _adam_moments(h, p, q, g, s, a, b, lr, decoupled):
+    """The Adam family's shared first half: weight decay, then both moments updated in place.
+    Returns (g, q) as _decay does."""
+    g, q = _decay(p, q, g, a, lr, h["weight_decay"], decoupled)
+    _lerp(s["m"], g, 1.0 - h["b1"], b)
+    _second_moment(s["v"], g, h["b2"], b)
+    return g, q
+
+
 class SGD:
     @staticmethod
     def prepare(h, p, s, lr, t):
@@ -103,9 +112,7 @@ class Adam:
     @classmethod
     def apply(cls, h, c, p, q, g, s, a, b):
         lr, step_size, bc2_sqrt = c
-        g, q = _decay(p, q, g, a, lr, h["weight_decay"], cls.decoupled)
-        _lerp(s["m"], g, 1.0 - h["b1"], b)
-        _second_moment(s["v"], g, h["b2"], b)
+        g, q = _adam_moments(h, p, q, g, s, a, b, lr, cls.decoupled)
         v = s["v"]
         if h["amsgrad"]:
             v = np.maximum(s["vmax"], v, out=s["vmax"])
@@ -183,9 +190,7 @@ class NAdam:
     @staticmethod
     def apply(h, c, p, q, g, s, a, b):
         lr, bc2, g_scale, m_scale = c
-        g, q = _decay(p, q, g, a, lr, h["weight_decay"], h["decoupled_weight_decay"])
-        _lerp(s["m"], g, 1.0 - h["b1"], b)
-        _second_moment(s["v"], g, h["b2"], b)
+        g, q = _adam_moments(h, p, q, g, s, a, b, lr, h["decoupled_weight_decay"])
         np.divide(s["v"], bc2, out=b)
         np.sqrt(b, out=b)
         b += h["eps"]                                   # b: denom
@@ -212,9 +217,7 @@ class RAdam:
     @staticmethod
     def apply(h, c, p, q, g, s, a, b):
         lr, bc1, bc2, rect = c
-        g, q = _decay(p, q, g, a, lr, h["weight_decay"], h["decoupled_weight_decay"])
-        _lerp(s["m"], g, 1.0 - h["b1"], b)
-        _second_moment(s["v"], g, h["b2"], b)
+        g, q = _adam_moments(h, p, q, g, s, a, b, lr, h["decoupled_weight_decay"])
         np.divide(s["m"], bc1, out=b)                   # b: m_hat
         b *= lr
         if rect is not None:
