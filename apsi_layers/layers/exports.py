@@ -9,8 +9,6 @@ entry point names a callable returning {name: layer constructor}; their layer cl
 CustomLayer) become readable by Apsi code like the built-in ones.
 """
 
-from importlib import import_module
-
 LAYER_NAMES = (
     "dense", "embedding", "conv1d", "conv2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
     "global_avg_pool", "dropout", "batch_norm", "layer_norm", "rms_norm", "activation",
@@ -41,7 +39,7 @@ def layers_exports():
     from apsi_layers import distributed
 
     exports["rank"], exports["world_size"] = distributed.rank, distributed.world_size
-    exports.update(_torch_exports())
+    exports.update(_backend_exports())
     for name, value in _plugin_layers().items():
         exports.setdefault(name, value)
         if isinstance(value, type):
@@ -49,14 +47,12 @@ def layers_exports():
     return exports
 
 
-def _torch_exports():
-    """devices(), check_torch(), torch_module(), params_from_torch() when the torch backend's package
-    is part of this installation (importing it must not import torch itself)."""
-    try:
-        module = import_module("apsi_layers.backends.torch.exports")
-    except ModuleNotFoundError:
-        return {}
-    return dict(module.torch_exports())
+def _backend_exports():
+    """What the backends add: devices(), check_torch(), torch_module(), params_from_torch() when the
+    torch backend is part of this installation (importing them must not import torch itself)."""
+    from apsi_layers.backends import registry
+
+    return registry.exports()
 
 
 def _plugin_layers():

@@ -203,11 +203,11 @@ def _inputs(ops, x):
 
 
 def _numpy_side(nn, case, params):
-    from apsi_layers.backends.numpy import ops as numpy_ops
+    from apsi_layers.backends import registry
 
     from .convert import is_state
 
-    ops = numpy_ops.OPSET
+    ops = registry.find("numpy").opset()         # the reference: found by name, not a sibling import
     x = _inputs(ops, case.x)
     outs = _outputs(case.model.apply(params, x, _ctx(ops, case)))
     r = np.random.default_rng(2)

@@ -2,8 +2,9 @@
 
 Everything a user can get wrong is caught here, before a single step runs: unknown options, names
 of losses and optimizers, data and model shapes that disagree, labels out of range, empty data,
-bad batch sizes. The backends (apsi_layers/backends/numpy/ and apsi_layers/backends/torch/)
-receive a FitPlan / PredictPlan and only loop.
+bad batch sizes. The backends (apsi_layers/backends/<name>/, found through backends/registry.py)
+receive a FitPlan / PredictPlan and only loop. A plan is frozen once built: what a backend derives from
+it (a rank's device, whether this process shows progress) is the backend's own setup value.
 """
 
 from dataclasses import dataclass, field
@@ -41,7 +42,7 @@ FIT_OPTIONS = ("loss", "opt", "epochs", "batch_size", "seed", "clip", "schedule"
 PREDICT_OPTIONS = ("graph", "mask", "batch_size", "backend", "device", "precision", "compile")
 
 
-@dataclass
+@dataclass(frozen=True)
 class FitPlan:
     model: Layer
     params: object                 # the parameter tree as given (float64 nn tensors)
@@ -56,7 +57,7 @@ class FitPlan:
     graph: tuple | None            # (edges int ndarray [2, E], node count) or None
     val: Data | None
     verbose: bool
-    backend: str                   # "numpy" or "torch" (auto already resolved)
+    backend: str                   # a registry name; "auto" until fit/predict resolve it
     device: str | None = None
     precision: str | None = None
     compile: bool = False
@@ -71,7 +72,7 @@ class FitPlan:
     distributed: bool = False                       # DDP over torchrun's processes (resolved from "auto")
 
 
-@dataclass
+@dataclass(frozen=True)
 class PredictPlan:
     model: Layer
     params: object

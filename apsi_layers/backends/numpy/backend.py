@@ -1,0 +1,54 @@
+"""The NumPy backend's entry in the registry (backends/registry.py): float64 on the CPU, always there."""
+
+from apsi_lang.errors import ApsiError
+
+
+class NumpyBackend:
+    name = "numpy"
+    permission = None
+
+    def missing(self, fn):
+        return None
+
+    def opset(self):
+        from .ops import OPSET
+
+        return OPSET
+
+    def unsupported(self, plan):
+        """[(option, value)] that only another backend can honour (device, precision, compile)."""
+        out = []
+        if plan.device not in (None, "auto", "cpu", "numpy"):
+            out.append(("device", plan.device))
+        if plan.precision not in (None, "fp64"):
+            out.append(("precision", plan.precision))
+        if plan.compile:
+            out.append(("compile", True))
+        return out
+
+    def check_plan(self, fn, plan, why=""):
+        """device/precision/compile make sense on torch only; on NumPy only their neutral values pass."""
+        if plan.device not in (None, "auto", "cpu", "numpy"):
+            raise ApsiError(f'{fn}: device="{plan.device}" needs backend="torch"{why}; the NumPy backend '
+                            'runs on the CPU (device="cpu")')
+        if plan.precision not in (None, "fp64"):
+            raise ApsiError(f'{fn}: precision="{plan.precision}" needs backend="torch"{why}; the NumPy '
+                            'backend computes in float64 (precision="fp64")')
+        if plan.compile not in (False, None):
+            raise ApsiError(f"{fn}: compile=true needs backend=\"torch\"{why}")
+
+    def session(self, plan):
+        from .loop import NumpySession
+
+        return NumpySession(plan)
+
+    def predict(self, plan, keep=None):
+        from .loop import predict_numpy
+
+        return predict_numpy(plan)
+
+    def exports(self):
+        return {}
+
+
+BACKEND = NumpyBackend()
