@@ -57,6 +57,25 @@ class Backend(Protocol):
     # (torch's is `apsi check-torch`)
 
 
+class Defaults:
+    """What most backends answer: a base class to subclass (a backend need not: the interface is the
+    Protocol above). Each backend still gives name, opset, session and predict."""
+
+    permission: str | None = None
+
+    def missing(self, fn):
+        return None
+
+    def unsupported(self, plan):
+        return []
+
+    def check_plan(self, fn, plan, why=""):
+        return None
+
+    def exports(self):
+        return {}
+
+
 _registered: dict[str, Backend] = {}
 _loaded: dict[str, Backend] = {}
 

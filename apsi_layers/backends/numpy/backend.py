@@ -2,13 +2,11 @@
 
 from apsi_lang.errors import ApsiError
 
+from ..registry import Defaults
 
-class NumpyBackend:
+
+class NumpyBackend(Defaults):
     name = "numpy"
-    permission = None
-
-    def missing(self, fn):
-        return None
 
     def opset(self):
         from .ops import OPSET
@@ -46,9 +44,6 @@ class NumpyBackend:
         from .loop import predict_numpy
 
         return predict_numpy(plan)
-
-    def exports(self):
-        return {}
 
 
 BACKEND = NumpyBackend()

@@ -13,7 +13,7 @@ from apsi_layers.layers.context import Ctx, Graph
 from apsi_layers.layers.losses import loss_value
 from apsi_layers.layers.training.batches import loss_positions, plain_batches, rows, seeds
 from apsi_layers.layers.training.finite import check_trained, constant_loss
-from apsi_layers.layers.training.state import replace_states, restore_opt
+from apsi_layers.layers.training.state import NnState, replace_states
 from apsi_layers.nn import tree
 from apsi_layers.nn.nonfinite import NonFiniteError
 from apsi_layers.nn.optim import checked_lr
@@ -46,7 +46,7 @@ def _tensor(a):
     return Tensor(a)
 
 
-class NumpySession:
+class NumpySession(NnState):
     """fit's state on the NumPy backend, for the shared loop (layers/training/driver.py)."""
 
     backend = device = "numpy"
@@ -154,21 +154,6 @@ class NumpySession:
 
     def set_leaves(self, arrays):
         self.leaves_ = [Tensor(np.array(a)) for a in arrays]
-
-    def opt_state(self):
-        state = self.opt._state
-        return self.opt.steps, None if state is None else [
-            {k: np.array(v) for k, v in s.items()} for s in state]
-
-    def set_opt_state(self, steps, states):
-        restore_opt(self.opt, steps, states, [self.names[i] for i in self.train],
-                    [self.leaves_[i].data.shape for i in self.train])
-
-    def noise_state(self):
-        return self.noise.bit_generator.state, None
-
-    def set_noise_state(self, meta, array):
-        self.noise.bit_generator.state = meta
 
     last_lr = None
 

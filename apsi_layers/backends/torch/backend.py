@@ -4,8 +4,10 @@ import torch: `missing()` only asks whether it is installed; the rest loads it w
 import importlib.util
 import sys
 
+from ..registry import Defaults
 
-class TorchBackend:
+
+class TorchBackend(Defaults):
     name = "torch"
     permission = "python"          # PyTorch runs outside Apsi's sandbox
 
@@ -24,11 +26,7 @@ class TorchBackend:
 
         return NumpyStreamOps(torch.device("cpu"), torch.float64)
 
-    def unsupported(self, plan):
-        return []
-
-    def check_plan(self, fn, plan, why=""):
-        """device= and precision= are checked when the session selects them (devices.py, precision.py)."""
+    # device= and precision= are checked when the session selects them (devices.py, precision.py)
 
     def session(self, plan):
         self._load()
