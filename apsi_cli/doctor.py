@@ -349,7 +349,7 @@ def _config(r, perms):
     if cfg.path:
         from apsi_lang import trust
 
-        state = trust.state(cfg.path)
+        state = cfg.trust           # of the bytes load() parsed, not of a second read
         r.sections["config"]["trust"] = state
         if state == trust.TRUSTED:
             r.check("config", "apsi.toml", OK, f"{cfg.path} (trusted)")

@@ -12,9 +12,11 @@ os.environ["XDG_CONFIG_HOME"] = _CONFIG
 
 def trust_toml(path):
     """The user's `apsi trust`, for tests whose apsi.toml must grant what it says."""
+    from pathlib import Path
+
     from apsi_lang import trust
 
-    trust.trust(path)
+    trust.trust(path, Path(path).read_bytes())
 
 
 @pytest.fixture

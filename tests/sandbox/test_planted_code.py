@@ -14,7 +14,8 @@ def mode(path):
     return stat.S_IMODE(os.stat(path).st_mode)
 
 
-@pytest.mark.parametrize("name, flags, keeps", [("run.txt", [], False), ("configure", ["--allow-write"], True),
+@pytest.mark.parametrize("name, flags, keeps", [("run.txt", [], False),
+                                                ("configure", ["--allow-write"], True),
                                                 ("configure", ["--allow-write=configure"], True)])
 def test_rewriting_an_executable_keeps_its_execute_bits_only_with_write(project, name, flags, keeps):
     """Issue 29: without write, `configure` (not a data file) cannot be written at all; a data file
