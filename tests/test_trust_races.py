@@ -5,7 +5,6 @@ no run may get a grant from the untrusted text, `apsi trust` records the bytes i
 
 import hashlib
 import os
-import re
 import subprocess
 import sys
 import threading

@@ -95,9 +95,9 @@ def _as_written(resolved, shown):
 
 def write_npz(resolved, shown, what, arrays, meta):
     """Write an .npz atomically at `resolved` (what permissions.require returned) for save_params and
-    fit's checkpoints; `what` names the call (save_params("m.npz")). Messages name the file as the program wrote it (`shown`), never `resolved`:
-    that would show the project's absolute folder (/home/<user>/…), which a program without env or
-    read may not learn."""
+    fit's checkpoints; `what` names the call (save_params("m.npz")). Messages name the file as the
+    program wrote it (`shown`), never `resolved`: that would show the project's absolute folder
+    (/home/<user>/…), which a program without env or read may not learn."""
     if not os.path.isdir(os.path.dirname(os.path.abspath(resolved))):
         raise ApsiError(f'{what}: the folder "{os.path.dirname(shown) or "."}" does not exist; create it '
                         "first with make_dir")
