@@ -238,6 +238,8 @@ def _target(fn, loss, y, out, mask):
 def val_data(model, params, val, several_in, several_out, loss, out_shape, graph):
     if val is None:
         return None
+    if isinstance(val, dict) and all(isinstance(k, str) and k.isidentifier() for k in val):
+        val = Record(**val)                    # (from Python, or an Apsi map with these keys)
     if isinstance(val, Record):
         fields = vars(val)
         if set(fields) - {"x", "y", "mask", "sample_weight"} or not {"x", "y"} <= set(fields):

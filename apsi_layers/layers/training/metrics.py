@@ -116,8 +116,8 @@ def _fits_task(name, loss, task, several_outputs):
         raise ApsiError("fit: metrics: 'top5' needs loss=\"cross_entropy\" or task=\"multiclass\" (five or "
                         "more classes)")
     if name in REGRESS and (task == "multiclass" or loss == "vae"):
-        raise ApsiError(f"fit: metrics: {name!r} compares numbers; with loss=\"cross_entropy\" (or task="
-                        "\"multiclass\") use accuracy or top5")
+        given = f"loss={show(loss, True)}" if isinstance(loss, str) else 'task="multiclass"'
+        raise ApsiError(f"fit: metrics: {name!r} compares numbers; with {given} use accuracy or top5")
 
 
 def compute(metrics, task, outputs, data, weights=None):
