@@ -104,7 +104,8 @@ def test_a_loss_function_gives_one_loss_per_sample_and_fit_weighs_them(backend):
     target = rng.standard_normal((N, C))
     r = fit(NET, P, X, target, loss=per_sample, opt=nn.sgd(lr=0.0), sample_weight=W, batch_size=10,
             verbose=False, **_on(backend))
-    assert r.history[0] == pytest.approx(np.sum(W * np.mean((_logits() - target) ** 2, axis=1)) / N, rel=1e-12)
+    want = np.sum(W * np.mean((_logits() - target) ** 2, axis=1)) / N
+    assert r.history[0] == pytest.approx(want, rel=1e-12)
     plain = fit(NET, P, X, target, loss=per_sample, opt=nn.sgd(lr=0.0), batch_size=10, verbose=False,
                 **_on(backend))                                  # unweighted: the mean, as Keras
     assert plain.history[0] == pytest.approx(np.mean((_logits() - target) ** 2), rel=1e-12)
@@ -116,7 +117,8 @@ def test_a_loss_function_gives_one_loss_per_sample_and_fit_weighs_them(backend):
 def test_class_weight_is_each_samples_class_weight(backend):
     table = {0: 0.5, 2: 4.0}                                      # class 1 not named: weight 1 (Keras)
     as_samples = np.array([table.get(int(c), 1.0) for c in Y])
-    kw = dict(loss="cross_entropy", opt=nn.adam(lr=0.05), epochs=3, batch_size=16, verbose=False, **_on(backend))
+    kw = dict(loss="cross_entropy", opt=nn.adam(lr=0.05), epochs=3, batch_size=16, verbose=False,
+              **_on(backend))
     by_class = fit(NET, P, X, Y, class_weight=table, **kw)
     by_sample = fit(NET, P, X, Y, sample_weight=as_samples, **kw)
     by_list = fit(NET, P, X, Y, class_weight=[0.5, 1.0, 4.0], **kw)
@@ -138,7 +140,8 @@ def test_class_weight_reads_bce_targets_and_one_hot_rows():
     r = fit(NET, P, X, one_hot, loss="mse", class_weight={2: 5.0}, opt=nn.sgd(lr=0.0), batch_size=N,
             verbose=False)
     w = np.where(Y == 2, 5.0, 1.0)                                # argmax of the rows, as Keras
-    assert r.history[0] == pytest.approx(np.sum(w * np.mean((_logits() - one_hot) ** 2, axis=1)) / N, rel=1e-12)
+    want = np.sum(w * np.mean((_logits() - one_hot) ** 2, axis=1)) / N
+    assert r.history[0] == pytest.approx(want, rel=1e-12)
 
 
 # --- all weights 1 is the unweighted run, bit for bit ------------------------------------------------
@@ -165,7 +168,8 @@ let y = argmax(x, axis=1)
 let net = mlp(3, 3, hidden=[8])
 let p = net.init(seed=0)
 let a = fit(net, p, x, y, loss="cross_entropy", epochs=3, verbose=false)
-let ones = fit(net, p, x, y, loss="cross_entropy", epochs=3, verbose=false, sample_weight=[1.0 for i in range(60)])
+let ones = fit(net, p, x, y, loss="cross_entropy", epochs=3, verbose=false,
+               sample_weight=[1.0 for i in range(60)])
 let same = fit(net, p, x, y, loss="cross_entropy", epochs=3, verbose=false, class_weight={0: 1, 1: 1, 2: 1})
 let heavy = fit(net, p, x, y, loss="cross_entropy", epochs=3, verbose=false, class_weight={2: 10.0},
                 metrics=["accuracy"], weighted_metrics=["accuracy"])
@@ -202,8 +206,10 @@ def test_weighted_regression_metrics_match_their_definitions():
             weighted_metrics=["mae", "mse", "rmse", "r2"])
     out = _logits()
     m = r.metrics
-    assert m.weighted_mae[0] == pytest.approx(sklearn.mean_absolute_error(target, out, sample_weight=W), rel=1e-12)
-    assert m.weighted_mse[0] == pytest.approx(sklearn.mean_squared_error(target, out, sample_weight=W), rel=1e-12)
+    mae = sklearn.mean_absolute_error(target, out, sample_weight=W)
+    mse = sklearn.mean_squared_error(target, out, sample_weight=W)
+    assert m.weighted_mae[0] == pytest.approx(mae, rel=1e-12)
+    assert m.weighted_mse[0] == pytest.approx(mse, rel=1e-12)
     assert m.weighted_rmse[0] == pytest.approx(np.sqrt(m.weighted_mse[0]), rel=1e-12)
     assert m.weighted_r2[0] == pytest.approx(sklearn.r2_score(target, out, sample_weight=W), rel=1e-12)
 
