@@ -79,21 +79,13 @@ def test_ambiguous_or_wrong_tasks_are_refused(kw, message):
         fit(NET, P, X, targets, **kw)
 
 
-def test_a_resume_with_another_task_is_refused(tmp_path, monkeypatch):
-    from apsi_lang import permissions
-
-    monkeypatch.chdir(tmp_path)
-    before = permissions.current()
-    permissions.set_current(permissions.Grants(granted=frozenset(), project_root=tmp_path))
-    try:
-        net = mlp(4, 1, hidden=[4])
-        t = (X[:, 0] > 0).astype(float)
-        kw = dict(loss="mse", metrics=["accuracy"], verbose=False)
-        fit(net, net.init(seed=0), X, t, epochs=1, checkpoint="c.ckpt", task="binary", **kw)
-        with pytest.raises(ApsiError, match="task differs"):
-            fit(net, net.init(seed=0), X, t, epochs=2, resume="c.ckpt", task="binary_probability", **kw)
-    finally:
-        permissions.set_current(before)
+def test_a_resume_with_another_task_is_refused(project_with_python):
+    net = mlp(4, 1, hidden=[4])
+    t = (X[:, 0] > 0).astype(float)
+    kw = dict(loss="mse", metrics=["accuracy"], verbose=False)
+    fit(net, net.init(seed=0), X, t, epochs=1, checkpoint="c.ckpt", task="binary", **kw)
+    with pytest.raises(ApsiError, match="task differs"):
+        fit(net, net.init(seed=0), X, t, epochs=2, resume="c.ckpt", task="binary_probability", **kw)
 
 
 def test_an_apsi_program_keeps_accuracy_with_its_own_loss(tmp_path):

@@ -8,7 +8,6 @@ import sys
 import numpy as np
 import pytest
 
-from apsi_lang import permissions
 from apsi_lang.errors import ApsiError
 from apsi_layers import nn
 from apsi_layers.layers import fit, mlp
@@ -25,12 +24,8 @@ BACKENDS = ["numpy", pytest.param("torch", marks=pytest.mark.torch)]
 
 
 @pytest.fixture(autouse=True)
-def grants(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    before = permissions.current()
-    permissions.set_current(permissions.Grants(granted=frozenset({"python"}), project_root=tmp_path))
-    yield
-    permissions.set_current(before)
+def grants(project_with_python):
+    return project_with_python
 
 
 def _on(backend):
