@@ -14,7 +14,7 @@ from apsi_layers.layers.context import Ctx, Graph
 from apsi_layers.layers.losses import loss_value
 from apsi_layers.layers.training.batches import loss_positions, plain_batches, rows, seeds
 from apsi_layers.layers.training.finite import check_trained, constant_loss
-from apsi_layers.layers.training.weights import position_weights
+from apsi_layers.layers.training.weights import position_weights, weight_keep
 from apsi_layers.nn import tree
 from apsi_layers.nn.nonfinite import NonFiniteError
 from apsi_layers.nn.optim import checked_lr
@@ -127,7 +127,7 @@ class NumpySession:
         yb = [Tensor(a) for a in ys]
         maskb = None if data.mask is None else Tensor(data.mask if full else data.mask[idx])
         keep_t = None if keep is None else ops.indices(keep)
-        wb = _batch_weights(data.weights, data.mask, idx, full, keep, lead)
+        wb = _batch_weights(data.weights, data.mask, idx, full, weight_keep(plan.loss, keep), lead)
         trainable = [self.leaves_[i] for i in self.train]
         try:
             (value, (ctx, used)), grads = self.step_fn(trainable, xb, yb, maskb, keep_t, lead, wb)
@@ -271,7 +271,8 @@ def _val_loss(plan, ops, leaves, graph):
         yb = [_tensor(a) for a in ys]
         value = loss_value(ops, plan.loss, out, yb if plan.several_outputs else yb[0],
                            None if keep is None else ops.indices(keep), lead,
-                           _batch_weights(data.weights, data.mask, idx, full, keep, lead))
+                           _batch_weights(data.weights, data.mask, idx, full, weight_keep(plan.loss, keep),
+                                          lead))
         total += float(np.asarray(value.data if type(value) is Tensor else value)) * weight
         count += weight
     return total / count

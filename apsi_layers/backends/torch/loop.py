@@ -18,6 +18,7 @@ from apsi_layers.backends.torch.ops import NumpyStreamOps, TorchOps
 from apsi_layers.layers.context import Ctx, Graph
 from apsi_layers.layers.training.batches import kept_count, plain_batches, seeds
 from apsi_layers.layers.training.finite import NonFiniteError, check_trained, constant_loss
+from apsi_layers.layers.training.weights import weight_keep
 from apsi_layers.nn import tree
 from apsi_layers.nn.tensor import Tensor
 
@@ -156,7 +157,7 @@ class TorchSession:
                 maskb = self.mask if self.mask is None or full else self.mask.index_select(0, rows)
                 keep, lead, yb = self.fixed if self.fixed is not None else _loss_positions(maskb, yb)
                 wb = _weights_at(self.w if self.w is None or full else self.w.index_select(0, rows),
-                                 maskb, keep, lead)
+                                 maskb, weight_keep(plan.loss, keep), lead)
                 losses.append(_step(plan, self.opt, self.scaler, self.forward, self.trees, self.leaves_,
                                     self.weights, self.state_idx, self.steps,
                                     (xb, yb, maskb, keep, lead, wb)))
@@ -189,7 +190,8 @@ class TorchSession:
                 yb = [y.index_select(0, rows) for y in self.ys]
                 maskb = None if self.mask is None else self.mask.index_select(0, rows)
                 keep, lead, yb = _loss_positions(maskb, yb)
-                wb = _weights_at(None if self.w is None else self.w.index_select(0, rows), maskb, keep, lead)
+                wb = _weights_at(None if self.w is None else self.w.index_select(0, rows), maskb,
+                                 weight_keep(plan.loss, keep), lead)
                 value = _step(plan, self.opt, self.scaler, self.forward, self.trees, self.leaves_,
                               self.weights, self.state_idx, self.steps, (xb, yb, maskb, keep, lead, wb),
                               scale=weight)
@@ -390,7 +392,7 @@ def _val_loss(plan, s, leaves):
             sl = slice(int(idx[0]), int(idx[-1]) + 1)
             maskb = None if mask is None else mask[sl]
             keep, lead, yb = _loss_positions(maskb, [y[sl] for y in ys])
-            wb = _weights_at(None if w is None else w[sl], maskb, keep, lead)
+            wb = _weights_at(None if w is None else w[sl], maskb, weight_keep(plan.loss, keep), lead)
             # as on NumPy: the mean over the kept positions of the whole validation set
             weight = len(idx) if keep is None else int(np.count_nonzero(data.mask[sl]))
             if weight == 0:

@@ -105,3 +105,9 @@ def position_weights(w, m, keep, lead):
     if keep is None:
         return w
     return np.broadcast_to(w.reshape(w.shape + (1,) * (lead - 1)), m.shape).reshape(-1)[keep]
+
+
+def weight_keep(loss, keep):
+    """Which positions the weights follow: named losses are computed at the kept positions, so their
+    weights are too; a loss function gets the whole batch and returns one loss per sample."""
+    return keep if isinstance(loss, str) else None
