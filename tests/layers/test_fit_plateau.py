@@ -120,6 +120,9 @@ def test_the_csv_log_follows_the_write_rules(tmp_path):
     with pytest.raises(ApsiError, match=r"fit\(csv_log=.*\) needs permission 'write'"):
         fit(NET, P, X, Y, epochs=1, csv_log=str(outside), **_kw("numpy"))
     assert not outside.exists()
+    protected = r"fit\(csv_log=\"apsi.toml\"\) needs permission 'write' for apsi.toml: it is a protected file"
+    with pytest.raises(ApsiError, match=protected):
+        fit(NET, P, X, Y, epochs=1, csv_log="apsi.toml", **_kw("numpy"))
 
 
 @pytest.mark.parametrize("kw, message", [
