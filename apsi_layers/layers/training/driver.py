@@ -10,7 +10,7 @@ epoch over the index arrays it is given and reads and writes its state as NumPy 
     leaves() / set_leaves(arrays)          parameters and running statistics, in tree order
     opt_state() / set_opt_state(steps, states)     the optimizer in nn's layout
     noise_state() / set_noise_state(meta, array)   the dropout/sampling stream
-    current_lr(), steps, trained(), optimizer(), backend, device
+    current_lr(), set_lr(lr) (reduce_lr's new rate), steps, trained(), optimizer(), backend, device
     world, rank, writer (optional: a distributed session; only the writer shows progress and saves)
 
 Everything else is decided here once, so the two backends cannot drift.

@@ -96,6 +96,9 @@ class Toy32Session(NnState):
     def set_leaves(self, arrays):
         self.leaves_ = [Tensor(np.asarray(a, dtype=F)) for a in arrays]
 
+    def set_lr(self, lr):
+        self.last_lr = float(lr)
+
     def current_lr(self):
         return float(self.last_lr if self.last_lr is not None else self.opt.lr)
 
