@@ -136,3 +136,14 @@ def _install_numlib():
 
 
 _install_numlib()
+
+
+def _install_toolbox():
+    """Issue 35: the GRAPH twins of the rules' polygamma and convolve (RAW's are set in special.py)."""
+    from . import sequences, special
+
+    _raw.RAW.convolve = np.convolve
+    GRAPH.__dict__.update(polygamma=special.polygamma, convolve=sequences.convolve)
+
+
+_install_toolbox()
