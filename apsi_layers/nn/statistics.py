@@ -173,26 +173,17 @@ def _nan_quantile(name, x, q, axis, keepdims, method):
     flat, axes = _rows(name, x, axis)
     s = sort(flat, axis=-1)                               # NaN sorts last
     n = np.sum(~_nan_mask(flat), axis=-1, keepdims=True)  # (..., 1) values per row
-    lo, hi, t = _positions(_virtual_index(qs.reshape(-1), n, method), n,
-                           "linear" if method == "median" else method)
+    lo, hi, t = _positions(qs.reshape(-1) * (n - 1), n, "linear" if method == "median" else method)
     top = s.shape[-1] - 1
     a = take_along(s, np.clip(lo, 0, top), -1)
     b = take_along(s, np.clip(hi, 0, top), -1)
     if method == "median":                                # NumPy: the mean of the two middle values
-        out = where(lo == hi, a, (a + b) * 0.5)
+        out = where(t == 0, a, (a + b) * 0.5)
     else:                                                 # NumPy's lerp, from the nearer end
         out = where(t >= 0.5, b - (b - a) * (1.0 - t), a + (b - a) * t)
     if np.any(n == 0):
         out = where(n == 0, np.nan, out)
     return _quantile_shape(out, x, axes, qs, keepdims)
-
-
-def _virtual_index(q, n, method):
-    """Where quantile q sits among n sorted values, rounded as NumPy computes it (its linear method
-    uses n*q + (1 - q) - 1, which can differ from q*(n - 1) in the last bit)."""
-    if method in ("linear", "median"):
-        return n * q + (1.0 + q * -1.0) - 1
-    return (n - 1) * q
 
 
 def _quantile_shape(out, x, axes, qs, keepdims):
