@@ -25,7 +25,10 @@ from .tensor import as_tensor
 def _each(fn, x):
     """A scalar math function over an array (exact libm values; special functions are rare in loops)."""
     x = np.asarray(x, dtype=np.float64)
-    return np.vectorize(fn, otypes=[np.float64])(x) if x.ndim else np.float64(fn(float(x)))
+    if not x.ndim:
+        return np.float64(fn(float(x)))
+    with np.errstate(invalid="ignore"):         # NaN in, NaN out: no warning
+        return np.vectorize(fn, otypes=[np.float64])(x)
 
 
 def _lgamma(v):
@@ -83,7 +86,10 @@ def _cot_derivative(n, x):
     step = np.polynomial.Polynomial([-math.pi, 0.0, -math.pi])
     for _ in range(n):
         poly = poly.deriv() * step
-    return poly(1.0 / np.tan(math.pi * x))
+    # cot has period 1: reduce to r in [-1/2, 1/2] (exact), and write cos(pi r) as sin(pi (1/2 - |r|)),
+    # so cot is exactly 0 at half-integers instead of a rounding error of pi * x
+    r = x - np.round(x)
+    return poly(np.sin(math.pi * (0.5 - np.abs(r))) / np.sin(math.pi * r))
 
 
 def polygamma_values(n, x):

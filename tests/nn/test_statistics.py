@@ -138,7 +138,8 @@ def test_average_refuses_what_numpy_refuses():
 @pytest.mark.parametrize("axis", AXES)
 def test_ptp_matches_numpy(axis):
     for keepdims in (False, True):
-        same(nn.ptp(X, axis=axis, keepdims=keepdims), np.ptp(X, axis=np_axis(axis), keepdims=keepdims), rtol=0)
+        theirs = np.ptp(X, axis=np_axis(axis), keepdims=keepdims)
+        same(nn.ptp(X, axis=axis, keepdims=keepdims), theirs, rtol=0)
     with pytest.raises(ApsiError, match="ptp: no values"):
         nn.ptp(np.zeros((2, 0)), axis=1)
 
@@ -258,9 +259,9 @@ def test_average_ptp_cov_corrcoef_gradients_match_torch():
     assert np.allclose(ours_grad(lambda t: nn.ptp(t, axis=0), a),
                        torch_grad(lambda t: t.amax(0) - t.amin(0), a), rtol=1e-14)
     fw, aw = np.array([1, 2, 1, 3, 1]), np.array([0.5, 1.0, 2.0, 0.25, 1.0])
+    fwt, awt = torch.tensor(fw), torch.tensor(aw)
     assert np.allclose(ours_grad(lambda t: nn.cov(t, fweights=fw, aweights=aw), a),
-                       torch_grad(lambda t: torch.cov(t, fweights=torch.tensor(fw), aweights=torch.tensor(aw)), a),
-                       rtol=1e-13)
+                       torch_grad(lambda t: torch.cov(t, fweights=fwt, aweights=awt), a), rtol=1e-13)
     assert np.allclose(ours_grad(nn.corrcoef, a), torch_grad(torch.corrcoef, a), rtol=1e-12, atol=1e-15)
 
 
