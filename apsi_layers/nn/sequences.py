@@ -14,7 +14,7 @@ from . import reduce as _reduce
 from .elementwise import mod
 from .foreign import Foreign
 from .ops import apply, where
-from .scans import axis_of, diff
+from .scans import axis_of, diff, scan_input
 from .shape import concat, getitem, reshape, take_along
 from .tensor import Tensor, as_tensor
 
@@ -58,13 +58,9 @@ def geomspace(start, stop, num=50, endpoint=True):
 
 def _running(name, accumulate):
     def scan(x, axis=None):
-        try:
-            x = as_tensor(x, name)
-        except Foreign:
-            return foreign.call(name, x, axis=axis)
-        if axis is None:
-            x, axis = reshape(x, [-1]), 0
-        axis = axis_of(name, x, axis)
+        x, axis = scan_input(name, x, axis)
+        if x is None:
+            return axis
         return take_along(x, running_index(x.data, axis, accumulate), axis)
 
     scan.__name__ = scan.__qualname__ = name

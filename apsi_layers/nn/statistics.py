@@ -42,14 +42,22 @@ def _refuse_empty(name, x, axes):
 
 # --- nanmax, nanmin, nanargmax, nanargmin ----------------------------------------------------------
 
+def _nan_input(name, x, axis, keepdims):
+    """(x, its reduced axes, its NaN mask) for a NaN-skipping extreme; (the foreign version's
+    result, None, None) for a torch tensor or a quantity."""
+    x, done = _tensor(name, x, axis=axis, keepdims=keepdims)
+    if x is None:
+        return done, None, None
+    axes = axes_of(name, x, axis)
+    _refuse_empty(name, x, axes)
+    return x, axes, _nan_mask(x)
+
+
 def _nan_extreme(name, reduce, fill):
     def op(x, axis=None, keepdims=False):
-        x, done = _tensor(name, x, axis=axis, keepdims=keepdims)
-        if x is None:
-            return done
-        axes = axes_of(name, x, axis)
-        _refuse_empty(name, x, axes)
-        nan = _nan_mask(x)
+        x, axes, nan = _nan_input(name, x, axis, keepdims)
+        if axes is None:
+            return x
         if not nan.any():
             return reduce(x, list(axes), keepdims)
         out = reduce(where(nan, fill, x), list(axes), keepdims)
@@ -70,12 +78,9 @@ nanmin.__doc__ = ("Smallest element over `axis`, NaN skipped (an all-NaN slice g
 
 def _nan_arg(name, numpy_fn, fill):
     def op(x, axis=None, keepdims=False):
-        x, done = _tensor(name, x, axis=axis, keepdims=keepdims)
-        if x is None:
-            return done
-        axes = axes_of(name, x, axis)
-        _refuse_empty(name, x, axes)
-        nan = _nan_mask(x)
+        x, axes, nan = _nan_input(name, x, axis, keepdims)
+        if axes is None:
+            return x
         if np.any(np.all(nan, axis=axes)):
             raise ApsiError(f"{name}: a slice along axis={axis!r} is all NaN, so it has no index "
                             f"(NumPy refuses it too); drop those rows or use nan_to_num first")
