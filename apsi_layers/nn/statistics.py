@@ -155,10 +155,20 @@ def nanmedian(x, axis=None, keepdims=False):
     return _nan_quantile("nanmedian", x, 0.5, axis, keepdims, "median")
 
 
+def _numpy_empty(d, qs, axes, keepdims, method):
+    import warnings
+
+    with warnings.catch_warnings():      # NumPy's "All-NaN slice" / "Mean of empty slice"
+        warnings.simplefilter("ignore", RuntimeWarning)
+        if method == "median":
+            return np.asarray(np.nanmedian(d, axis=axes, keepdims=bool(keepdims)))
+        return np.asarray(np.nanquantile(d, qs, axis=axes, keepdims=bool(keepdims), method=method))
+
+
 def _rows(name, x, axis):
     """x with the reduced axes flattened into the last one, and those axes."""
     axes = axes_of(name, x, axis)
-    if not axes or any(x.shape[a] == 0 for a in axes):
+    if not axes:
         raise ApsiError(f"{name}: no values to take a quantile of (shape {x.shape}, axis={axis!r})")
     rest = [i for i in range(x.ndim) if i not in axes]
     return reshape(transpose(x, rest + list(axes)), [x.shape[i] for i in rest] + [-1]), axes
@@ -175,6 +185,9 @@ def _nan_quantile(name, x, q, axis, keepdims, method):
     if method not in QUANTILE_METHODS + ("median",):
         raise ApsiError(f"{name}: method must be one of {', '.join(QUANTILE_METHODS)}, not {method!r}")
     qs = _q_values(name, q)
+    axes = axes_of(name, x, axis)
+    if x.size == 0:                      # nothing left in any slice: NaN, as NumPy (no gradient)
+        return Tensor(_numpy_empty(x.data, qs, axes, keepdims, method))
     flat, axes = _rows(name, x, axis)
     s = sort(flat, axis=-1)                               # NaN sorts last
     n = np.sum(~_nan_mask(flat), axis=-1, keepdims=True)  # (..., 1) values per row

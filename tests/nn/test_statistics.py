@@ -100,8 +100,19 @@ def test_nanquantile_on_random_data_matches_numpy_to_the_last_bit():
 def test_nanquantile_refuses_what_numpy_refuses():
     with pytest.raises(ApsiError, match="q must be"):
         nn.nanquantile(X, 1.5)
-    with pytest.raises(ApsiError, match="no values"):
-        nn.nanmedian(np.zeros((0, 3)), axis=0)
+
+
+@pytest.mark.parametrize("shape, axis", [((0,), None), ((0, 3), 0), ((0, 3), 1), ((2, 0), 1)])
+def test_empty_input_gives_numpys_nan_where_numpy_does(shape, axis):
+    x = np.zeros(shape)
+    for keepdims in (False, True):
+        theirs = quiet(np.nanmedian, x, axis=axis, keepdims=keepdims)
+        same(nn.nanmedian(x, axis=axis, keepdims=keepdims), theirs)
+        same(nn.nanquantile(x, [0.2, 0.5], axis=axis, keepdims=keepdims),
+             quiet(np.nanquantile, x, [0.2, 0.5], axis=axis, keepdims=keepdims))
+        same(nn.nanvar(x, axis=axis, keepdims=keepdims), quiet(np.nanvar, x, axis=axis, keepdims=keepdims))
+        same(nn.nanstd(x, axis=axis, ddof=1, keepdims=keepdims),
+             quiet(np.nanstd, x, axis=axis, ddof=1, keepdims=keepdims))
     with pytest.raises(ApsiError, match="method must be one of"):
         nn.nanquantile(X, 0.5, method="cubic")
 
