@@ -148,4 +148,8 @@ def polygamma(n, x):
 
 def digamma(x):
     """psi(x) = d/dx gammaln(x) (scipy.special.digamma)."""
+    try:
+        x = as_tensor(x, "digamma")
+    except Foreign:
+        return foreign.call("digamma", x)
     return polygamma(0, x)
