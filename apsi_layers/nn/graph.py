@@ -139,10 +139,10 @@ _install_numlib()
 
 
 def _install_toolbox():
-    """Issue 35: the GRAPH twins of the rules' polygamma and convolve (RAW's are set in special.py)."""
+    """Issue 35: the rules' polygamma and convolve, plain (RAW) and differentiable (GRAPH)."""
     from . import sequences, special
 
-    _raw.RAW.convolve = np.convolve
+    _raw.RAW.convolve, _raw.RAW.polygamma = np.convolve, special.polygamma_values
     GRAPH.__dict__.update(polygamma=special.polygamma, convolve=sequences.convolve)
 
 

@@ -3,8 +3,10 @@ gammaln, erfc, logit, expit, and the polygamma op that carries gammaln's derivat
 
 Each is an op with a rule in special_vjps.py, so grad, hessian and higher orders work. Values follow
 scipy.special / NumPy at the edges (gammaln is log|Gamma(x)|, inf at 0, -1, -2, ...; logit(0) = -inf,
-logit(1) = inf, NaN outside [0, 1]). SciPy is not needed: lgamma and erfc come from Python's math
-module (correctly rounded libm), the polygamma functions from the series in `polygamma_values`.
+logit(1) = inf, NaN outside [0, 1]). SciPy is not needed: erfc, and lgamma below 10, come from
+Python's math module (libm's, to the last bit or so); lgamma from 10 up is Stirling's series, and the
+polygamma functions come from the series in `polygamma_values` (tests/nn/test_special.py holds all
+of them to SciPy's and mpmath's digits).
 """
 
 import math
@@ -14,12 +16,14 @@ import numpy as np
 from apsi_lang.errors import ApsiError
 
 from . import foreign
-from . import xp as _raw
 from .foreign import Foreign
 from .ops import _binary, _unary, apply, sigmoid
 from .tensor import as_tensor
 
 # --- values ---------------------------------------------------------------------------------------
+
+# Bernoulli numbers B2, B4, ..., B16 for the asymptotic series of log Gamma and the polygamma functions
+_B = (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6, -3617 / 510)
 
 
 def _each(fn, x):
@@ -36,11 +40,35 @@ def _lgamma(v):
         return -math.inf                    # scipy.special.gammaln(-inf)
     if v <= 0 and v == math.floor(v):
         return math.inf                     # a pole: |Gamma| is infinite (math.lgamma raises here)
-    return math.lgamma(v)
+    try:
+        return math.lgamma(v)
+    except OverflowError:                   # |Gamma(v)| beyond exp(1.8e308), far in either tail
+        return math.inf
+
+
+_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+
+
+def _stirling(y):
+    """log Gamma(y) for y >= 10 by Stirling's series (8 terms: exact to double precision there),
+    vectorized, so large arrays of counts do not pay a Python call per element."""
+    out = (y - 0.5) * np.log(y) - y + _HALF_LOG_2PI
+    for k, b in enumerate(_B, 1):
+        out = out + b / (2 * k * (2 * k - 1) * y ** (2 * k - 1))
+    return np.where(y == np.inf, np.inf, out)
 
 
 def gammaln_values(x):
-    return _each(_lgamma, x)
+    x = np.asarray(x, dtype=np.float64)
+    big = x >= 10.0
+    if not big.any():
+        return _each(_lgamma, x)
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = np.where(big, _stirling(np.where(big, x, 10.0)), 0.0)
+    small = ~big
+    if small.any():
+        out[small] = _each(_lgamma, x[small])
+    return out if out.ndim else np.float64(out)
 
 
 def erfc_values(x):
@@ -52,8 +80,6 @@ def logit_values(p):
         return np.log(p / (1.0 - p))
 
 
-# Bernoulli numbers B2, B4, ..., B16 for the asymptotic series of the polygamma functions
-_B = (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6, -3617 / 510)
 _SHIFT = 20.0       # the series is used at x >= 20, where its 8 terms are exact to double precision
 
 
@@ -114,8 +140,6 @@ def _pole_value(n, x):
         return np.where(x == 0, -np.copysign(np.inf, x), np.nan)
     return (-1.0) ** (n + 1) * np.inf
 
-
-_raw.RAW.polygamma = polygamma_values           # the rules' plain-NumPy namespace (xp.py)
 
 # --- the ops ------------------------------------------------------------------------------------------
 

@@ -53,6 +53,17 @@ def test_values_match_scipy_at_ordinary_points_and_edges(name):
 
 
 @needs_scipy
+def test_gammaln_over_a_wide_range_matches_scipy():
+    # below 10 Python's correctly rounded lgamma, above Stirling's series: both to SciPy's digits
+    # (near its zeros at 1 and 2 SciPy's value is off by ~1e-16 absolutely, so the bound has an atol)
+    x = np.concatenate([np.geomspace(1e-6, 1e6, 2001), np.linspace(9.0, 11.0, 401), [1e305, 1e307, 1.7e308]])
+    got, theirs = nn.gammaln(x).data, sp.gammaln(x)
+    assert np.all(np.abs(got[:-2] - theirs[:-2]) <= 4e-15 * np.abs(theirs[:-2]) + 1e-15)
+    assert np.array_equal(got[-2:], [np.inf, np.inf]) and np.array_equal(theirs[-2:], [np.inf, np.inf])
+    same(nn.gammaln(-x[:2000] - 0.25), sp.gammaln(-x[:2000] - 0.25), rtol=1e-13)
+
+
+@needs_scipy
 @pytest.mark.parametrize("n", [1, 2, 3, 4])
 def test_polygamma_matches_scipy(n):
     x = np.array([1e-6, 0.3, 1.0, 2.5, 19.5, 20.0, 40.0, 1e5, -0.3, -1.7, -4.5, -10.2, 0.0, -1.0, -2.0,
