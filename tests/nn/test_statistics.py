@@ -6,6 +6,8 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from apsi_lang.errors import ApsiError
 from apsi_layers import nn
@@ -304,3 +306,32 @@ def test_tensor_inputs_on_the_tape_keep_nan_out_of_other_slices():
     x = np.array([[NAN, NAN], [1.0, 3.0]])
     g = nn.grad(lambda t: nn.nansum(nn.nanvar(t, axis=1)) + nn.nansum(nn.nanmedian(t, axis=1)))(nn.Tensor(x))
     assert np.array_equal(g.data, [[0.0, 0.0], [-0.5, 1.5]])
+
+
+# --- random shapes, axes and NaN patterns (hypothesis) ----------------------------------------------------
+
+@st.composite
+def nan_array_and_axis(draw):
+    shape = tuple(draw(st.lists(st.integers(1, 4), min_size=1, max_size=3)))
+    rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    x = rng.standard_normal(shape).round(1)                         # rounding makes ties
+    x[rng.random(shape) < draw(st.sampled_from([0.0, 0.3, 0.8]))] = NAN
+    nd = len(shape)
+    axis = draw(st.one_of(st.none(), st.integers(-nd, nd - 1),
+                          st.lists(st.integers(0, nd - 1), min_size=1, max_size=nd, unique=True)))
+    return x, axis, draw(st.booleans()), draw(st.sampled_from([0.0, 0.2, 0.5, 0.75, 1.0]))
+
+
+@settings(max_examples=80, deadline=None)
+@given(nan_array_and_axis())
+def test_nan_statistics_match_numpy_on_random_cases(case):
+    x, axis, keep, q = case
+    a = np_axis(axis)
+    for name in ("nanmax", "nanmin", "nanmedian", "nanvar", "nanstd"):
+        theirs = quiet(getattr(np, name), x, axis=a, keepdims=keep)
+        same(getattr(nn, name)(x, axis=axis, keepdims=keep), theirs, rtol=1e-13)
+    same(nn.nanvar(x, axis=axis, ddof=1, keepdims=keep), quiet(np.nanvar, x, axis=a, ddof=1, keepdims=keep),
+         rtol=1e-13)
+    same(nn.nanquantile(x, q, axis=axis, keepdims=keep), quiet(np.nanquantile, x, q, axis=a, keepdims=keep),
+         rtol=1e-13)
+    same(nn.ptp(x, axis=axis, keepdims=keep), np.ptp(x, axis=a, keepdims=keep), rtol=0)
