@@ -185,6 +185,8 @@ def _nan_quantile(name, x, q, axis, keepdims, method):
     if method not in QUANTILE_METHODS + ("median",):
         raise ApsiError(f"{name}: method must be one of {', '.join(QUANTILE_METHODS)}, not {method!r}")
     qs = _q_values(name, q)
+    if x.ndim == 0:                      # one value: its own quantile (NumPy's shapes: () or (len(q),))
+        x, axis, keepdims = reshape(x, [1]), None, False
     axes = axes_of(name, x, axis)
     if x.size == 0:                      # nothing left in any slice: NaN, as NumPy (no gradient)
         return Tensor(_numpy_empty(x.data, qs, axes, keepdims, method))

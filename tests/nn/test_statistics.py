@@ -335,3 +335,11 @@ def test_nan_statistics_match_numpy_on_random_cases(case):
     same(nn.nanquantile(x, q, axis=axis, keepdims=keep), quiet(np.nanquantile, x, q, axis=a, keepdims=keep),
          rtol=1e-13)
     same(nn.ptp(x, axis=axis, keepdims=keep), np.ptp(x, axis=a, keepdims=keep), rtol=0)
+
+
+@pytest.mark.parametrize("v", [3.0, NAN])
+def test_a_single_value_reduces_as_in_numpy(v):
+    for name in ("nanmax", "nanmin", "nanvar", "nanstd", "nanmedian", "ptp"):
+        same(getattr(nn, name)(v), quiet(getattr(np, name), np.float64(v)), rtol=0)
+    same(nn.nanquantile(v, [0.2, 0.5]), quiet(np.nanquantile, v, [0.2, 0.5]), rtol=0)
+    same(nn.nanmedian(v, keepdims=True), quiet(np.nanmedian, np.array(v), keepdims=True), rtol=0)
