@@ -1,8 +1,8 @@
 """Sequences and curves (issue 35): logspace, geomspace, cummax, cummin, convolve, interp, trapezoid.
 
-convolve is an op with its rule in toolbox_vjps.py; cummax/cummin pick elements with take_along and
-interp/trapezoid are made of differentiable ops, so their gradients follow. logspace and geomspace
-make constants from numbers, as linspace does.
+logspace, geomspace and convolve are ops with their rules in toolbox_vjps.py; cummax/cummin pick
+elements with take_along and interp/trapezoid are made of differentiable ops, so their gradients
+follow.
 """
 
 import numpy as np
@@ -22,9 +22,10 @@ from .tensor import Tensor, as_tensor
 
 
 def _number(name, arg, v):
+    """A number argument that takes no gradient (base, period): a number or a one-element tensor."""
+    if type(v) is Tensor and v.size == 1:
+        return float(v.data)
     if type(v) is bool or not isinstance(v, int | float | np.integer | np.floating):
-        if type(v) is Tensor and v.size == 1:
-            return float(v.data)
         raise ApsiError(f"{name}: {arg} must be a number, got {v!r}")
     return float(v)
 
@@ -35,23 +36,51 @@ def _num(name, num):
     return num
 
 
+def _end(name, arg, v):
+    """start or stop as a 0-d tensor (a number, or a one-element tensor that keeps its gradient)."""
+    if type(v) is Tensor:
+        if v.size != 1:
+            raise ApsiError(f"{name}: {arg} must be a number or a one-element tensor, got shape {v.shape}")
+        return reshape(v, []) if v.ndim else v
+    return Tensor(np.float64(_number(name, arg, v)))
+
+
+def fractions(num, endpoint):
+    """Where each of `num` points sits between start (0) and stop (1), as numpy.linspace spaces them."""
+    div = (num - 1) if endpoint else num
+    return np.arange(num) / div if div > 0 else np.zeros(num)
+
+
+def _spaced(name, numpy_fn, start, stop, params):
+    try:
+        start, stop = as_tensor(start, name, "start"), as_tensor(stop, name, "stop")
+    except Foreign:
+        return foreign.call(name, start, stop, **params)
+    start, stop = _end(name, "start", start), _end(name, "stop", stop)
+    return apply(name, lambda s, e, **p: numpy_fn(s, e, **p), (start, stop), params)
+
+
 def logspace(start, stop, num=50, endpoint=True, base=10.0):
-    """base ** linspace(start, stop, num): `num` values evenly spaced on a log scale (a constant)."""
-    start, stop = _number("logspace", "start", start), _number("logspace", "stop", stop)
-    base = _number("logspace", "base", base)
-    return Tensor(np.logspace(start, stop, _num("logspace", num), endpoint=bool(endpoint), base=base))
+    """base ** linspace(start, stop, num): `num` values evenly spaced on a log scale; differentiable
+    in start and stop."""
+    params = {"num": _num("logspace", num), "endpoint": bool(endpoint),
+              "base": _number("logspace", "base", base)}
+    return _spaced("logspace", np.logspace, start, stop, params)
 
 
 def geomspace(start, stop, num=50, endpoint=True):
     """`num` values from start to stop in a geometric progression (each a constant ratio from the
-    last); start and stop must be non-zero and of one sign."""
-    start, stop = _number("geomspace", "start", start), _number("geomspace", "stop", stop)
-    if start == 0 or stop == 0:
-        raise ApsiError("geomspace: start and stop must not be 0 (a geometric sequence cannot include 0)")
-    if (start < 0) != (stop < 0):
-        raise ApsiError(f"geomspace: start={start:g} and stop={stop:g} have different signs, so no real "
-                        "geometric sequence joins them (NumPy gives NaN there)")
-    return Tensor(np.geomspace(start, stop, _num("geomspace", num), endpoint=bool(endpoint)))
+    last); start and stop non-zero and of one sign; differentiable in both."""
+    params = {"num": _num("geomspace", num), "endpoint": bool(endpoint)}
+    ends = [float(v.data) if type(v) is Tensor and v.size == 1 else v for v in (start, stop)]
+    if all(isinstance(v, float | int) for v in ends):
+        a, b = ends
+        if a == 0 or b == 0:
+            raise ApsiError("geomspace: start and stop must not be 0 (a geometric sequence cannot include 0)")
+        if (a < 0) != (b < 0):
+            raise ApsiError(f"geomspace: start={a:g} and stop={b:g} have different signs, so no real "
+                            "geometric sequence joins them (NumPy gives NaN there)")
+    return _spaced("geomspace", np.geomspace, start, stop, params)
 
 
 # --- cummax, cummin ------------------------------------------------------------------------------------
@@ -176,8 +205,8 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
         return foreign.call("trapezoid", y, x=x, dx=dx, axis=axis)
     y = as_tensor(y, "trapezoid", "y")
     axis = axis_of("trapezoid", y, axis)
-    if x is None:
-        d = _number("trapezoid", "dx", dx)
+    if x is None:                         # a tensor dx keeps its gradient
+        d = _end("trapezoid", "dx", dx)
     else:
         x = as_tensor(x, "trapezoid", "x")
         if x.ndim == 1 and x.shape[0] == y.shape[axis]:

@@ -8,7 +8,7 @@ implement it (or refuse it by name), and docs/nn.md lists it.
 # units: "keep" (the result has x's unit), "delta" (a difference: Δ°C for °C), "square" (unit**2),
 # "plain" (dimensionless or indices: no unit), "dimensionless" (the argument must be a plain number),
 # "product" (the arguments' units multiplied), "interp" (x in xp's unit, the result in fp's),
-# "none" (makes a tensor from numbers: no quantity goes in)
+# "none" (makes a tensor from numbers: a quantity is refused with units' message to take its magnitude)
 TOOLBOX = {
     # statistics (nn/statistics.py)
     "nanmax": {"ref": "numpy.nanmax", "grad": "ties share, NaN entries 0", "units": "keep"},
@@ -33,8 +33,8 @@ TOOLBOX = {
     "digamma": {"ref": "scipy.special.digamma", "grad": "any order (polygamma)", "units": "dimensionless"},
     "polygamma": {"ref": "scipy.special.polygamma", "grad": "any order", "units": "dimensionless"},
     # sequences and curves (nn/sequences.py)
-    "logspace": {"ref": "numpy.logspace", "grad": "none (a constant, as linspace)", "units": "none"},
-    "geomspace": {"ref": "numpy.geomspace", "grad": "none (a constant, as linspace)", "units": "none"},
+    "logspace": {"ref": "numpy.logspace", "grad": "in start and stop, any order", "units": "none"},
+    "geomspace": {"ref": "numpy.geomspace", "grad": "in start and stop, any order", "units": "none"},
     "cummax": {"ref": "numpy.maximum.accumulate", "grad": "to the running maximum's element, as torch.cummax", "units": "keep"},
     "cummin": {"ref": "numpy.minimum.accumulate", "grad": "to the running minimum's element, as torch.cummin", "units": "keep"},
     "convolve": {"ref": "numpy.convolve", "grad": "in both arguments, any order", "units": "product"},

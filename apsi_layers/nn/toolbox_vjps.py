@@ -1,4 +1,5 @@
-"""Gradient rules for issue 35's ops (arccosh, logaddexp, gammaln, polygamma, erfc, logit, convolve),
+"""Gradient rules for issue 35's ops (arccosh, logaddexp, gammaln, polygamma, erfc, logit, convolve,
+logspace, geomspace),
 merged into vjps.RULES: the same table, the same conventions (written with `xp.*` only, so each rule
 serves first order on NumPy and higher orders on the tape).
 
@@ -38,7 +39,24 @@ def _convolve_rule(first):
     return rule
 
 
+def _spacing(at_stop, scale):
+    # logspace: out_i = base ** (s + (e - s) t_i), so d out_i / d s = ln(base) out_i (1 - t_i) and
+    # d / d e = ln(base) out_i t_i; geomspace: out_i = s ** (1 - t_i) e ** t_i, the same with 1 / s, 1 / e
+    def rule(xp, g, ans, s, e, num=50, endpoint=True, base=None):
+        from .sequences import fractions
+
+        t = fractions(num, endpoint)
+        w = t if at_stop else 1.0 - t
+        total = xp.sum(g * ans * w)
+        if scale == "log":
+            return total * math.log(base)
+        return total / (e if at_stop else s)
+    return rule
+
+
 TOOLBOX_RULES = {
+    "logspace": (_spacing(False, "log"), _spacing(True, "log")),
+    "geomspace": (_spacing(False, "ratio"), _spacing(True, "ratio")),
     "arccosh": (lambda xp, g, ans, x: g / xp.sqrt(x * x - 1.0),),
     "logaddexp": (_logaddexp(True), _logaddexp(False)),
     "gammaln": (lambda xp, g, ans, x: g * xp.polygamma(0, x),),

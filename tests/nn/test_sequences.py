@@ -38,6 +38,28 @@ def test_geomspace_matches_numpy(args):
     same(nn.geomspace(*args), np.geomspace(*args))
 
 
+@pytest.mark.parametrize("make", [
+    lambda s, e: nn.logspace(s, e, 7, base=2.0), lambda s, e: nn.logspace(s, e, 5, endpoint=False),
+    lambda s, e: nn.geomspace(s, e, 6), lambda s, e: nn.geomspace(-s, -e, 4, endpoint=False),
+    lambda s, e: nn.geomspace(s, e, 1)])
+def test_logspace_and_geomspace_are_differentiable_in_start_and_stop(make):
+    f = lambda s, e: nn.sum(make(s, e) ** 2 * np.arange(1.0, 1.0 + make(0.7, 2.3).size))   # noqa: E731
+    ends = [np.array(0.7), np.array(2.3)]
+    for argnum in (0, 1):
+        check_first_order(f, ends, argnum)
+        check_second_order(f, ends, argnum)
+        check_second_order(f, ends, argnum, 1 - argnum)
+
+
+def test_tensor_ends_give_numpys_values_and_geomspace_refuses_them_as_numbers():
+    same(nn.logspace(nn.array(1.0), nn.array([3.0]), 5), np.logspace(1.0, 3.0, 5))
+    same(nn.geomspace(nn.array(2.0), 32, 5), np.geomspace(2.0, 32.0, 5))
+    with pytest.raises(ApsiError, match="different signs"):
+        nn.geomspace(nn.array(-2.0), 32)
+    with pytest.raises(ApsiError, match="one-element tensor"):
+        nn.logspace(nn.array([1.0, 2.0]), 3)
+
+
 def test_geomspace_refuses_zero_and_a_sign_change():
     with pytest.raises(ApsiError, match="must not be 0"):
         nn.geomspace(0, 10)

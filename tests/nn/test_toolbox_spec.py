@@ -46,13 +46,23 @@ def test_units_has_a_rule_for_each(name):
     assert name in nn_impls.IMPLS
 
 
-@pytest.mark.parametrize("name", sorted(n for n, e in TOOLBOX.items() if e["units"] != "none"))
+@pytest.mark.parametrize("name", sorted(TOOLBOX))
 def test_the_torch_backend_has_each(name):
     pytest.importorskip("torch")
     from apsi_layers.backends.torch import nn_dispatch
 
     nn_dispatch.install()
     assert name in nn_dispatch.IMPLS
+
+
+@pytest.mark.parametrize("name", sorted(n for n, e in TOOLBOX.items() if e["units"] == "none"))
+def test_units_refuses_the_number_only_ones_by_name(name):
+    from apsi_lang.errors import ApsiError
+    from apsi_layers.units.exports import units_exports
+
+    u = units_exports()["u"]
+    with pytest.raises(ApsiError, match=f"nn.{name} does not take values with units: convert with magnitude"):
+        getattr(nn, name)(1.0 * u.m, 2.0 * u.m)
 
 
 def test_the_new_rules_sit_in_the_one_rule_table():

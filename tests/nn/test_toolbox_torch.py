@@ -96,6 +96,18 @@ def test_curves_on_torch(ns):
     assert np.allclose(xt.grad.numpy(), numeric_jacobian(lambda v: ref(v).sum(), x), rtol=1e-6, atol=1e-7)
 
 
+def test_logspace_and_geomspace_on_torch(ns):
+    f = run_source("use nn\nlet f = fn(s, e) => [logspace(s, e, 6, base=3.0), geomspace(s, e, 5), geomspace(s, e, 4, endpoint=false)]\n")["f"]
+    s, e = torch.tensor(0.5, dtype=torch.float64, requires_grad=True), torch.tensor(2.5, dtype=torch.float64)
+    got = f(s, e)
+    want = [np.logspace(0.5, 2.5, 6, base=3.0), np.geomspace(0.5, 2.5, 5), np.geomspace(0.5, 2.5, 4, endpoint=False)]
+    for a, b in zip(got, want, strict=True):
+        assert np.allclose(a.detach().numpy(), b, rtol=1e-14)
+    sum(g.sum() for g in got).backward()
+    ref = lambda v: sum(np.sum(w) for w in (np.logspace(v, 2.5, 6, base=3.0), np.geomspace(v, 2.5, 5), np.geomspace(v, 2.5, 4, endpoint=False)))  # noqa: E731
+    assert np.isclose(s.grad.item(), (ref(0.5 + 1e-6) - ref(0.5 - 1e-6)) / 2e-6, rtol=1e-7)
+
+
 def test_index_finders_on_torch_give_numpys_ints(ns):
     x = _point(True)
     got = ns["f_indices"](torch.tensor(x))

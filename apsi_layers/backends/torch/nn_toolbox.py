@@ -90,6 +90,31 @@ def _corrcoef(x, y=None, rowvar=True):
     return torch.clamp(c / sd[:, None] / sd[None, :], -1.0, 1.0)
 
 
+def _ends(start, stop):
+    ref = start if isinstance(start, torch.Tensor) else stop
+    return like(start, ref).reshape(()), like(stop, ref).reshape(()), ref
+
+
+def _spacing(num, endpoint, ref):
+    from apsi_layers.nn.sequences import fractions
+
+    return torch.as_tensor(fractions(num, endpoint), dtype=ref.dtype, device=ref.device)
+
+
+def _logspace(start, stop, num=50, endpoint=True, base=10.0):
+    s, e, ref = _ends(start, stop)
+    return base ** (s + (e - s) * _spacing(num, endpoint, ref))
+
+
+def _geomspace(start, stop, num=50, endpoint=True):
+    s, e, ref = _ends(start, stop)
+    ls, le = torch.log(torch.abs(s)), torch.log(torch.abs(e))
+    out = torch.sign(s) * torch.exp(ls + (le - ls) * _spacing(num, endpoint, ref))
+    index = torch.arange(num, device=ref.device)
+    out = torch.where(index == 0, s, out)             # NumPy puts the ends in exactly
+    return torch.where(index == num - 1, e, out) if endpoint else out
+
+
 def _running(fn):
     def op(x, axis=None):
         if axis is None:
@@ -157,6 +182,6 @@ TOOLBOX_IMPLS = {
     "erfc": torch.special.erfc, "logit": torch.logit, "expit": torch.sigmoid,
     "digamma": torch.special.digamma, "polygamma": lambda n, x: torch.special.polygamma(n, x),
     "cummax": _running(torch.cummax), "cummin": _running(torch.cummin), "convolve": _convolve,
-    "interp": _interp, "trapezoid": _trapezoid,
+    "interp": _interp, "trapezoid": _trapezoid, "logspace": _logspace, "geomspace": _geomspace,
     **{name: _host(name) for name in ("nanargmax", "nanargmin", "nonzero", "argwhere", "digitize")},
 }
