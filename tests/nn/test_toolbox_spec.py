@@ -82,3 +82,11 @@ def test_the_index_functions_give_ints_and_record_nothing(name):
     out = call(nn.Tensor(x))
     for part in out if isinstance(out, list) else [out]:
         assert part.data.dtype == np.int64 and part.tape is None
+
+
+@pytest.mark.parametrize("name", sorted(TOOLBOX))
+def test_each_has_the_help_text_apsi_shows(name):
+    from apsi_layers.apsi_modules import nn_module
+
+    doc = nn_module()[name].__doc__ or ""
+    assert len(doc.strip()) > 20, name
