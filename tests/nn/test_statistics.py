@@ -343,3 +343,16 @@ def test_a_single_value_reduces_as_in_numpy(v):
         same(getattr(nn, name)(v), quiet(getattr(np, name), np.float64(v)), rtol=0)
     same(nn.nanquantile(v, [0.2, 0.5]), quiet(np.nanquantile, v, [0.2, 0.5]), rtol=0)
     same(nn.nanmedian(v, keepdims=True), quiet(np.nanmedian, np.array(v), keepdims=True), rtol=0)
+
+
+@torch_needed
+def test_nanmedian_gradient_is_torch_nanmedians_where_their_values_agree():
+    # torch.nanmedian takes the lower middle value of an even count (NumPy averages the two), so
+    # they are compared on rows holding an odd count of values, ties included
+    torch = _torch()
+    x = np.array([[3.0, NAN, 1.0, 2.0, 9.0, 5.0], [4.0, 4.0, NAN, NAN, 4.0, NAN],
+                  [NAN, 7.0, NAN, NAN, NAN, NAN]])
+    theirs = torch_grad(lambda t: torch.nanmedian(t, dim=1).values, x)
+    ours = ours_grad(lambda t: nn.nanmedian(t, axis=1), x)
+    assert np.array_equal(ours[[0, 2]], theirs[[0, 2]])
+    assert ours[1].sum() == theirs[1].sum() and np.count_nonzero(ours[1]) == 1     # one of the tied 4s
