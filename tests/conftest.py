@@ -28,3 +28,16 @@ def python_allowed():
     permissions.set_current(permissions.Grants(granted=frozenset({"python"})))
     yield
     permissions.set_current(before)
+
+
+@pytest.fixture
+def project_with_python(tmp_path, monkeypatch):
+    """The test runs in tmp_path as its project folder (writes there need no grant), with `python`
+    granted (the torch backend); the previous grants restored after."""
+    from apsi_lang import permissions
+
+    monkeypatch.chdir(tmp_path)
+    before = permissions.current()
+    permissions.set_current(permissions.Grants(granted=frozenset({"python"}), project_root=tmp_path))
+    yield tmp_path
+    permissions.set_current(before)

@@ -100,7 +100,9 @@ def check_same_run(shown, meta, signature):
                        ("shapes", "the parameter shapes"), ("n", "the number of samples"),
                        ("batch_size", "batch_size"), ("seed", "seed"), ("loss", "the loss"),
                        ("opt", "the optimizer"), ("backend", "the backend"), ("precision", "precision"),
-                       ("val", "the validation data's size"), ("metrics", "metrics")):
+                       ("val", "the validation data's size"), ("metrics", "metrics"),
+                       ("weights", "sample_weight/class_weight"), ("val_weights", "val's sample_weight"),
+                       ("task", "task"), ("reduce_lr", "reduce_lr")):
         if meta.get(key) != signature.get(key):
             raise ApsiError(f"fit: resume={shown!r} was written by another run: {label} differs "
                             f"(checkpoint: {_short(meta.get(key))}, now: {_short(signature.get(key))}); "
