@@ -8,6 +8,7 @@ from apsi_lang.values import Record, show
 from .base import EMPTY, Layer, build_child, fmt, positive_int, rate_arg
 from .core import Dense, dropout
 from .norm import LayerNorm
+from .registry import register
 
 
 def _sequence(layer, shape):
@@ -171,13 +172,16 @@ class Positions(Layer):
         return x + ctx.ops.constant(sinusoids(t, x.shape[2]))
 
 
+@register()
 def attention(heads, dim=None, causal=False, dropout=0.0, bias=True, name=None):
     return Attention(heads, dim, causal, dropout, bias, name)
 
 
+@register()
 def transformer_block(heads, hidden=None, dropout=0.0, causal=False, activation="gelu", name=None):
     return TransformerBlock(heads, hidden, dropout, causal, activation, name)
 
 
+@register()
 def positions(context, kind="learned", name=None):
     return Positions(context, kind, name)

@@ -10,6 +10,7 @@ from apsi_lang.values import Record, show
 
 from .base import EMPTY, Layer, build_child, field, fmt, has_params, leaf_shapes
 from .init_rng import ShapeRng
+from .registry import register
 from .suggest import unknown
 
 
@@ -350,26 +351,31 @@ def _dag_node(node, spec):
                     f"got {show(spec, True)}")
 
 
+@register()
 def sequential(*layers, name=None, inputs=None):
     """Layers applied one after another."""
     return Sequential(layers, name, inputs)
 
 
+@register()
 def residual(layer, name=None):
     """x + layer(x)."""
     return Residual(layer, name)
 
 
+@register()
 def parallel(*branches, merge="concat", axis=-1, name=None):
     """Every branch on the same input, outputs merged ("concat" on the last axis, "add", ...)."""
     return Parallel(branches, merge, axis, name)
 
 
+@register()
 def merge(kind="concat", axis=-1, name=None):
     """A dag node joining several inputs: "concat", "add", "mean", "mul" or "sub"."""
     return Merge(kind, axis, name)
 
 
+@register()
 def dag(inputs, nodes, outputs, name=None):
     """A model as a graph of named nodes: dag(inputs=["x"], nodes={h: [dense(8), "x"]}, outputs="h")."""
     return Dag(inputs, nodes, outputs, name)

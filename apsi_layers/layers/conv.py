@@ -7,6 +7,7 @@ from apsi_lang.values import Record, show
 
 from .base import EMPTY, Layer, fmt, positive_int
 from .core import activation_fn
+from .registry import register
 
 
 def tuple_arg(kind, arg, value, dims):
@@ -202,33 +203,40 @@ class GlobalAvgPool(Layer):
         return ctx.ops.mean(x, axis=axes)
 
 
+@register()
 def conv1d(filters, kernel, stride=1, padding="valid", dilation=1, groups=1, bias=True,
            activation=None, inputs=None, name=None):
     """1-D convolution over [B, C, L] (weights [filters, C/groups, kernel], as torch.nn.Conv1d)."""
     return Conv1d(filters, kernel, stride, padding, dilation, groups, bias, activation, inputs, name)
 
 
+@register()
 def conv2d(filters, kernel, stride=1, padding="valid", dilation=1, groups=1, bias=True,
            activation=None, inputs=None, name=None):
     """2-D convolution over [B, C, H, W] (weights [filters, C/groups, kh, kw], as torch.nn.Conv2d)."""
     return Conv2d(filters, kernel, stride, padding, dilation, groups, bias, activation, inputs, name)
 
 
+@register()
 def max_pool1d(size=2, stride=None, padding="valid", name=None):
     return MaxPool1d(size, stride, padding, name)
 
 
+@register()
 def max_pool2d(size=2, stride=None, padding="valid", name=None):
     return MaxPool2d(size, stride, padding, name)
 
 
+@register()
 def avg_pool1d(size=2, stride=None, padding="valid", name=None):
     return AvgPool1d(size, stride, padding, name)
 
 
+@register()
 def avg_pool2d(size=2, stride=None, padding="valid", name=None):
     return AvgPool2d(size, stride, padding, name)
 
 
+@register()
 def global_avg_pool(axis=None, name=None):
     return GlobalAvgPool(axis, name)

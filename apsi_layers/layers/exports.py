@@ -9,15 +9,8 @@ entry point names a callable returning {name: layer constructor}; their layer cl
 CustomLayer) become readable by Apsi code like the built-in ones.
 """
 
-LAYER_NAMES = (
-    "dense", "embedding", "conv1d", "conv2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
-    "global_avg_pool", "dropout", "batch_norm", "layer_norm", "rms_norm", "activation",
-    "lambda_layer", "lstm_layer", "gru_layer", "attention", "transformer_block", "positions",
-    "gcn_layer", "sage_layer", "gat_layer", "gin_layer",
-    "sequential", "residual", "parallel", "merge", "dag",
-    "mlp", "resnet_mlp", "cnn_classifier", "lstm_classifier", "transformer_lm", "gcn_classifier",
-    "fit", "predict", "summary", "generate",
-)
+# besides the registered layers (registry.py): what `use layers` binds from this package
+FUNCTIONS = ("fit", "predict", "summary", "generate")
 GROUP = "apsi.layers"
 
 
@@ -27,8 +20,9 @@ def layers_exports():
 
     from . import dual
 
-    exports = {name: getattr(layers, name) for name in LAYER_NAMES}
-    exports["flatten"] = dual.flatten
+    exports = layers.registry.constructors()
+    exports.update({name: getattr(layers, name) for name in FUNCTIONS})
+    exports["flatten"] = dual.flatten       # flatten and vae: `use nn` binds them too (dual.py)
     exports["vae"] = dual.vae
     from apsi_layers.nn import param_count
 

@@ -11,6 +11,7 @@ from apsi_lang.values import Record, show
 
 from .base import Layer, fmt, positive_int
 from .core import activation_fn
+from .registry import register
 
 
 def _features(layer, shape):
@@ -151,17 +152,21 @@ class Gin(GraphLayer):
         return self.finish(ctx, ops.dense(h, params.w2, params.b2))
 
 
+@register()
 def gcn_layer(units, activation=None, name=None):
     return Gcn(units, activation, name)
 
 
+@register()
 def sage_layer(units, activation=None, name=None):
     return Sage(units, activation, name)
 
 
+@register()
 def gat_layer(units, heads=1, concat=True, slope=0.2, activation=None, name=None):
     return Gat(units, heads, concat, slope, activation, name)
 
 
+@register()
 def gin_layer(units, hidden=None, eps=0.0, train_eps=False, activation=None, name=None):
     return Gin(units, hidden, eps, train_eps, activation, name)

@@ -4,6 +4,7 @@ from apsi_lang.errors import ApsiError
 from apsi_lang.values import Record, show
 
 from .base import Layer, fmt
+from .registry import register
 
 
 def _eps(kind, eps):
@@ -97,13 +98,16 @@ def _check_last(layer, gamma, x):
         layer.fail(f"expects {gamma.shape[0]} features on the last axis, got shape {list(x.shape)}")
 
 
+@register()
 def batch_norm(momentum=0.1, eps=1e-5, name=None):
     return BatchNorm(momentum, eps, name)
 
 
+@register()
 def layer_norm(eps=1e-5, bias=True, name=None):
     return LayerNorm(eps, bias, name)
 
 
+@register()
 def rms_norm(eps=1e-6, name=None):
     return RmsNorm(eps, name)

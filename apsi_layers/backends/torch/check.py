@@ -63,6 +63,13 @@ class Result:
                 f"between NumPy and PyTorch on {self.device}: {names}")
 
 
+def uncovered():
+    """The registered layers (layers/registry.py) no case below builds: a new layer needs a case."""
+    from apsi_layers.layers import registry
+
+    return sorted(set(registry.constructors()) - registry.recording(cases))
+
+
 def cases():
     """The models checked: every layer type, composition and zoo family."""
     from apsi_layers.layers.exports import layers_exports
@@ -132,6 +139,13 @@ def cases():
         Case("gin", seq_of(L.gin_layer(6, train_eps=True), L.gin_layer(3)), x(7, 5), input_shape=[5],
              graph=graph),
         Case("vae", L.vae(6, 2, hidden=[8]), x(5, 6)),
+        # the layers above only inside zoo models, each on its own (check.uncovered() finds none left)
+        Case("dropout_layer", seq_of(dense(8, inputs=6), L.dropout(0.3), dense(3)), x(5, 6)),
+        Case("residual_layer", seq_of(dense(6, inputs=6), L.residual(dense(6, activation="tanh"))), x(5, 6)),
+        Case("positions", seq_of(L.embedding(11, 8, inputs=[6]), L.positions(6), dense(2)), tokens),
+        Case("gcn_layer", seq_of(L.gcn_layer(6, activation="relu"), L.gcn_layer(3)), x(7, 5),
+             input_shape=[5], graph=graph),
+        Case("lstm_model", L.lstm_classifier(4, 3, units=6), seq),
     ]
 
 
