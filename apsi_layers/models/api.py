@@ -54,6 +54,12 @@ def label_names(fn, labels, p):
     return [labels[i] for i in np.argmax(p, axis=-1).ravel().tolist()]
 
 
+def labelled(net, labels, outputs):
+    """{"labels": [...], "probabilities": [[...]]} for a served batch's output rows."""
+    p = probabilities(net, np.asarray(outputs, dtype=np.float64))
+    return {"labels": label_names("serve_model", labels, p), "probabilities": p.tolist()}
+
+
 def _outputs(fn, m, x, options):
     from apsi_layers.layers.training.api import predict
 
