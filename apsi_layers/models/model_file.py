@@ -292,7 +292,8 @@ def _array(shown, z, info):
     from apsi_layers.nn.params_io import _header
 
     part = info.filename
-    with z.open(info) as member:
+    raw = z.read(info)          # whole, so zipfile checks its CRC (a changed byte is found)
+    with io.BytesIO(raw) as member:
         try:
             version = np.lib.format.read_magic(member)
             shape, _, dtype = _header(member, version)
@@ -302,7 +303,7 @@ def _array(shown, z, info):
             raise _bad(shown, part, f"holds {dtype}, not numbers")
         if int(np.prod(shape, dtype=np.float64)) * dtype.itemsize > info.file_size:
             raise _bad(shown, part, "claims more data than it holds")
-    with z.open(info) as member:
+    with io.BytesIO(raw) as member:
         return np.lib.format.read_array(member, allow_pickle=False)
 
 
