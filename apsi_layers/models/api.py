@@ -151,7 +151,7 @@ def export_onnx(net, params, path, opset=None):
             warnings.simplefilter("ignore")
             torch.onnx.export(module.eval(), (x,), tmp, input_names=["inputs"], output_names=["outputs"],
                               dynamic_axes={"inputs": {0: "batch"}, "outputs": {0: "batch"}},
-                              dynamo=False, **({} if opset is None else {"opset_version": opset}))
+                              **({} if opset is None else {"opset_version": opset}))
         os.replace(tmp, resolved)
     except ModuleNotFoundError as e:
         raise ApsiError(f"export_onnx: PyTorch's ONNX exporter needs the package {e.name!r}: install it "
