@@ -150,7 +150,7 @@ def free_names(fn):
                 out[apsi_name(py)] = cells[py].cell_contents
             except ValueError:          # a cell not filled yet
                 continue
-        elif py in fn.__globals__ and not py.startswith("_") or py.startswith("_kw_") and py in fn.__globals__:
+        elif py in fn.__globals__ and (not py.startswith("_") or py.startswith("_kw_")):
             out[apsi_name(py)] = fn.__globals__[py]
     return out
 

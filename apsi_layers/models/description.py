@@ -15,7 +15,6 @@ import math
 
 from apsi_lang.errors import ApsiError
 from apsi_lang.values import Record, show
-
 from apsi_layers.layers.base import Layer
 
 MAX_TENSOR = 100_000        # numbers a function may capture as a constant tensor

@@ -42,7 +42,8 @@ def save_model(path, net, params, labels=None, meta=None, opt=None, history=None
     from apsi_layers.layers.base import Layer
 
     if not isinstance(path, str) or not path:
-        raise ApsiError(f"save_model: the path must be a file name like \"model{SUFFIX}\", not {show(path, True)}")
+        raise ApsiError(f"save_model: the path must be a file name like \"model{SUFFIX}\", "
+                        f"not {show(path, True)}")
     if not isinstance(net, Layer):
         raise ApsiError(f"save_model: the second argument must be the model (a layer), not {show(net, True)}")
     params, opt, history = _from_fit(params, opt, history)
@@ -110,7 +111,8 @@ def _leaves(params):
     from apsi_layers.nn.tensor import plain_array
 
     if not isinstance(params, Record):
-        raise ApsiError(f"save_model: params must be the parameter tree (from init or fit), not {show(params, True)}")
+        raise ApsiError(f"save_model: params must be the parameter tree (from init or fit), "
+                        f"not {show(params, True)}")
     out = []
     for name, leaf in tree.flatten(params):
         a = np.asarray(plain_array(leaf, "save_model", f"parameter {name!r}"))
@@ -207,7 +209,8 @@ def _optimizer(opt, writer):
          "steps": opt.steps, "started": opt._state is not None,
          "shapes": [list(s) for s in (opt._shapes or [])], "names": list(opt._names or []),
          "keys": [sorted(s) for s in state]}
-    arrays = {f"opt/{i}/{k}": np.asarray(v, dtype=np.float64) for i, s in enumerate(state) for k, v in s.items()}
+    arrays = {f"opt/{i}/{k}": np.asarray(v, dtype=np.float64)
+              for i, s in enumerate(state) for k, v in s.items()}
     return d, arrays
 
 
@@ -223,7 +226,8 @@ def _write(f, description, arrays):
 def load_model(path, max_mb=MAX_MB):
     """{net, params, labels, meta, history, opt, input_shape, apsi_version} from a file save_model wrote."""
     if not isinstance(path, str) or not path:
-        raise ApsiError(f"load_model: the path must be a file name like \"model{SUFFIX}\", not {show(path, True)}")
+        raise ApsiError(f"load_model: the path must be a file name like \"model{SUFFIX}\", "
+                        f"not {show(path, True)}")
     if isinstance(max_mb, bool) or not isinstance(max_mb, int | float) or max_mb <= 0:
         raise ApsiError(f"load_model: max_mb must be a positive number, not {show(max_mb, True)}")
     shown = path if os.path.isfile(permissions.require("read", what=f'load_model("{path}")', path=path)) \
@@ -275,7 +279,8 @@ def _check_sizes(shown, infos, max_bytes):
         ok = i.filename == "model.json" or (i.filename.endswith(".npy") and i.filename.split("/")[0]
                                               in ("params", "opt"))
         if not ok or ".." in i.filename.split("/") or i.filename.startswith("/"):
-            raise ApsiError(f"load_model: {shown}: it holds {i.filename!r}, which is not part of a model file")
+            raise ApsiError(f"load_model: {shown}: it holds {i.filename!r}, which is not part of a "
+                              "model file")
         if i.filename == "model.json" and i.file_size > MAX_JSON:
             raise ApsiError(f"load_model: {shown}: model.json is {i.file_size} bytes, more than a model's "
                             "description can be")
@@ -380,7 +385,8 @@ def _read_optimizer(shown, d, arrays, reader):
         classes.setdefault(c.name, c)
         todo.extend(c.__subclasses__())
     if type(d) is not dict or d.get("name") not in classes or d.get("name") == "optimizer":
-        raise _bad(shown, "optimizer", f"names no optimizer Apsi knows ({show(d.get('name') if type(d) is dict else d, True)})")
+        name = d.get("name") if type(d) is dict else d
+        raise _bad(shown, "optimizer", f"names no optimizer Apsi knows ({show(name, True)})")
     cls = classes[d["name"]]
     try:
         opt = object.__new__(cls)

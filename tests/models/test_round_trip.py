@@ -23,7 +23,8 @@ let models = [
     [gcn_classifier(3, 2, hidden=[4], kind="gin"), randn(5, 3, seed=4), array([[0, 1, 2, 3], [1, 2, 3, 4]])],
     [vae(6, 2, hidden=[4]), randn(3, 6, seed=5), none],
     [sequential(dense(4, inputs=3), residual(sequential(layer_norm(), dense(4))),
-                parallel(dense(2), dense(3), merge="concat"), batch_norm(), dense(2)), randn(4, 3, seed=6), none],
+                parallel(dense(2), dense(3), merge="concat"), batch_norm(), dense(2)), randn(4, 3,
+                    seed=6), none],
     [dag(inputs={a: [3], b: [3]}, nodes={ea: [shared, "a"], eb: [shared, "b"],
          d: [merge("sub"), ["ea", "eb"]], out: [dense(2), "d"]}, outputs="out"),
      [randn(4, 3, seed=7), randn(4, 3, seed=8)], none],
@@ -37,7 +38,8 @@ for i, item in enumerate(models):
     let net = item[0]
     let p = net.init(seed=i)
     if i == 0:       # running statistics that are not the initial ones
-        p = fit(net, p, item[1], array([0, 1, 0, 1]), loss="cross_entropy", epochs=2, batch_size=2, verbose=false).params
+        p = fit(net, p, item[1], array([0, 1, 0, 1]), loss="cross_entropy", epochs=2, batch_size=2,
+                verbose=false).params
     let y = predict(net, p, item[1], graph=item[2], backend=args[0])
     save_model(f"m{i}.apsim", net, p)
     save_params(f"y{i}.npz", {y: y})
@@ -107,9 +109,9 @@ print(predict(m.net, m.params, array([[1.0, 2.0]])).tolist())
     names, out = r2.stdout.splitlines()
     assert names == r.stdout.strip() == '["dense.w", "dense.b"]'
     import json
+    import zipfile
 
     from apsi_layers.nn.params_io import load_params  # noqa: F401  (the file's own reader is tested above)
-    import zipfile
 
     with zipfile.ZipFile(tmp_path / "s.apsim") as z:
         w = np.load(z.open("params/dense.w.npy"))
@@ -212,3 +214,13 @@ print("ok")
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "inside.apsim").is_file() and (tmp_path / "inside2.apsim").is_file()
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_docs_models_example_runs(run):
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "models.md").read_text()
+    block = text.split("```apsi\n", 1)[1].split("```", 1)[0]
+    r = run(block)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().endswith("(2, 3)")

@@ -36,7 +36,8 @@ def test_apsi_serve_model_file(tmp_path):
     assert apsi(["s.apsi"], tmp_path).returncode == 0
     port = _free_port()
     proc = subprocess.Popen([sys.executable, "-m", "apsi", "serve", "m.apsim", "--port", str(port),
-                             f"--allow-net=127.0.0.1:{port}"], cwd=tmp_path, stderr=subprocess.PIPE, text=True)
+                             f"--allow-net=127.0.0.1:{port}"], cwd=tmp_path,
+                                 stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -93,6 +94,7 @@ save_params("io.npz", {x: x, y: predict(net, p, x)})
 
 
 def test_export_onnx_needs_python(tmp_path):
-    (tmp_path / "e.apsi").write_text('use layers\nlet net = mlp(2, 2)\nexport_onnx(net, net.init(seed=0), "m.onnx")\n')
+    (tmp_path / "e.apsi").write_text('use layers\nlet net = mlp(2, 2)\n'
+                                     'export_onnx(net, net.init(seed=0), "m.onnx")\n')
     r = apsi(["e.apsi"], tmp_path)
     assert r.returncode == 1 and "needs permission 'python'" in r.stderr
