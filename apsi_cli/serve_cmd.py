@@ -16,7 +16,7 @@ from . import options
 @click.option("--host", default="127.0.0.1", show_default=True, help="The address to listen on.")
 @click.option("--port", type=int, default=8000, show_default=True, help="The TCP port.")
 @click.option("--workers", type=int, default=1, show_default=True, help="Server processes sharing the port.")
-@click.option("--backend", default="numpy", show_default=True, 
+@click.option("--backend", default="numpy", show_default=True,
               help="numpy, torch (needs --allow-python) or auto.")
 @click.option("--max-batch", type=int, default=64, show_default=True,
               help="The most rows one predict call takes.")
