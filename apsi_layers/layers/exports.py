@@ -11,6 +11,9 @@ CustomLayer) become readable by Apsi code like the built-in ones.
 
 # besides the registered layers (registry.py): what `use layers` binds from this package
 FUNCTIONS = ("fit", "predict", "summary", "generate")
+# whole models in one file (apsi_layers/models, docs/models.md)
+MODEL_NAMES = ("save_model", "load_model", "predict_labels", "predict_proba", "model_from_checkpoint",
+               "export_onnx")
 GROUP = "apsi.layers"
 
 
@@ -33,6 +36,10 @@ def layers_exports():
     from apsi_layers import distributed
 
     exports["rank"], exports["world_size"] = distributed.rank, distributed.world_size
+    from apsi_layers import models
+
+    for name in MODEL_NAMES:
+        exports[name] = getattr(models, name)
     exports.update(_backend_exports())
     for name, value in _plugin_layers().items():
         exports.setdefault(name, value)

@@ -130,6 +130,16 @@ class ModelService:
             start += it.n
         return results
 
+    labels = None           # a model file's class labels (serve_model of load_model's record)
+
+    def extras(self, outputs):
+        """With labels: each row's label and class probabilities beside its outputs (models/api.py)."""
+        if self.labels is None:
+            return {}
+        from apsi_layers.models.api import labelled
+
+        return labelled(self.model, self.labels, outputs)
+
     # --- before listening ---------------------------------------------------------------------
     def warm_up(self, fn):
         """One predict on zeros of the model's input shape: checks the parameters before the server
