@@ -16,6 +16,7 @@ from apsi_lang.values import show
 from apsi_layers import fit_hooks
 from apsi_layers.backends import registry
 
+from . import options as options_table
 from .memory import is_out_of_memory, out_of_memory
 from .plan import fit_plan, predict_plan
 
@@ -45,11 +46,15 @@ def _set_aside(fn, plan):
 
 
 def fit(model, params, inputs, targets=None, **options):
-    """Train `model` from `params`; returns {params, history, val_history, device, backend, steps,
-    seconds}. Options: see docs/layers.md."""
+    """Train `model` from `params`; returns {params, history, val_history, metrics, opt, device,
+    backend, steps, seconds, …}. Options (docs/layers.md has each in full):
+"""
     for hook in fit_hooks.active():
         inputs, targets, options = hook.adapt_fit(inputs, targets, options)
     return _run("fit", fit_plan(model, params, inputs, targets, options))
+
+
+fit.__doc__ += options_table.help_text() + "\n"
 
 
 def predict(model, params, x, **options):

@@ -16,6 +16,7 @@ from ..base import Layer
 from ..context import graph_arg
 from ..norm import BatchNorm
 from ..suggest import unknown
+from . import options
 from .checkpoint import path_arg
 from .data_checks import Data, check_targets, make_data, split_data, val_data
 from .metrics import check_targets_fit, metrics_arg, task_arg
@@ -38,10 +39,7 @@ from .plateau import csv_arg, plateau_arg
 from .stopping import rule_arg
 from .weights import training_weights
 
-FIT_OPTIONS = ("loss", "opt", "epochs", "batch_size", "seed", "clip", "schedule", "graph", "mask", "val",
-               "verbose", "backend", "device", "precision", "compile", "metrics", "validation_split",
-               "early_stopping", "checkpoint", "resume", "on_epoch", "distributed", "sample_weight",
-               "class_weight", "weighted_metrics", "task", "reduce_lr", "csv_log")
+FIT_OPTIONS = options.NAMES          # the table in options.py
 PREDICT_OPTIONS = ("graph", "mask", "batch_size", "backend", "device", "precision", "compile")
 
 
