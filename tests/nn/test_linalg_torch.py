@@ -136,6 +136,9 @@ CASES = [
     ("svd_tall", lambda a: nn.svd(a, full_matrices=False), svd_t, [normal(4, 2)], 100),
     ("svd_wide_batched", lambda a: nn.svd(a, full_matrices=False), svd_t, [normal(2, 2, 3)], 100),
     ("svd_values", lambda a: nn.svd(a, compute_uv=False), TL.svdvals, [normal(3, 4)], 10),
+    # full_matrices=true: S and Vh of a tall a (U's extra columns are not unique; their gradient
+    # is refused, tests/nn/test_numeric_edges.py)
+    ("svd_full_tall_s_vh", lambda a: nn.svd(a)[1:], lambda a: svd_t(a)[1:], [normal(4, 2)], 100),
     ("matrix_power_3", lambda a: nn.matrix_power(a, 3), lambda a: TL.matrix_power(a, 3), [normal(3, 3)], 1),
     ("matrix_power_m2", lambda a: nn.matrix_power(a, -2), lambda a: TL.matrix_power(a, -2),
      [normal(3, 3) + 3 * np.eye(3)], 30),
