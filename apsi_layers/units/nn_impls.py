@@ -6,10 +6,10 @@ rad); sums, means, extremes, shapes and indexing keep the unit; matmul multiplie
 concat, stack, clip, maximum and minimum take their arguments in the first one's unit.
 """
 
-from . import registry as R
 from apsi_lang.errors import ApsiError
 
-from .quantity import Quantity, scalable, add, div, make, matmul, mul, plain, power, same_unit, split, sub
+from . import registry as R
+from .quantity import Quantity, add, div, make, matmul, mul, plain, power, same_unit, scalable, split, sub
 from .registry import Unit
 
 _NN = None

@@ -31,7 +31,7 @@ S = nn.array(np.eye(3) * 2 + 0.1)
     ("ij->i->j", [A], r"stray '-' or '>'"),
     ("i-j", [A], r"stray '-' or '>'"),
     ("ij->...", [A], r"'\.\.\.' in the output but in no operand"),
-    ("...i,...i", [nn.ones(2, 3), nn.ones(4, 3)], r"under '\.\.\.' .* \(2,\), \(4,\), which do not broadcast"),
+    ("...i,...i", [nn.ones(2, 3), nn.ones(4, 3)], r"'\.\.\.' .* \(2,\), \(4,\), which do not broadcast"),
     ("ij\n", [A], r"character '\\n'"),
 ])
 def test_einsum_rejects_bad_subscripts_with_a_clear_message(subs, ops, match):
