@@ -239,13 +239,23 @@ def diag(v, k=0):
 @_public
 def trace(a, offset=0, axis1=0, axis2=1):
     """Sum of the `offset` diagonal over axes axis1 and axis2 (NumPy's trace)."""
-    a = _tensor(a, "trace", "a", 2)
-    offset = _int(offset, "trace", "offset")
-    i, j = _axis_pair([axis1, axis2], a.ndim, "trace")
+    return reduce.sum(_diagonal("trace", a, offset, axis1, axis2), axis=-1)
+
+
+@_public
+def diagonal(a, offset=0, axis1=0, axis2=1):
+    """The `offset` diagonal over axes axis1 and axis2, as the last axis (NumPy's diagonal)."""
+    return _diagonal("diagonal", a, offset, axis1, axis2)
+
+
+def _diagonal(fn, a, offset, axis1, axis2):
+    a = _tensor(a, fn, "a", 2)
+    offset = _int(offset, fn, "offset")
+    i, j = _axis_pair([axis1, axis2], a.ndim, fn)
     rest = [d for d in range(a.ndim) if d not in (i, j)]
     moved = shape.transpose(a, rest + [i, j])
     rows, cols = _diagonal_index(a.shape[i], a.shape[j], offset)
-    return reduce.sum(shape.getitem(moved, (Ellipsis, rows, cols)), axis=-1)
+    return shape.getitem(moved, (Ellipsis, rows, cols))
 
 
 def _triangle(fn, m, k, lower):

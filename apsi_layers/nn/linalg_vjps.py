@@ -208,6 +208,10 @@ def _check_invertible(r, fn, why):
 
 # --- eigh, svd ------------------------------------------------------------------------------------
 
+_GAP_WORDS = {"eigh": ("eigenvectors", "eigvalsh"), "svd": ("singular vectors", "svd(a, compute_uv=false)"),
+              "eig": ("eigenvectors", "eigvals")}
+
+
 def _gap_inverse(xp, w, fn, what):
     """F[..., i, j] = 1 / (w_j - w_i) off the diagonal, 0 on it; an error where two w are equal."""
     n = values(w).shape[-1]
@@ -219,11 +223,10 @@ def _gap_inverse(xp, w, fn, what):
     if np.any(close):
         idx = np.argwhere(close)[0]
         i, j = int(idx[-2]), int(idx[-1])
+        vectors, values_only = _GAP_WORDS[fn]
         raise ApsiError(f"{fn}: {what} {i} and {j} are equal (to {GAP_RTOL:g} relative), so the "
-                        f"derivative of the {'eigenvectors' if fn == 'eigh' else 'singular vectors'} "
-                        "is undefined; differentiate a function of the values only "
-                        f"({'eigvalsh' if fn == 'eigh' else 'svd(a, compute_uv=false)'}), or perturb "
-                        "the input so they separate")
+                        f"derivative of the {vectors} is undefined; differentiate a function of the "
+                        f"values only ({values_only}), or perturb the input so they separate")
     safe = xp.where(off, diff, 1.0)
     return xp.where(off, 1.0 / safe, 0.0)
 
