@@ -219,7 +219,7 @@ def test_einsum_broadcasts_the_ellipsis_axes_as_numpy(tmp_path):
 @pytest.mark.parametrize("t,p", [([0, 0, 2, 2, 2], [0, 2, 2, 2, 0]), ([1, 3, 3, 0], [3, 3, 1, 1]),
                                  ([0, 1, 1, 0], [0, 1, 0, 0])])
 def test_precision_recall_f1_macro_matches_scikit_learn(tmp_path, t, p):
-    from sklearn import metrics          # a test dependency (pyproject's test extra)
+    from sklearn import metrics  # a test dependency (pyproject's test extra)
     r = run_apsi(tmp_path, f"use nn\nlet m = precision_recall_f1({t}, {p})\n"
                  "print([m.precision, m.recall, m.f1])\n"
                  f"let w = precision_recall_f1({t}, {p}, average=\"weighted\")\n"
