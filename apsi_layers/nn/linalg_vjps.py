@@ -97,15 +97,16 @@ def _det_grad(xp, g, ans, a):
     # The cofactor matrix (the adjugate transposed): det(a) inv(a)^T where a is well conditioned,
     # and from the SVD or the minors where it is (nearly) singular, where the derivative still
     # exists (torch gives the same).
-    if not np.any(_near_singular(values(a))):
+    if not np.any(_near_singular(values(a), values(ans))):
         return _scalar_grad(xp, g * ans) * _t(xp, xp.inv(a))
     return _scalar_grad(xp, g) * (_cofactor_minors(xp, a) if xp.recording else _cofactor_svd(values(a)))
 
 
-def _near_singular(a):
-    """Per matrix: the smallest singular value is under 1e-8 of the largest (inv loses digits)."""
-    s = np.linalg.svd(a, compute_uv=False)
-    return s[..., -1] <= 1e-8 * np.maximum(s[..., 0], 1e-300)
+def _near_singular(a, det):
+    """Per matrix: |det| under 1e-8 of Hadamard's bound (the product of the row norms), i.e. rows
+    nearly dependent, where det * inv(a) would lose digits. O(n^2), no factorization."""
+    bound = np.prod(np.linalg.norm(a, axis=-1), axis=-1)
+    return np.abs(det) <= 1e-8 * bound
 
 
 def _cofactor_svd(a):

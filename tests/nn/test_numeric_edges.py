@@ -210,6 +210,12 @@ def test_einsum_broadcasts_the_ellipsis_axes_as_numpy(tmp_path):
     (torch.einsum("...i,...i->...", ta, torch.tensor(b)) ** 2).sum().backward()
     assert np.allclose(got[1], ta.grad.numpy(), rtol=1e-13)
     assert np.allclose(got[2], np.einsum("i...,i...", a[0].T, b[:3]), rtol=1e-14)
+    from apsi_layers import nn
+    from apsi_layers.backends.torch import nn_dispatch
+
+    nn_dispatch.install()                # the torch backend's einsum broadcasts the same way
+    out = nn.einsum("...i,...i->...", torch.tensor(a), torch.tensor(b))
+    assert isinstance(out, torch.Tensor) and np.allclose(out.numpy(), got[0], rtol=1e-14)
     r = run_apsi(tmp_path, "use nn\nlet y = einsum(\"...i,...i->...\", ones(2, 2, 3), ones(4, 3))\n")
     assert r.returncode != 0 and no_traceback(r.stderr) and "do not broadcast" in r.stderr
 
