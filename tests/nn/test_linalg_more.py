@@ -235,3 +235,20 @@ def test_every_function_has_a_torch_version_and_an_export(torch_installed):
     assert len(linalg_more.__all__) == 14
     assert [n for n in linalg_more.__all__ if n not in foreign.IMPLS] == []
     assert [n for n in linalg_more.__all__ if n not in nn_module()] == []
+
+
+def test_every_rule_is_reached_by_a_case():
+    from apsi_layers.nn.linalg_more_vjps import MORE_RULES
+    from apsi_layers.nn.tape import STATE
+    from apsi_layers.nn.vjps import rule_name
+
+    seen = set()
+
+    def record(f, *xs):
+        outs = as_list(f(*xs))
+        seen.update(rule_name(e[0]) for e in STATE.tape.entries if e is not None)
+        return sum(nn.sum(o) for o in outs)
+
+    for _, f, _, _, xs, _ in CASES + [("eig", nn.eig, None, None, [REAL_EIG], 1)]:
+        nn.grad(lambda *a, f=f: record(f, *a))(*[nn.array(x) for x in xs])
+    assert set(MORE_RULES) <= seen

@@ -149,6 +149,7 @@ def test_every_rule_is_exercised():
                "matmul", "sum", "max", "min", "logsumexp", "softmax", "log_softmax", "reshape",
                "transpose", "broadcast_to", "sum_to", "getitem", "index_add", "take_along", "put_along",
                "identity"}
+    from apsi_layers.nn.linalg_more_vjps import MORE_RULES  # test_linalg_more.py
     from apsi_layers.nn.linalg_vjps import (
         EDGE_RULES,
         LINALG_RULES,  # exercised in test_linalg_torch.py
@@ -157,5 +158,5 @@ def test_every_rule_is_exercised():
 
     from .test_numlib_grads import RULES_COVERED  # numlib's rules, checked against torch there
 
-    rest = set(RULES) - DEFINED - set(LINALG_RULES) - set(SPECTRAL_RULES) - set(EDGE_RULES)
+    rest = set(RULES) - DEFINED - set(LINALG_RULES) - set(SPECTRAL_RULES) - set(EDGE_RULES) - set(MORE_RULES)
     assert rest == covered | RULES_COVERED
