@@ -163,6 +163,11 @@ def test_svd_full_matrices_extra_columns_refuse_a_gradient_as_qr_complete(tmp_pa
     assert r.returncode != 0 and no_traceback(r.stderr)
     assert "edges.apsi:5" in r.stderr and "full_matrices=false" in r.stderr
     assert "not unique" in r.stderr
+    wide = run_apsi(tmp_path, "use nn\nlet w = array([[1.0, 2.0, 3.0], [0.0, 1.0, 4.0]])\n"
+                    "print(grad(fn(m) => sum(svd(m)[2][:2, :]) + sum(svd(m)[1]))(w).shape)\n"
+                    "let g = grad(fn(m) => sum(svd(m)[2][2:, :] * m[:1, :]))(w)\n")
+    assert wide.returncode != 0 and no_traceback(wide.stderr) and wide.stdout.strip() == "(2, 3)"
+    assert "edges.apsi:4" in wide.stderr and "extra rows of Vh" in wide.stderr
     torch = pytest.importorskip("torch")
     t = torch.tensor([[1.0, 2, 3], [2, 0, 1], [1, 1, 1], [0, 2, 1], [3, 1, 0]], dtype=torch.float64,
                      requires_grad=True)
