@@ -227,15 +227,19 @@ def test_einsum_broadcasts_the_ellipsis_axes_as_numpy(tmp_path):
 
 # --- precision_recall_f1 averages over the labels present, as scikit-learn --------------------------
 
-@pytest.mark.parametrize("t,p", [([0, 0, 2, 2, 2], [0, 2, 2, 2, 0]), ([1, 3, 3, 0], [3, 3, 1, 1]),
-                                 ([0, 1, 1, 0], [0, 1, 0, 0])])
-def test_precision_recall_f1_macro_matches_scikit_learn(tmp_path, t, p):
+LABELS = [([0, 0, 2, 2, 2], [0, 2, 2, 2, 0]), ([1, 3, 3, 0], [3, 3, 1, 1]), ([0, 1, 1, 0], [0, 1, 0, 0])]
+
+
+def test_precision_recall_f1_averages_match_scikit_learn(tmp_path):
     from sklearn import metrics  # a test dependency (pyproject's test extra)
-    r = run_apsi(tmp_path, f"use nn\nlet m = precision_recall_f1({t}, {p})\n"
-                 "print([m.precision, m.recall, m.f1])\n"
-                 f"let w = precision_recall_f1({t}, {p}, average=\"weighted\")\n"
-                 "print([w.precision, w.recall, w.f1])\n")
-    got = printed(r)
-    for line, avg in zip(got, ("macro", "weighted"), strict=True):
-        want = metrics.precision_recall_fscore_support(t, p, average=avg, zero_division=0)[:3]
-        assert np.allclose(line, want, rtol=1e-14), avg
+
+    lines = []
+    for t, p in LABELS:
+        for avg in ("macro", "weighted", "micro"):
+            lines.append(f"let m = precision_recall_f1({t}, {p}, average=\"{avg}\")\n"
+                         "print([m.precision, m.recall, m.f1])\n")
+    got = printed(run_apsi(tmp_path, "use nn\n" + "".join(lines)))
+    want = [metrics.precision_recall_fscore_support(t, p, average=avg, zero_division=0)[:3]
+            for t, p in LABELS for avg in ("macro", "weighted", "micro")]
+    assert np.allclose(got, want, rtol=1e-14)
+    assert np.allclose(got[0], [0.5833333333333333] * 3)        # the case (was 0.389)
