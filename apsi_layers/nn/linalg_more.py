@@ -302,11 +302,23 @@ def _each(fn, name):
 
 def _scipy(name):
     def call(d):
+        import warnings
+
         import scipy.linalg
 
-        with np.errstate(all="ignore"):
+        if name == "logm" and singular(d):
+            raise ApsiError("logm: the matrix is singular (an eigenvalue is 0), so it has no logarithm "
+                            "(log 0 is -inf); keep its eigenvalues away from 0")
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")          # scipy's accuracy warnings: checked below
             return getattr(scipy.linalg, name)(d)
     return call
+
+
+def singular(d):
+    """Whether the square matrix d has an eigenvalue within 1e-12 of 0, relative to its largest."""
+    w = np.abs(np.linalg.eigvals(d))
+    return bool(w.size) and w.min() <= 1e-12 * max(w.max(), 1e-300)
 
 
 _RAW_FUNCTIONS = {name: _each(_scipy(name), name) for name in ("expm", "logm", "sqrtm")}

@@ -5,6 +5,7 @@ import numpy as np
 
 from apsi_lang.errors import ApsiError
 
+from .linalg_more import _RAW_FUNCTIONS, singular
 from .linalg_vjps import _gap_inverse, _is_zero, _solve_a, _solve_b, _t, unpack, values
 
 
@@ -42,6 +43,9 @@ def _block_rule(name):
     f([[A^T, G], [0, A^T]]) (Higham, "Functions of Matrices", SIAM 2008, thm 3.6 and 3.8)."""
     def rule(xp, g, ans, a):
         n = values(a).shape[-1]
+        if name == "sqrtm" and any(singular(m) for m in values(a).reshape(-1, n, n)):
+            raise ApsiError("sqrtm: the derivative is unbounded at a singular matrix (the square root's "
+                            "slope at an eigenvalue 0 is infinite); keep its eigenvalues away from 0")
         at = _t(xp, a)
         zero = np.zeros(values(a).shape)
         if xp.recording:
@@ -50,8 +54,6 @@ def _block_rule(name):
             block = shape.concat([shape.concat([at, g], -1), shape.concat([zero, at], -1)], -2)
             full = getattr(linalg_more, name)(block)
             return shape.getitem(full, (Ellipsis, slice(0, n), slice(n, 2 * n)))
-        from .linalg_more import _RAW_FUNCTIONS
-
         block = np.concatenate([np.concatenate([at, g], -1), np.concatenate([zero, at], -1)], -2)
         return _RAW_FUNCTIONS[name](block)[..., :n, n:]
     return rule

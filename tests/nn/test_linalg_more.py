@@ -179,6 +179,12 @@ def test_refusals_say_what_to_do():
         nn.logm(nn.array([[-1.0, 0.0], [0.0, 1.0]]))
     with pytest.raises(ApsiError, match="sqrtm: the matrix has a negative real eigenvalue"):
         nn.sqrtm(nn.array([[-4.0, 0.0], [0.0, 1.0]]))
+    singular = nn.array([[1.0, 0.0], [0.0, 0.0]])
+    with pytest.raises(ApsiError, match="logm: the matrix is singular"):
+        nn.logm(singular)
+    assert np.allclose(nn.sqrtm(singular).data, [[1.0, 0.0], [0.0, 0.0]])    # the value exists
+    with pytest.raises(ApsiError, match="sqrtm: the derivative is unbounded at a singular matrix"):
+        nn.grad(lambda m: nn.sum(nn.sqrtm(m)))(singular)
     with pytest.raises(ApsiError, match="solve_triangular: the matrix is singular"):
         nn.solve_triangular(nn.array([[1.0, 2.0], [0.0, 0.0]]), nn.array([1.0, 1.0]))
     with pytest.raises(ApsiError, match="3-vectors"):
