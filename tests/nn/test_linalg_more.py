@@ -232,6 +232,13 @@ def test_torch_versions_of_rank_lu_forms_and_eig(torch_installed):
     assert rel(w.numpy(), np.linalg.eig(REAL_EIG)[0]) < 1e-12
     with pytest.raises(ApsiError, match="complex"):
         nn.eigvals(torch.tensor([[0.0, -1.0], [1.0, 0.0]], dtype=torch.float64))
+    # logm and sqrtm (scipy values, the block-formula derivative) differentiate twice on torch too
+    small = torch.tensor(SMALL, requires_grad=True)
+    assert torch.autograd.gradgradcheck(nn.logm, (small,))
+    assert torch.autograd.gradgradcheck(nn.sqrtm, (small,))
+    singular = torch.tensor([[1.0, 0.0], [0.0, 0.0]], dtype=torch.float64, requires_grad=True)
+    with pytest.raises(ApsiError, match="sqrtm: the derivative is unbounded"):
+        nn.sqrtm(singular).sum().backward()
 
 
 def test_every_function_has_a_torch_version_and_an_export(torch_installed):

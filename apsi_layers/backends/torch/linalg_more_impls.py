@@ -86,6 +86,12 @@ class _ScipyMatrixFunction(torch.autograd.Function):
     def backward(ctx, g):
         (a,) = ctx.saved_tensors
         n = a.shape[-1]
+        from apsi_layers.nn.linalg_more import singular
+
+        host = a.detach().cpu().double().numpy().reshape(-1, n, n)
+        if ctx.name == "sqrtm" and any(singular(m) for m in host):
+            raise ApsiError("sqrtm: the derivative is unbounded at a singular matrix (on the torch "
+                            "backend); keep its eigenvalues away from 0")
         at = a.transpose(-1, -2)
         block = torch.cat([torch.cat([at, g], -1), torch.cat([torch.zeros_like(at), at], -1)], -2)
         return _ScipyMatrixFunction.apply(block, ctx.name)[..., :n, n:], None
