@@ -278,3 +278,10 @@ RULES.update(LINALG_RULES)
 RULES.update(EDGE_RULES)
 for _name, _rules in {**LINALG_RULES, **EDGE_RULES}.items():
     register_name(_name, _rules)
+
+# Issue 35's special functions and convolve: rules in toolbox_vjps.py.
+from .toolbox_vjps import TOOLBOX_RULES  # noqa: E402
+
+RULES.update(TOOLBOX_RULES)
+for _name, _rules in TOOLBOX_RULES.items():
+    register_name(_name, _rules)
