@@ -120,16 +120,20 @@ def _summed(op):
     return impl
 
 
+def delta(u):
+    """The unit of a difference of two values in u: Δ°C for °C, u itself for a multiplicative unit."""
+    return R.additive("-", u, u)[0]
+
+
 def _spread(op, exponent=1):
-    """std, diff, var: differences of values, so an offset temperature gives a delta (Δ°C), as in
-    pint; var is in that unit squared."""
+    """std, diff, ptp (exponent 1) and var (2): differences of values, so an offset temperature
+    gives a delta (Δ°C), as pint's subtraction does, to that power."""
     def impl(x, *args, **kwargs):
         m, u = split(x)
         out = getattr(_nn(), op)(m, *args, **kwargs)
         if u is None:
             return out
-        delta = R.additive("-", u, u)[0] if u._offset else u
-        return make(out, delta if exponent == 1 else R.power(delta, exponent))
+        return make(out, delta(u) if exponent == 1 else R.power(delta(u), exponent))
     return impl
 
 
