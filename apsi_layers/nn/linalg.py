@@ -399,8 +399,9 @@ def eigh(a, UPLO="L"):  # noqa: N803  (NumPy's argument name)
         return pack([(w, 1), (v, 2)])
 
     packed = apply("eigh", fwd, (sym,), {})
-    w, v = unpack(_GRAPH_SLICES, packed, [(n,), (n, n)])
-    return w, v
+    v = unpack(_GRAPH_SLICES, packed, [(n,), (n, n)])[1]
+    # the values from their own op, so a function of them alone differentiates at repeats too
+    return spectral.eigvalsh_op(sym), v
 
 
 def _symmetric_from(a, uplo):
@@ -438,7 +439,8 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
         return pack([(u, 2), (s, 1), (vh, 2)])
 
     packed = apply("svd", fwd, (a,), {})
-    u, s, vh = unpack(_GRAPH_SLICES, packed, [(m, k), (k,), (k, n)])
+    u, _, vh = unpack(_GRAPH_SLICES, packed, [(m, k), (k,), (k, n)])
+    s = spectral.svdvals_op(a)      # (as eigh's values: their own op)
     if full_matrices and m != n:
         return _full_factors(a, u, s, vh)
     return u, s, vh

@@ -87,6 +87,8 @@ print(hessian(fn(a) => sum(svd(a, compute_uv=false) ** 2))(tall).tolist())
 let b = array([[3.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 0.0]])
 print(hessian(fn(a) => sum(svd(a, compute_uv=false) ** 3))(b).tolist())
 print(hessian(fn(a) => norm(a, "nuc"))(array([[2.0, 0.0], [0.0, 2.0], [0.0, 0.0]])).tolist())
+print(hessian(fn(a) => sum(svd(a)[1] ** 2))(2.0 * eye(2)).tolist())
+print(hessian(fn(a) => sum(eigh(a)[0] ** 2))(2.0 * eye(2)).tolist())
 """
 
 
@@ -103,6 +105,8 @@ def test_hessians_of_spectral_functions_at_repeated_values_match_finite_differen
         fd_hessian(lambda a: np.sum(svals(a, compute_uv=False) ** 2), np.eye(3, 2)),
         fd_hessian(lambda a: np.sum(svals(a, compute_uv=False) ** 3), np.diag([3.0, 1.0, 0.0])),
         fd_hessian(lambda a: np.sum(svals(a, compute_uv=False)), np.array([[2.0, 0], [0, 2], [0, 0]])),
+        fd_hessian(lambda a: np.sum(svals(a)[1] ** 2), 2 * np.eye(2)),           # S of the full svd
+        fd_hessian(lambda a: np.sum(np.linalg.eigh(a)[0] ** 2), 2 * np.eye(2)),   # eigh's values
     ]
     # sum(eigvalsh(a)**2) reads a's lower triangle: |tril|^2 + |strict tril|^2, whose hessian is 2
     # on the diagonal entries and 4 on the strictly lower ones (the issue's "2I" for symmetric a)
