@@ -97,16 +97,24 @@ def _det_grad(xp, g, ans, a):
     # The cofactor matrix (the adjugate transposed): det(a) inv(a)^T where a is well conditioned,
     # and from the SVD or the minors where it is (nearly) singular, where the derivative still
     # exists (torch gives the same).
-    if not np.any(_near_singular(values(a), values(ans))):
-        return _scalar_grad(xp, g * ans) * _t(xp, xp.inv(a))
+    inverse = _well_conditioned_inverse(values(a))
+    if inverse is not None:
+        inverse = xp.inv(a) if xp.recording else inverse
+        return _scalar_grad(xp, g * ans) * _t(xp, inverse)
     return _scalar_grad(xp, g) * (_cofactor_minors(xp, a) if xp.recording else _cofactor_svd(values(a)))
 
 
-def _near_singular(a, det):
-    """Per matrix: |det| under 1e-8 of Hadamard's bound (the product of the row norms), i.e. rows
-    nearly dependent, where det * inv(a) would lose digits. O(n^2), no factorization."""
-    bound = np.prod(np.linalg.norm(a, axis=-1), axis=-1)
-    return np.abs(det) <= 1e-8 * bound
+def _well_conditioned_inverse(a):
+    """inv(a), or None where a matrix is singular or its reciprocal condition number (1-norm) is
+    under 1e-8, where det(a) inv(a) would lose digits."""
+    try:
+        inverse = np.linalg.inv(a)
+    except np.linalg.LinAlgError:
+        return None
+    size = np.max(np.sum(np.abs(a), axis=-2), axis=-1) * np.max(np.sum(np.abs(inverse), axis=-2), axis=-1)
+    if not np.all(np.isfinite(size)) or np.any(size * 1e-8 >= 1.0):
+        return None
+    return inverse
 
 
 def _cofactor_svd(a):
