@@ -14,10 +14,15 @@ backend's `predict`. Nothing outside backends/<name>/ imports a backend's own mo
 """
 
 from importlib import import_module
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from apsi_lang import permissions
 from apsi_lang.errors import ApsiError
+
+if TYPE_CHECKING:
+    from apsi_layers.layers.training.plan import FitPlan, PredictPlan
+    from apsi_layers.layers.training.session import Session
+    from apsi_layers.ops.protocol import OpSet
 
 GROUP = "apsi.backends"
 BUILTIN = {"numpy": "apsi_layers.backends.numpy.backend", "torch": "apsi_layers.backends.torch.backend"}
@@ -34,19 +39,19 @@ class Backend(Protocol):
     def missing(self, fn: str) -> str | None:
         """Why this Python cannot run the backend (its library is not installed), or None."""
 
-    def opset(self) -> Any:
+    def opset(self) -> "OpSet":
         """The op set (ops/spec.py's names) at the backend's reference precision, on the CPU."""
 
-    def check_plan(self, fn: str, plan: Any, why: str = "") -> None:
+    def check_plan(self, fn: str, plan: "FitPlan | PredictPlan", why: str = "") -> None:
         """Raise for an option this backend cannot honour (device=, precision=, compile=)."""
 
-    def unsupported(self, plan: Any) -> list:
+    def unsupported(self, plan: "FitPlan | PredictPlan") -> list[tuple[str, Any]]:
         """[(option, value)] this backend cannot honour: backend="auto" sets them aside."""
 
-    def session(self, plan: Any) -> Any:
+    def session(self, plan: "FitPlan") -> "Session":
         """fit's state for the shared loop (the protocol in layers/training/driver.py)."""
 
-    def predict(self, plan: Any, keep: dict | None = None) -> Any:
+    def predict(self, plan: "PredictPlan", keep: dict | None = None) -> Any:
         """The model's outputs for a PredictPlan; `keep` lets a caller that predicts again and again
         with the same parameters (use web's server) keep them on the device between calls."""
 
@@ -63,16 +68,16 @@ class Defaults:
 
     permission: str | None = None
 
-    def missing(self, fn):
+    def missing(self, fn: str) -> str | None:
         return None
 
-    def unsupported(self, plan):
+    def unsupported(self, plan: "FitPlan | PredictPlan") -> list[tuple[str, Any]]:
         return []
 
-    def check_plan(self, fn, plan, why=""):
+    def check_plan(self, fn: str, plan: "FitPlan | PredictPlan", why: str = "") -> None:
         return None
 
-    def exports(self):
+    def exports(self) -> dict:
         return {}
 
 

@@ -116,3 +116,23 @@ def test_the_toy_backend_touches_no_other_backends_files():
             if isinstance(node, ast.ImportFrom) and node.module:
                 if node.module.startswith("apsi_layers.backends"):
                     assert node.module == "apsi_layers.backends.registry", (path.name, node.module)
+
+
+def test_every_session_has_what_the_protocol_names():
+    """layers/training/session.py's Session (what mypy checks) against the three sessions."""
+    import importlib.util
+
+    from apsi_layers.backends.numpy.loop import NumpySession
+    from apsi_layers.layers.training.session import Session
+
+    from .toy_backend.session import Toy32Session
+
+    members = [n for n in vars(Session) if not n.startswith("_")]       # (backend, device: set in __init__)
+    assert {"train_epoch", "leaves", "set_lr", "steps"} <= set(members)
+    sessions = [NumpySession, Toy32Session]
+    if importlib.util.find_spec("torch") is not None:
+        from apsi_layers.backends.torch.loop import TorchSession
+
+        sessions.append(TorchSession)
+    for cls in sessions:
+        assert [m for m in members if not hasattr(cls, m)] == [], cls.__name__

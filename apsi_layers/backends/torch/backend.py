@@ -3,15 +3,21 @@ import torch: `missing()` only asks whether it is installed; the rest loads it w
 
 import importlib.util
 import sys
+from typing import TYPE_CHECKING, Any
 
 from ..registry import Defaults
+
+if TYPE_CHECKING:
+    from apsi_layers.layers.training.plan import FitPlan, PredictPlan
+    from apsi_layers.layers.training.session import Session
+    from apsi_layers.ops.protocol import OpSet
 
 
 class TorchBackend(Defaults):
     name = "torch"
     permission = "python"          # PyTorch runs outside Apsi's sandbox
 
-    def missing(self, fn):
+    def missing(self, fn: str) -> str | None:
         if importlib.util.find_spec("torch") is not None:
             return None
         # the message begins as docs/backends.md's troubleshooting table lists it
@@ -19,7 +25,7 @@ class TorchBackend(Defaults):
                 f'({sys.executable}): install it with `apsi pkg install torch-auto` (or give {fn} '
                 'backend="numpy")')
 
-    def opset(self):
+    def opset(self) -> "OpSet":
         """The float64 op set on the CPU (check_torch's precision)."""
         torch = self._load()
         from .ops import NumpyStreamOps
@@ -28,13 +34,13 @@ class TorchBackend(Defaults):
 
     # device= and precision= are checked when the session selects them (devices.py, precision.py)
 
-    def session(self, plan):
+    def session(self, plan: "FitPlan") -> "Session":
         self._load()
         from .loop import TorchSession
 
         return TorchSession(plan)
 
-    def predict(self, plan, keep=None):
+    def predict(self, plan: "PredictPlan", keep: dict | None = None) -> Any:
         self._load()
         from .loop import predict_loop
 
@@ -46,7 +52,7 @@ class TorchBackend(Defaults):
 
         return check_torch(device, out=out)
 
-    def exports(self):
+    def exports(self) -> dict:
         from .exports import torch_exports
 
         return torch_exports()

@@ -10,26 +10,30 @@ loop (driver.py); predict calls the backend's predict.
 
 import sys
 from dataclasses import replace
+from typing import Any, TypeVar
 
 from apsi_lang.errors import ApsiError
-from apsi_lang.values import show
+from apsi_lang.values import Record, show
 from apsi_layers import fit_hooks
 from apsi_layers.backends import registry
 
+from ..base import Layer
 from . import options as options_table
 from .memory import is_out_of_memory, out_of_memory
-from .plan import fit_plan, predict_plan
+from .plan import FitPlan, PredictPlan, fit_plan, predict_plan
+
+Plan = TypeVar("Plan", FitPlan, PredictPlan)
 
 
-def choose(fn, backend):
+def choose(fn: str, backend: str) -> str:
     """The name of the backend that backend= asks for; raises for a request that cannot be met."""
     return registry.choose(fn, backend).name
 
 
-_NOTED = set()      # the notes already printed in this process: a fit in a loop says it once
+_NOTED: set[str] = set()      # the notes already printed in this process: a fit in a loop says it once
 
 
-def _set_aside(fn, plan):
+def _set_aside(fn: str, plan: Plan) -> Plan:
     """backend="auto" chose NumPy: drop the torch-only options, saying so once on stderr."""
     dropped = registry.find("numpy").unsupported(plan)
     if not dropped:
@@ -45,7 +49,7 @@ def _set_aside(fn, plan):
     return replace(plan, device=None, precision=None, compile=False)
 
 
-def fit(model, params, inputs, targets=None, **options):
+def fit(model: Layer, params: Any, inputs: Any, targets: Any = None, **options: Any) -> Record:
     """Train `model` from `params`; returns {params, history, val_history, metrics, opt, device,
     backend, steps, seconds, …}. Options (docs/layers.md has each in full):
 """
@@ -57,7 +61,7 @@ def fit(model, params, inputs, targets=None, **options):
 fit.__doc__ += options_table.help_text() + "\n"
 
 
-def predict(model, params, x, **options):
+def predict(model: Layer, params: Any, x: Any, **options: Any) -> Any:
     """The model's output for x in evaluation mode (no dropout, running statistics): an nn tensor
     (with unit="km/h" under `use units`, the output read as SI and converted to that unit)."""
     outputs = []                # each hook's way back (units: the output read in unit=)
@@ -70,13 +74,13 @@ def predict(model, params, x, **options):
     return y
 
 
-def predict_kept(model, params, x, keep, **options):
+def predict_kept(model: Layer, params: Any, x: Any, keep: dict, **options: Any) -> Any:
     """predict with the parameters kept between calls in `keep` (a dict the caller holds: use web's
     server passes the same one each time, so the torch backend moves them to the device once)."""
     return _run("predict", predict_plan(model, params, x, options), keep)
 
 
-def _run(fn, plan, keep=None):
+def _run(fn: str, plan: Plan, keep: dict | None = None) -> Any:
     try:
         return _run_on_backend(fn, plan, keep)
     except (MemoryError, RuntimeError) as e:
@@ -85,7 +89,7 @@ def _run(fn, plan, keep=None):
         raise
 
 
-def _run_on_backend(fn, plan, keep=None):
+def _run_on_backend(fn: str, plan: Plan, keep: dict | None = None) -> Any:
     requested = plan.backend
     backend = registry.choose(fn, requested)
     if getattr(plan, "distributed", False) and backend.name != "torch":
@@ -95,7 +99,7 @@ def _run_on_backend(fn, plan, keep=None):
         plan = _set_aside(fn, plan)
     plan = replace(plan, backend=backend.name)
     backend.check_plan(fn, plan)
-    if fn == "predict":
+    if isinstance(plan, PredictPlan):
         return backend.predict(plan, keep)
     from .driver import fit_loop
 

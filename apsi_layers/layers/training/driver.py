@@ -17,6 +17,7 @@ Everything else is decided here once, so the two backends cannot drift.
 """
 
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -30,6 +31,10 @@ from . import plateau, stopping
 from .batches import epoch_batches, seeds
 from .finite import NonFiniteError
 from .progress import progress
+from .session import Session
+
+if TYPE_CHECKING:
+    from .plan import FitPlan
 
 
 class Run:
@@ -56,7 +61,7 @@ class Run:
                 store.setdefault(k, []).append(v)
 
 
-def fit_loop(plan, session):
+def fit_loop(plan: "FitPlan", session: Session) -> Record:
     t0 = time.perf_counter()
     run = Run()
     shuffle = np.random.default_rng(seeds(plan.seed)[0])

@@ -97,7 +97,7 @@ def check_options(fn, options, valid):
             raise ApsiError(f"{fn}: {unknown('option', key, valid)}")
 
 
-def fit_plan(model, params, inputs, targets, options):
+def fit_plan(model: Layer, params: object, inputs: object, targets: object, options: dict) -> FitPlan:
     check_options("fit", options, FIT_OPTIONS)
     check_model("fit", model)
     o = dict(options)
@@ -157,7 +157,7 @@ def _has(model, kind):
     return isinstance(model, kind) or any(_has(child, kind) for child in model.layers)
 
 
-def predict_plan(model, params, x, options):
+def predict_plan(model: Layer, params: object, x: object, options: dict) -> PredictPlan:
     check_options("predict", options, PREDICT_OPTIONS)
     check_model("predict", model)
     several_in, several_out = arity(model)
