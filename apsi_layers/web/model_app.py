@@ -45,7 +45,7 @@ class ModelService:
         self.model, self.params, self.backend, self.device = model, params, backend, device
         self.several_in, self.several_out = arity(model)
         # the permission is checked now; the backend may keep the parameters on its device (keep)
-        choose("serve_model", backend)
+        self.torch = choose("serve_model", backend) == "torch"
         self.keep = {}
         self.checked = set()            # per-sample input shapes check_params accepted
         self.output_shape = None
