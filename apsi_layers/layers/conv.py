@@ -7,7 +7,7 @@ from apsi_lang.values import Record, show
 
 from .base import EMPTY, Layer, fmt, positive_int
 from .core import activation_fn
-from .registry import register
+from .registry import parity_cases, register
 
 
 def tuple_arg(kind, arg, value, dims):
@@ -240,3 +240,20 @@ def avg_pool2d(size=2, stride=None, padding="valid", name=None):
 @register()
 def global_avg_pool(axis=None, name=None):
     return GlobalAvgPool(axis, name)
+
+
+@parity_cases
+def _cases(L, d):
+    seq_of = L.sequential
+    pools = seq_of(L.max_pool2d(2), L.avg_pool2d(3, stride=1, padding="same"),
+                   L.max_pool2d(3, stride=2, padding="same"), L.global_avg_pool())
+    return [
+        dict(name="conv1d", model=seq_of(L.conv1d(4, 3, padding="same", inputs=[3, 10]),
+                                         L.conv1d(4, 2, stride=2, dilation=2, groups=2), L.flatten(),
+                                         L.dense(2)), x=d.x(2, 3, 10)),
+        dict(name="conv2d_opts", model=seq_of(L.conv2d(4, [3, 2], stride=[2, 1], padding=1, inputs=[2, 8, 8]),
+                                              L.conv2d(4, 3, padding="same", dilation=2, groups=4)), x=d.img),
+        dict(name="pooling", model=pools, x=d.img, input_shape=[2, 8, 8]),
+        dict(name="pooling1d", model=seq_of(L.max_pool1d(3, stride=2, padding="same"), L.avg_pool1d(2),
+                                            L.flatten()), x=d.x(2, 3, 10), input_shape=[3, 10]),
+    ]

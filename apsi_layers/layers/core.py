@@ -6,7 +6,7 @@ from apsi_lang.errors import ApsiError
 from apsi_lang.values import Record, show
 
 from .base import EMPTY, Layer, feature_dim, fmt, positive_int, rate_arg
-from .registry import register
+from .registry import parity_cases, register
 from .suggest import unknown
 
 ACTIVATIONS = {
@@ -211,3 +211,21 @@ def activation(fn, name=None):
 def lambda_layer(fn, output_shape=None, torch_fn=None, name=None):
     """Any function fn(x) as a layer without parameters; output_shape when several inputs go in."""
     return Lambda(fn, output_shape, torch_fn, name)
+
+
+@parity_cases
+def _cases(L, d):
+    from apsi_layers.nn import softmax, tanh
+
+    seq_of, dense = L.sequential, L.dense
+    return [
+        dict(name="dense", model=seq_of(dense(4, activation="gelu", inputs=6), dense(3, bias=False)),
+             x=d.x(5, 6)),
+        dict(name="embedding", model=seq_of(L.embedding(11, 4, inputs=[6]), L.flatten(), dense(2)),
+             x=d.tokens),
+        dict(name="dropout_layer", model=seq_of(dense(8, inputs=6), L.dropout(0.3), dense(3)), x=d.x(5, 6)),
+        dict(name="activation_fn", model=seq_of(dense(4, inputs=6), L.activation(lambda v: tanh(v) * 2.0)),
+             x=d.x(5, 6)),
+        dict(name="lambda_layer", model=seq_of(dense(4, inputs=6), L.lambda_layer(lambda v: softmax(v) * v)),
+             x=d.x(5, 6)),
+    ]

@@ -4,7 +4,7 @@ from apsi_lang.errors import ApsiError
 from apsi_lang.values import Record, show
 
 from .base import Layer, fmt
-from .registry import register
+from .registry import parity_cases, register
 
 
 def _eps(kind, eps):
@@ -111,3 +111,13 @@ def layer_norm(eps=1e-5, bias=True, name=None):
 @register()
 def rms_norm(eps=1e-6, name=None):
     return RmsNorm(eps, name)
+
+
+@parity_cases
+def _cases(L, d):
+    seq_of, dense = L.sequential, L.dense
+    return [
+        dict(name="batch_norm2d", model=seq_of(L.conv2d(3, 3, inputs=[2, 8, 8]), L.batch_norm()), x=d.img),
+        dict(name="layer_norm", model=seq_of(dense(8, inputs=6), L.layer_norm(), dense(3)), x=d.x(5, 6)),
+        dict(name="rms_norm", model=seq_of(dense(8, inputs=6), L.rms_norm(), dense(3)), x=d.x(5, 6)),
+    ]

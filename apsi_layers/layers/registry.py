@@ -12,6 +12,7 @@ and docs. Importing this file imports nothing.
 """
 
 LAYERS: dict = {}                    # Apsi name -> constructor, in the order they were registered
+CASES: list = []                     # functions (L, d) -> [case dicts]: check_torch's parity cases
 # the family files: importing them registers their layers (layers/__init__.py imports them all)
 FAMILIES = ("core", "conv", "norm", "recurrent", "attention", "graph", "compose", "zoo")
 
@@ -49,6 +50,21 @@ def recording(build):
         return _built
     finally:
         _built = outer
+
+
+def parity_cases(fn):
+    """A decorator for a family file's function (L, d) -> [dict(name, model, x, input_shape=, graph=,
+    mask=)]: small models of its layers that check_torch runs on NumPy and on PyTorch and compares.
+    L holds `use layers`' functions, d the shared inputs (d.x(*shape), d.tokens, d.seq, d.img,
+    d.graph, d.mask, d.two, d.pair)."""
+    CASES.append(fn)
+    return fn
+
+
+def cases(L, d):
+    """Every family's parity cases, in the families' order."""
+    constructors()
+    return [case for fn in CASES for case in fn(L, d)]
 
 
 def constructors():

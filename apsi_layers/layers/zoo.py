@@ -12,7 +12,7 @@ from .core import Activation, Dense, Dropout, Embedding, Flatten
 from .graph import Gat, Gcn, Gin, Sage
 from .norm import BatchNorm, LayerNorm
 from .recurrent import Gru, Lstm
-from .registry import register
+from .registry import parity_cases, register
 
 
 def _sizes(fn, arg, value):
@@ -219,3 +219,19 @@ class Vae(Layer):
 @register()
 def vae(inputs, latent, hidden=(128,)):
     return Vae(inputs, latent, hidden)
+
+
+@parity_cases
+def _cases(L, d):
+    return [
+        dict(name="mlp", model=L.mlp(6, 3, hidden=[8, 8]), x=d.x(5, 6)),
+        dict(name="conv2d", model=L.cnn_classifier([2, 8, 8], 3, filters=[4, 6], hidden=8), x=d.img),
+        dict(name="batch_norm", model=L.mlp(6, 3, hidden=[8], batch_norm=True), x=d.x(5, 6)),
+        dict(name="dropout", model=L.mlp(6, 3, hidden=[16], dropout=0.4), x=d.x(5, 6)),
+        dict(name="transformer_lm", model=L.transformer_lm(11, d=8, heads=2, layers=2, context=6),
+             x=d.tokens),
+        dict(name="residual", model=L.resnet_mlp(6, 3, width=8, blocks=2), x=d.x(5, 6)),
+        dict(name="gcn", model=L.gcn_classifier(5, 3, hidden=[8], dropout=0.0), x=d.x(7, 5), graph=d.graph),
+        dict(name="vae", model=L.vae(6, 2, hidden=[8]), x=d.x(5, 6)),
+        dict(name="lstm_model", model=L.lstm_classifier(4, 3, units=6), x=d.seq),
+    ]
