@@ -16,8 +16,6 @@ from apsi_lang.errors import ApsiError
 from apsi_lang.values import Record, field_name_problem, show
 
 if TYPE_CHECKING:
-    from apsi_layers.ops.protocol import OpSet
-
     from .context import Ctx
 
 RESERVED = "state"
@@ -46,7 +44,7 @@ class Layer:
         """[(key, layer)] of the layers inside (combinators), for summary and input shapes."""
         return []
 
-    def present(self, y: Any, ops: "OpSet") -> Any:
+    def present(self, y: Any, ops: Any) -> Any:
         """What predict hands back for the forward output y (a VAE returns probabilities)."""
         return y
 

@@ -215,17 +215,17 @@ def lambda_layer(fn, output_shape=None, torch_fn=None, name=None):
 
 @parity_cases
 def _cases(L, d):
-    from apsi_layers.nn import softmax, tanh
-
-    seq_of, dense = L.sequential, L.dense
+    seq_of, dense, nn = L.sequential, L.dense, d.nn      # (nn's functions, as an Apsi lambda calls them)
     return [
         dict(name="dense", model=seq_of(dense(4, activation="gelu", inputs=6), dense(3, bias=False)),
              x=d.x(5, 6)),
         dict(name="embedding", model=seq_of(L.embedding(11, 4, inputs=[6]), L.flatten(), dense(2)),
              x=d.tokens),
         dict(name="dropout_layer", model=seq_of(dense(8, inputs=6), L.dropout(0.3), dense(3)), x=d.x(5, 6)),
-        dict(name="activation_fn", model=seq_of(dense(4, inputs=6), L.activation(lambda v: tanh(v) * 2.0)),
+        dict(name="activation_fn",
+             model=seq_of(dense(4, inputs=6), L.activation(lambda v: nn.tanh(v) * 2.0)),
              x=d.x(5, 6)),
-        dict(name="lambda_layer", model=seq_of(dense(4, inputs=6), L.lambda_layer(lambda v: softmax(v) * v)),
+        dict(name="lambda_layer",
+             model=seq_of(dense(4, inputs=6), L.lambda_layer(lambda v: nn.softmax(v) * v)),
              x=d.x(5, 6)),
     ]

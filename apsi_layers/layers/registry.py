@@ -56,7 +56,7 @@ def parity_cases(fn):
     """A decorator for a family file's function (L, d) -> [dict(name, model, x, input_shape=, graph=,
     mask=)]: small models of its layers that check_torch runs on NumPy and on PyTorch and compares.
     L holds `use layers`' functions, d the shared inputs (d.x(*shape), d.tokens, d.seq, d.img,
-    d.graph, d.mask, d.two, d.pair)."""
+    d.graph, d.mask, d.two, d.pair, and d.nn: nn's functions for a lambda)."""
     CASES.append(fn)
     return fn
 

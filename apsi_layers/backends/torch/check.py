@@ -73,6 +73,7 @@ def uncovered():
 def cases():
     """The models checked: every layer type, composition and zoo family, as each family file gives them
     (its @parity_cases function, layers/registry.py)."""
+    from apsi_layers import nn
     from apsi_layers.layers import registry
     from apsi_layers.layers.exports import layers_exports
 
@@ -84,7 +85,7 @@ def cases():
     edges = np.array([[0, 1, 2, 3, 4, 5, 0, 2, 6, 1], [1, 2, 3, 4, 5, 6, 3, 0, 0, 6]])
     d = Record(x=x, graph=(edges, 7), tokens=r.integers(0, 11, (2, 6)), seq=x(3, 5, 4), img=x(2, 2, 8, 8),
                mask=np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [1, 0, 0, 0, 0]], dtype=bool),
-               two=Record(a=[6], b=[3]), pair=Record(a=[4], b=[4]))
+               two=Record(a=[6], b=[3]), pair=Record(a=[4], b=[4]), nn=nn)
     return [Case(**case) for case in registry.cases(Record(**layers_exports()), d)]
 
 
