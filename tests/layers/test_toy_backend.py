@@ -136,3 +136,25 @@ def test_every_session_has_what_the_protocol_names():
         sessions.append(TorchSession)
     for cls in sessions:
         assert [m for m in members if not hasattr(cls, m)] == [], cls.__name__
+
+
+def test_a_backend_an_installed_package_names_is_found_by_its_entry_point(monkeypatch):
+    """The entry-point group "apsi.backends": the object is loaded when a program first asks for it."""
+    from apsi_lang import installed
+
+    class EntryPoint:
+        name = "toy32"
+        loads = 0
+
+        def load(self):
+            EntryPoint.loads += 1
+            return lambda: BACKEND
+
+    monkeypatch.setitem(installed._cache, registry.GROUP, {"toy32": EntryPoint()})
+    monkeypatch.setattr(registry, "_loaded", {})
+    assert "toy32" in registry.names() and EntryPoint.loads == 0
+    x, _ = linear_data(n=4)
+    net = dense(1, inputs=3)
+    y = predict(net, net.init(seed=0), nn.Tensor(x), backend="toy32")
+    predict(net, net.init(seed=0), nn.Tensor(x), backend="toy32")
+    assert y.data.dtype == np.float32 and EntryPoint.loads == 1
