@@ -1,0 +1,178 @@
+"""The Jupyter side: an ipykernel wrapper kernel that passes cells to the confined worker."""
+
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+
+from ipykernel.kernelbase import Kernel
+
+from . import NAME
+from .protocol import receive
+
+FLAGS_ENV = "APSI_KERNEL_FLAGS"       # the permission flags, from the kernelspec's argv (__main__.py)
+
+
+class WorkerProcess:
+    """The worker and a thread reading its answers into a queue (so waiting for one can be interrupted)."""
+
+    def __init__(self, flags):
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "apsi_cli.kernel.worker", *flags], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, start_new_session=True)   # Jupyter's interrupt reaches it through us
+        self.messages = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        while True:
+            try:
+                message = receive(self.process.stdout)
+            except ValueError:
+                continue
+            self.messages.put(message)
+            if message is None:
+                return
+
+    def send(self, op, **fields):
+        import json
+
+        data = json.dumps({"op": op, **fields}).encode("ascii") + b"\n"
+        try:
+            self.process.stdin.write(data)
+            self.process.stdin.flush()
+        except (BrokenPipeError, OSError):
+            self.messages.put(None)
+
+    def interrupt(self):
+        if self.process.poll() is None:
+            os.kill(self.process.pid, signal.SIGINT)
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+
+
+class ApsiKernel(Kernel):
+    implementation = NAME
+    implementation_version = "0.1"
+    banner = "Apsi — cells share one program; permissions as for apsi run in this folder"
+    language_info = {"name": "apsi", "mimetype": "text/x-apsi", "file_extension": ".apsi",
+                     "pygments_lexer": "apsi", "codemirror_mode": "python"}
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.flags = [f for f in os.environ.get(FLAGS_ENV, "").split("\n") if f]
+        self.notes = []
+        self._start_worker()
+
+    def _start_worker(self):
+        self.worker = WorkerProcess(self.flags)
+        for message in self._answers():        # its start-up warnings, said by the next cell
+            if message["type"] == "stream":
+                self.notes.append(message["text"])
+
+    def _answers(self):
+        """The worker's messages up to its answer (done, ready) or its end, on the main thread; an
+        interrupt (Jupyter's SIGINT to this process) is passed on to the worker."""
+        while True:
+            try:
+                message = self.worker.messages.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            except KeyboardInterrupt:
+                self.worker.interrupt()
+                continue
+            if message is None:
+                yield {"type": "done", "status": "error", "ename": "WorkerEnded", "evalue": "",
+                       "traceback": [], "fatal": True}
+                return
+            yield message
+            if message["type"] in ("done", "ready"):
+                return
+
+    def _request(self, op, **fields):
+        self.worker.send(op, **fields)
+        for message in self._answers():
+            if message["type"] == "done":
+                return message
+        return {"status": "error"}
+
+    async def do_execute(self, code, silent, store_history=True, user_expressions=None, allow_stdin=False,
+                         *, cell_meta=None, cell_id=None):
+        if self.notes and not silent:
+            self._stream("stderr", "".join(self.notes))
+            self.notes = []
+        self.worker.send("execute", code=code, count=self.execution_count)
+        done = None
+        for message in self._answers():
+            kind = message["type"]
+            if kind == "stream" and not silent:
+                self._stream(message["name"], message["text"])
+            elif kind == "display" and not silent:
+                content = {"data": message["data"], "metadata": {}}
+                if message["result"]:
+                    self.send_response(self.iopub_socket, "execute_result",
+                                       {**content, "execution_count": self.execution_count})
+                else:
+                    self.send_response(self.iopub_socket, "display_data", content)
+            elif kind == "done":
+                done = message
+        if done.get("fatal"):
+            self._restart_worker(done)
+        if done["status"] == "ok":
+            return {"status": "ok", "execution_count": self.execution_count, "payload": [],
+                    "user_expressions": {}}
+        error = {"ename": done["ename"], "evalue": done["evalue"], "traceback": done["traceback"]}
+        if not silent:
+            self.send_response(self.iopub_socket, "error", error)
+        return {"status": "error", "execution_count": self.execution_count, **error}
+
+    def _restart_worker(self, done):
+        self.worker.stop()
+        why = "was stopped inside C code" if done["ename"] == "Interrupted" else "ended"
+        done["traceback"] = done["traceback"] + [
+            f"The Apsi process {why}: its variables are lost. A new one has started; run the cells "
+            "above again."]
+        self._start_worker()
+
+    def _stream(self, name, text):
+        self.send_response(self.iopub_socket, "stream", {"name": name, "text": text})
+
+    async def do_complete(self, code, cursor_pos):
+        answer = self._request("complete", code=code, pos=cursor_pos)
+        matches = answer.get("matches", [])
+        return {"status": "ok", "matches": matches, "cursor_start": answer.get("cursor_start", cursor_pos),
+                "cursor_end": answer.get("cursor_end", cursor_pos),
+                "metadata": {"_jupyter_types_experimental": [
+                    {"text": m, "type": k, "start": answer["cursor_start"], "end": answer["cursor_end"]}
+                    for m, k in zip(matches, answer.get("kinds", []))]}}
+
+    async def do_inspect(self, code, cursor_pos, detail_level=0, omit_sections=()):
+        answer = self._request("inspect", code=code, pos=cursor_pos)
+        found = bool(answer.get("found"))
+        return {"status": "ok", "found": found, "metadata": {},
+                "data": {"text/plain": answer["text"]} if found else {}}
+
+    async def do_is_complete(self, code):
+        from apsi_lang.errors import ApsiSyntaxError
+        from apsi_lang.parser import Parser
+
+        from ..repl import needs_more
+
+        try:
+            Parser(code, "<cell>").parse_program()
+        except ApsiSyntaxError as e:
+            if not e.incomplete:
+                return {"status": "invalid"}
+        if needs_more(code):
+            last = code.rstrip("\n").split("\n")[-1]
+            indent = last[:len(last) - len(last.lstrip())]
+            return {"status": "incomplete", "indent": indent + ("    " if last.rstrip().endswith(":") else "")}
+        return {"status": "complete"}
+
+    async def do_shutdown(self, restart):
+        self.worker.stop()
+        return {"status": "ok", "restart": restart}
