@@ -25,7 +25,8 @@ LAZY_COMMANDS = {
     "setup": ("apsi_cli.setup_wizard:setup", "The setup wizard: hardware, PyTorch build, apsi.toml."),
     "launch": ("apsi_cli.launch_cmd:launch",
                "Run a program on several processes (torchrun) for fit(…, distributed=true)."),
-    "kernel": ("apsi_cli.kernel_cmd:kernel", "Install the Jupyter kernel: apsi kernel install [--user] [PERMISSIONS]."),
+    "kernel": ("apsi_cli.kernel_cmd:kernel",
+               "Install the Jupyter kernel: apsi kernel install [--user] [PERMISSIONS]."),
     "lsp": ("apsi_cli.lsp_cmd:lsp", "The language server for editors (stdio)."),
     "trust": ("apsi_cli.trust_cmd:trust", "Review an apsi.toml and trust it (it grants nothing until then)."),
 }

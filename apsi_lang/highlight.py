@@ -5,8 +5,18 @@ Imported only by Pygments (never when a program runs). Keywords and builtins com
 own tables, so a new builtin is highlighted without a change here."""
 
 from pygments.lexer import RegexLexer, bygroups, include, words
-from pygments.token import (Comment, Error, Keyword, Name, Number, Operator, Punctuation, String, Text,
-                            Whitespace)
+from pygments.token import (
+    Comment,
+    Error,
+    Keyword,
+    Name,
+    Number,
+    Operator,
+    Punctuation,
+    String,
+    Text,
+    Whitespace,
+)
 
 from .builtins import BUILTINS
 from .lexer import KEYWORDS, OPERATORS

@@ -1,16 +1,14 @@
-"""Diagnostics for a source text, from the real parser and compiler (syntax errors, undefined names,
-errors in `use`d files), plus what the syntax tree shows without running anything: builtins called with
-a wrong number of arguments, and the permissions the program will need (as information)."""
+"""What the syntax tree shows without running anything: builtins called with a wrong number of
+arguments, the permissions the program will need (as information), and the Diagnostic that
+incremental.py reports them and the parser's and compiler's errors in."""
 
 from dataclasses import dataclass
 from pathlib import Path
 
 from apsi_lang import syntax as S
 from apsi_lang.builtins import BUILTINS
-from apsi_lang.errors import ApsiError, ApsiSyntaxError
 
 from .docs import arity
-from .outline import Outline
 
 ERROR, WARNING, INFORMATION = "error", "warning", "information"
 # builtins whose use needs a permission whatever their arguments (apsi_lang/builtins.py checks them)
@@ -31,45 +29,13 @@ class Diagnostic:
     severity: str = ERROR
 
 
-def diagnose(text, filename, folder, grants=None):
-    """(diagnostics, outline) for `text`, the file `filename` in `folder` (where `use` finds siblings)."""
-    outline = Outline(text, filename)
-    if outline.error is not None:
-        return [_from_syntax_error(outline.error, outline)], outline
-    from apsi_lang import permissions
-
-    grants = grants or permissions.Grants(project_root=Path(folder))
-    before = permissions.current()
-    permissions.set_current(grants)     # `use` reads siblings under the folder's grants, as a run would
-    try:
-        found = _compile(text, filename, folder, outline)
-    finally:
-        permissions.set_current(before)
-    found += arity_problems(outline)
-    found += permission_notes(outline, folder, grants)
-    return sorted(found, key=lambda d: (d.line, d.col)), outline
-
-
-def _compile(text, filename, folder, outline):
-    from apsi_lang import modules, program
-
-    modules.forget_files()          # a sibling may have changed since the last check
-    try:
-        program.compile_source(text, filename, program.new_namespace(folder), program_dir=folder)
-    except ApsiSyntaxError as e:
-        return [_from_syntax_error(e, outline)]
-    except ApsiError as e:          # a module that fails to load: said on its `use` line
-        line = next((ln for _, _, ln in outline.uses()), 1)
-        return [Diagnostic(line, 1, 1 + len(_line(outline, line)), e.message)]
-    return []
-
-
 def _from_syntax_error(e, outline):
     """An error in this file where it is; one in a `use`d file on the `use` line that led there."""
     if e.used_by:
         _, line, module = e.used_by[-1]
         where = f"{e.filename}:{e.line}:{e.col}"
-        return Diagnostic(line, 1, len(_line(outline, line)) + 1, f"in module '{module}' ({where}): {e.message}")
+        return Diagnostic(line, 1, len(_line(outline, line)) + 1,
+                          f"in module '{module}' ({where}): {e.message}")
     text = _line(outline, e.line)
     end = e.col + max(1, _word_length(text, e.col - 1))
     return Diagnostic(e.line, e.col, end, e.message)
@@ -98,18 +64,18 @@ def walk(nodes):
             todo += node
 
 
-def _builtin_calls(outline):
+def _builtin_calls(outline, own=None):
     """Calls of Apsi's own builtins (a name the file defines itself is not one)."""
-    own = {d.name for d in outline.all_definitions()}
+    own = {d.name for d in outline.all_definitions()} if own is None else own
     for node in walk(outline.body):
         if isinstance(node, S.Call) and isinstance(node.func, S.Name) and node.func.id in BUILTINS \
                 and node.func.id not in own:
             yield node
 
 
-def arity_problems(outline):
+def arity_problems(outline, own=None):
     found = []
-    for call in _builtin_calls(outline):
+    for call in _builtin_calls(outline, own):
         if any(isinstance(a, S.Splat) for a in call.args) or any(k is None for k, _ in call.kwargs):
             continue
         bounds = arity(BUILTINS[call.func.id])
@@ -121,7 +87,8 @@ def arity_problems(outline):
         if given < low and not named:
             message = f"{call.func.id}() needs {_count(low)} but is given {given}"
         elif high is not None and given > high:
-            message = f"{call.func.id}() takes {_count(high, 'at most ' if low < high else '')} but is given {given}"
+            most = _count(high, "at most " if low < high else "")
+            message = f"{call.func.id}() takes {most} but is given {given}"
         else:
             continue
         found.append(Diagnostic(call.line, call.col, call.col + len(call.func.id), message))
@@ -132,10 +99,10 @@ def _count(n, qualifier=""):
     return f"{qualifier}{n} positional argument{'' if n == 1 else 's'}"
 
 
-def permission_notes(outline, folder, grants):
+def permission_notes(outline, folder, grants, own=None):
     """Information on each call that will need a permission the folder's grants do not give."""
     found, said = [], set()
-    for call in _builtin_calls(outline):
+    for call in _builtin_calls(outline, own):
         name = call.func.id
         needed, path = NEEDS.get(name), None
         if name in PATH_READS | PATH_WRITES and call.args and isinstance(call.args[0], S.Const) \

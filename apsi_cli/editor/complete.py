@@ -25,15 +25,20 @@ def module_names(folder):
     return sorted(found)
 
 
-def module_exports(name, folder):
-    """The names module `name` exports, or an empty set when it cannot be found or compiled."""
+def module_exports(name, folder, quiet=True):
+    """{name: value} module `name` exports (None for an Apsi file's, which is only compiled); {} when
+    it cannot be found or compiled, or (quiet=False) the ApsiError or ApsiSyntaxError saying why."""
     from apsi_lang import modules
     from apsi_lang.errors import ApsiError, ApsiSyntaxError
 
     try:
-        return set(modules.names(name, folder))
+        if modules._entry_point(name) is not None:
+            return dict(modules.load(name, folder))
+        return dict.fromkeys(modules.names(name, folder))
     except (ApsiError, ApsiSyntaxError, OSError):
-        return set()
+        if not quiet:
+            raise
+        return {}
 
 
 def attributes(value):
@@ -82,19 +87,21 @@ def open_call(before):
     return None
 
 
-def candidates(lines, line, col, folder, namespace=None, outline=None):
+def candidates(lines, line, col, folder, namespace=None, outline=None, exports=None):
     """[(label, kind)] for the cursor at 0-based (line, col); kind: keyword, function, variable,
-    module, field or option. `namespace` is the running program's (the kernel), else None."""
+    module, field or option. `namespace` is the running program's (the kernel), else None;
+    `exports(module)` gives a module's {name: value or None} (default: loaded here)."""
     from .outline import prefix_at
 
     namespace = namespace or {}
+    exports = exports or (lambda module: module_exports(module, folder))
     before = lines[line][:col] if 0 <= line < len(lines) else ""
     m = _USE.match(before)
     if m:
         return _starting(((n, "module") for n in module_names(folder)), m.group(1))
     qualifier, prefix = prefix_at(lines, line, col)
     if qualifier is not None:
-        return _starting(_members(qualifier, folder, namespace, outline), prefix)
+        return _starting(_members(qualifier, namespace, outline, exports), prefix)
     found = [(k, "keyword") for k in sorted(KEYWORDS)]
     found += [(n, _kind(v)) for n, v in sorted(BUILTINS.items())]
     found += [(n, _kind(v)) for n, v in namespace.items() if not n.startswith("_") and n != "args"]
@@ -103,41 +110,36 @@ def candidates(lines, line, col, folder, namespace=None, outline=None):
                   for d in outline.all_definitions()]
         for name, alias, _ in outline.uses():
             if alias is None and name not in namespace:
-                found += [(n, "function") for n in module_exports(name, folder)]
+                found += [(n, _kind(v)) for n, v in exports(name).items()]
     call = open_call(before)
     if call is not None:
-        fn = namespace.get(call, BUILTINS.get(call)) or _exported(call, folder, outline)
+        fn = namespace.get(call, BUILTINS.get(call)) or _exported(call, outline, exports)
         if callable(fn):
             found = [(o + "=", "option") for o in sorted(keyword_options(fn, call))] + found
     return _starting(found, prefix)
 
 
-def _exported(name, folder, outline):
-    """The value of `name` from an installed module the source uses (for its call's options)."""
-    from apsi_lang import modules
-
+def _exported(name, outline, exports):
+    """The value of `name` from a module the source uses (for its call's options), or None."""
     for module, alias, _ in outline.uses() if outline is not None else ():
-        if alias is None and modules._entry_point(module) is not None:
-            try:
-                value = modules.load(module, folder).get(name)
-            except Exception:           # a module that fails to load offers nothing here
-                continue
+        if alias is None:
+            value = exports(module).get(name)
             if value is not None:
                 return value
     return None
 
 
-def _members(qualifier, folder, namespace, outline):
+def _members(qualifier, namespace, outline, exports):
     if qualifier in namespace:
         return [(n, "field") for n in sorted(attributes(namespace[qualifier]))]
     for module, alias, _ in outline.uses() if outline is not None else ():
         if alias == qualifier:
-            return [(n, "function") for n in sorted(module_exports(module, folder))]
+            return [(n, _kind(v)) for n, v in sorted(exports(module).items())]
     return []
 
 
 def _kind(value):
-    return "function" if callable(value) else "variable"
+    return "function" if value is None or callable(value) else "variable"
 
 
 def _starting(pairs, prefix):

@@ -22,7 +22,36 @@ class Definition:
     children: list = field(default_factory=list)
 
 
-class Outline:
+class Definitions:
+    """Lookups over `self.definitions` (a list of Definition), shared by one text's outline and a
+    whole document's (incremental.py)."""
+
+    def all_definitions(self):
+        out, todo = [], list(self.definitions)
+        while todo:
+            d = todo.pop()
+            out.append(d)
+            todo += d.children
+        return out
+
+    def find(self, name, line=None):
+        """The definition `name` refers to at `line`: the innermost function's own first, else the
+        program's top level; None when the file does not define it."""
+        everything = self.all_definitions()
+        best = next((d for d in sorted(everything, key=lambda d: d.line) if d.name == name and d.top), None)
+        if line is not None:
+            for fn in everything:
+                if fn.kind == "function" and fn.line <= line <= fn.end_line:
+                    inner = [c for c in fn.children if c.name == name]
+                    if inner:
+                        best = inner[0]
+        return best
+
+    def top_names(self):
+        return {d.name for d in self.definitions if d.top}
+
+
+class Outline(Definitions):
     """Tokens, syntax tree and definitions of one source text; `error` when it does not parse."""
 
     def __init__(self, text, filename="<input>"):
@@ -63,15 +92,15 @@ class Outline:
                 found.append(fn)
                 continue
             if isinstance(s, S.Let | S.For):
-                kind = "variable"
-                found += [Definition(n, kind, *self._at(n, s), end, "let " + n if isinstance(s, S.Let) else
-                                     "for " + n, top) for n in s.targets]
+                found += [Definition(n, "variable", *self._at(n, s), end, _variable_detail(s, n), top)
+                          for n in s.targets]
             elif isinstance(s, S.Use):
                 shown = s.alias or s.name
                 found.append(Definition(shown, "module", *self._at(shown, s), end,
                                         f"use {s.name}" + (f" as {s.alias}" if s.alias else ""), top))
             elif isinstance(s, S.Try) and s.name:
-                found.append(Definition(s.name, "variable", *self._at(s.name, s), end, "catch " + s.name, False))
+                found.append(Definition(s.name, "variable", *self._at(s.name, s), end, "catch " + s.name,
+                                        False))
             for part in ("body", "orelse", "handler", "final"):
                 inner = getattr(s, part, None)
                 if isinstance(inner, list):
@@ -85,33 +114,37 @@ class Outline:
         """(module name, alias or None, line) of every `use` line."""
         return [(s.name, s.alias, s.line) for s in self.body or () if isinstance(s, S.Use)]
 
-    def all_definitions(self):
-        out, todo = [], list(self.definitions)
-        while todo:
-            d = todo.pop()
-            out.append(d)
-            todo += d.children
-        return out
+    def referenced(self):
+        """Every name the text writes (read or bound)."""
+        return set(self._names) if self.error is None else set()
 
-    def find(self, name, line=None):
-        """The definition `name` refers to at `line`: the innermost function's own first, else the
-        program's top level; None when the file does not define it."""
-        best = None
-        for d in self.all_definitions():
-            if d.name != name:
-                continue
-            if d.top and best is None:
-                best = d
-        if line is not None:
-            for fn in self.all_definitions():
-                if fn.kind == "function" and fn.line <= line <= fn.end_line:
-                    inner = [c for c in fn.children if c.name == name]
-                    if inner:
-                        best = inner[0]
-        return best
 
-    def top_names(self):
-        return {d.name for d in self.definitions if d.top}
+def shifted(definition, offset):
+    """A copy of `definition` (and its children) `offset` lines further down."""
+    from dataclasses import replace
+
+    return replace(definition, line=definition.line + offset, end_line=definition.end_line + offset,
+                   children=[shifted(c, offset) for c in definition.children])
+
+
+# the kind a `let` gives its name, read from the value's syntax (hover shows it)
+_KINDS = {"ListLit": "list", "ListComp": "list", "RecordLit": "record", "MapLit": "map", "TupleLit": "tuple",
+          "Lambda": "fn", "FString": "str", "Compare": "bool"}
+
+
+def _variable_detail(stmt, name):
+    if isinstance(stmt, S.For):
+        return f"for {name} in …"
+    if len(stmt.targets) != 1:
+        return f"let {name}"
+    value = stmt.value
+    kind = _KINDS.get(type(value).__name__)
+    if isinstance(value, S.Const):
+        kind = "none" if value.value is None else {bool: "bool", int: "int", float: "float", str: "str"}.get(
+            type(value.value))
+    elif isinstance(value, S.Call) and isinstance(value.func, S.Name):
+        kind = f"the result of {value.func.id}(…)"
+    return f"let {name}" + (f"  # {kind}" if kind else "")
 
 
 def _params(params):

@@ -170,7 +170,8 @@ class ApsiKernel(Kernel):
         if needs_more(code):
             last = code.rstrip("\n").split("\n")[-1]
             indent = last[:len(last) - len(last.lstrip())]
-            return {"status": "incomplete", "indent": indent + ("    " if last.rstrip().endswith(":") else "")}
+            deeper = "    " if last.rstrip().endswith(":") else ""
+            return {"status": "incomplete", "indent": indent + deeper}
         return {"status": "complete"}
 
     async def do_shutdown(self, restart):

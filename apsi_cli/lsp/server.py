@@ -1,0 +1,156 @@
+"""The language server: diagnostics from the real parser and compiler, hover, completion, go-to-
+definition and document symbols for .apsi files.
+
+Each document is checked on its own thread (one for all documents, so checks never run at once), by
+an incremental checker (apsi_cli/editor/incremental.py): an edit re-checks the top-level statements
+it touched. Requests (hover, completion, …) are answered from the last finished check while the next
+one runs, so a very large file never makes the editor wait. Nothing here runs the program."""
+
+import asyncio
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from lsprotocol import types as T
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+
+from ..editor.incremental import Checker
+from . import convert
+
+DEBOUNCE_S = 0.015          # edits closer together than this are checked once (typing)
+
+
+class State:
+    """What the server knows of one open document."""
+
+    def __init__(self, uri):
+        path = to_fs_path(uri) or uri
+        self.path = path
+        self.folder = str(Path(path).parent) if os.path.isabs(path) else os.getcwd()
+        self.checker = Checker(path, self.folder, _grants(self.folder))
+        self.outline = None           # the last finished check's DocumentOutline
+        self.task = None
+
+
+def _grants(folder):
+    """The folder's grants as `apsi run` there would take them without flags (its trusted apsi.toml);
+    the file's permission notes are given against them."""
+    import contextlib
+    import io
+
+    from .. import runner
+
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):     # stderr is the server's log
+            return runner.build_grants({}, folder)
+    except Exception:               # a broken apsi.toml is said when the program runs; here: none
+        from apsi_lang import permissions
+
+        return permissions.Grants(project_root=Path(folder))
+
+
+class ApsiServer(LanguageServer):
+    def __init__(self):
+        super().__init__("apsi", "0.1")
+        self.states = {}
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="apsi-check")
+
+    def state(self, uri):
+        if uri not in self.states:
+            self.states[uri] = State(uri)
+        return self.states[uri]
+
+    def schedule(self, uri, delay):
+        state = self.state(uri)
+        if state.task is not None:
+            state.task.cancel()
+        state.task = asyncio.ensure_future(self._check(uri, state, delay))
+
+    async def _check(self, uri, state, delay):
+        await asyncio.sleep(delay)
+        document = self.workspace.get_text_document(uri)
+        version, text = document.version, document.source
+        loop = asyncio.get_running_loop()
+        found, outline = await loop.run_in_executor(self.pool, state.checker.check, text)
+        state.outline = outline
+        self.text_document_publish_diagnostics(T.PublishDiagnosticsParams(
+            uri=uri, version=version, diagnostics=[convert.diagnostic(d) for d in found]))
+
+
+server = ApsiServer()
+
+
+@server.feature(T.TEXT_DOCUMENT_DID_OPEN)
+def did_open(ls, params):
+    ls.schedule(params.text_document.uri, 0)
+
+
+@server.feature(T.TEXT_DOCUMENT_DID_CHANGE)
+def did_change(ls, params):
+    ls.schedule(params.text_document.uri, DEBOUNCE_S)
+
+
+@server.feature(T.TEXT_DOCUMENT_DID_SAVE)
+def did_save(ls, params):
+    ls.schedule(params.text_document.uri, 0)
+
+
+@server.feature(T.TEXT_DOCUMENT_DID_CLOSE)
+def did_close(ls, params):
+    state = ls.states.pop(params.text_document.uri, None)
+    if state is not None and state.task is not None:
+        state.task.cancel()
+    ls.text_document_publish_diagnostics(T.PublishDiagnosticsParams(uri=params.text_document.uri,
+                                                                    diagnostics=[]))
+
+
+def _lines(ls, uri):
+    return ls.workspace.get_text_document(uri).source.split("\n")
+
+
+@server.feature(T.TEXT_DOCUMENT_HOVER)
+def hover(ls, params):
+    from .navigate import hover_text
+
+    uri, pos = params.text_document.uri, params.position
+    text = hover_text(ls.state(uri), _lines(ls, uri), pos.line, pos.character)
+    if not text:
+        return None
+    return T.Hover(contents=T.MarkupContent(kind=T.MarkupKind.Markdown, value=text))
+
+
+@server.feature(T.TEXT_DOCUMENT_COMPLETION, T.CompletionOptions(trigger_characters=["."]))
+def completion(ls, params):
+    from ..editor.complete import candidates
+
+    uri, pos = params.text_document.uri, params.position
+    state = ls.state(uri)
+    exports = lambda module: state.checker.exports.get(module, {})   # noqa: E731 (filled by the checks)
+    found = candidates(_lines(ls, uri), pos.line, pos.character, state.folder, None, state.outline, exports)
+    return T.CompletionList(is_incomplete=False, items=[convert.completion(*f) for f in found])
+
+
+@server.feature(T.TEXT_DOCUMENT_DEFINITION)
+def definition(ls, params):
+    from .navigate import find_definition
+
+    uri, pos = params.text_document.uri, params.position
+    found = find_definition(ls.state(uri), _lines(ls, uri), pos.line, pos.character)
+    if found is None:
+        return None
+    path, d = found
+    target = uri if path is None else Path(path).as_uri()
+    return T.Location(uri=target, range=convert.name_range(d))
+
+
+@server.feature(T.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
+def document_symbols(ls, params):
+    state = ls.state(params.text_document.uri)
+    if state.outline is None:
+        return []
+    return [convert.symbol(d) for d in state.outline.definitions if d.top]
+
+
+def main():
+    server.start_io()
