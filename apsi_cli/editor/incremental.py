@@ -23,10 +23,16 @@ _CACHE_LIMIT = 20000
 class DocumentOutline(Definitions):
     """The outline of a whole document, made of its chunks' outlines."""
 
-    def __init__(self, lines, parts):
+    def __init__(self, lines, parts, moved=None):
         self.lines = lines
         self.parts = parts                   # [(line offset, Outline)]
-        self.definitions = [shifted(d, off) for off, o in parts for d in o.definitions]
+        moved = {} if moved is None else moved      # (offset, chunk text) -> its definitions moved there
+        self.definitions = []
+        for off, o in parts:
+            key = (off, o.text)
+            if key not in moved:
+                moved[key] = [shifted(d, off) for d in o.definitions]
+            self.definitions += moved[key]
         errors = [(off, o.error) for off, o in parts if o.error is not None]
         self.error = errors[0][1] if errors else None
 
@@ -42,7 +48,7 @@ class Checker:
 
         self.filename, self.folder = filename, str(folder)
         self.grants = grants or permissions.Grants(project_root=Path(folder))
-        self.parsed, self.compiled, self.linted = {}, {}, {}
+        self.parsed, self.compiled, self.linted, self.moved = {}, {}, {}, {}
         self.module_times = None
         self.exports = {}                    # module -> {name: value (None for an Apsi file's)}
 
@@ -51,7 +57,7 @@ class Checker:
         lines = text.split("\n")
         parts = [(start, self._outline("\n".join(lines[start:start + count])))
                  for start, count in split(lines)]
-        outline = DocumentOutline(lines, parts)
+        outline = DocumentOutline(lines, parts, self.moved)
         declared = {d.name for d in outline.definitions if d.top}
         exports, problems = self._exports(outline)
         shadowed = frozenset(d.name for d in outline.all_definitions() if d.name in BUILTINS)
@@ -106,12 +112,18 @@ class Checker:
             self.module_times = times
 
     def _compile(self, part, declared, exports):
+        """The chunk compiled with the names it writes that the rest declares or `use` brings in:
+        only those can change its result, and giving it all of a long file's names would make each
+        chunk's compile as slow as the file is long. An error is compiled again with all of them, for
+        the compiler's "did you mean" among every name."""
         names = part.referenced()
+        mine = (frozenset(names & declared), frozenset(names & exports))
         if any(isinstance(s, S.Use) for s in part.body):
-            return self._compile_now(part, declared, exports)     # its module may have changed
-        key = (part.text, frozenset(names & declared), frozenset(names & exports))
+            return self._compile_now(part, *mine)     # its module may have changed
+        key = (part.text, *mine)
         if key not in self.compiled:
-            self.compiled[key] = self._compile_now(part, declared, exports)
+            found = self._compile_now(part, *mine)
+            self.compiled[key] = self._compile_now(part, declared, exports) if found else found
         return self.compiled[key]
 
     def _compile_now(self, part, declared, exports):
@@ -158,7 +170,7 @@ class Checker:
         return installed()
 
     def _trim(self):
-        for cache in (self.parsed, self.compiled, self.linted):
+        for cache in (self.parsed, self.compiled, self.linted, self.moved):
             if len(cache) > _CACHE_LIMIT:
                 cache.clear()
 

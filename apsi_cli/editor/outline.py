@@ -57,7 +57,7 @@ class Outline(Definitions):
     def __init__(self, text, filename="<input>"):
         self.text, self.filename = text, filename
         self.lines = text.split("\n")
-        self.error, self.body, self.definitions = None, None, []
+        self.error, self.body, self.definitions, self._referenced = None, None, [], None
         try:
             self.tokens = tokenize(text, filename)
             self.body = Parser(text, filename).parse_program()
@@ -115,8 +115,14 @@ class Outline(Definitions):
         return [(s.name, s.alias, s.line) for s in self.body or () if isinstance(s, S.Use)]
 
     def referenced(self):
-        """Every name the text writes (read or bound)."""
-        return set(self._names) if self.error is None else set()
+        """Every name the text writes (read or bound), f-strings' fields included."""
+        if self.error is not None:
+            return set()
+        if self._referenced is None:
+            from .check import walk
+
+            self._referenced = set(self._names) | {n.id for n in walk(self.body) if isinstance(n, S.Name)}
+        return self._referenced
 
 
 def shifted(definition, offset):
