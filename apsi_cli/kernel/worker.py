@@ -37,7 +37,10 @@ def parse_flags(argv):
 
 
 class Stream(io.TextIOBase):
-    """sys.stdout / sys.stderr of the worker: each write is a stream message to the kernel."""
+    """sys.stdout / sys.stderr of the worker: each write is a stream message to the kernel. A person
+    watches it, though it is no terminal: fit shows its progress by default (one line per epoch)."""
+
+    watched = True
 
     def __init__(self, name, channel):
         self.name_, self.channel = name, channel
