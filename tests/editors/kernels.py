@@ -27,8 +27,10 @@ def start(name, folder):
 def run(kc, code, timeout=60):
     """(reply content, [(msg_type, content)] of the outputs) of one cell."""
     outputs = []
-    reply = kc.execute_interactive(code, timeout=timeout,
-                                   output_hook=lambda m: outputs.append((m["header"]["msg_type"], m["content"])))
+    def hook(message):
+        outputs.append((message["header"]["msg_type"], message["content"]))
+
+    reply = kc.execute_interactive(code, timeout=timeout, output_hook=hook)
     return reply["content"], [(t, c) for t, c in outputs if t not in ("status", "execute_input")]
 
 

@@ -41,7 +41,8 @@ def test_an_edit_compiles_only_the_statement_it_touched(tmp_path):
     assert len(checker.parsed) == parsed + 2
 
 
-@pytest.mark.parametrize("text", ["if x:\n    pass\nelse:\n    pass\n", 'let s = """\nx = (\n"""\nlet t = 1\n',
+@pytest.mark.parametrize("text", ["if x:\n    pass\nelse:\n    pass\n",
+                                  'let s = """\nx = (\n"""\nlet t = 1\n',
                                   "let xs = [\n1,\n2]\nprint(xs)\n", "let a = 1 + \\\n2\n"])
 def test_chunks_split_only_where_a_statement_starts(tmp_path, text):
     found = check(tmp_path, "let x = 1\n" + text)

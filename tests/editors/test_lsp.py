@@ -95,7 +95,8 @@ async def test_an_error_in_a_used_file_is_shown_on_the_use_line(client, project)
 
 @pytest.mark.asyncio(loop_scope="module")
 async def test_hover_completion_definition_and_symbols(client, project):
-    text = "use helpers as h\nuse helpers\nlet count = 41\nfn area(w, h2=1):\n    return w * h2\nprint(area(count))\nh.double(scale)\n"
+    text = ("use helpers as h\nuse helpers\nlet count = 41\nfn area(w, h2=1):\n    return w * h2\n"
+            "print(area(count))\nh.double(scale)\n")
     uri = open_doc(client, project / "nav.apsi", text)
     await diagnostics(client, uri, lambda d: True)
     doc = T.TextDocumentIdentifier(uri=uri)
