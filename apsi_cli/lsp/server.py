@@ -152,5 +152,20 @@ def document_symbols(ls, params):
     return [convert.symbol(d) for d in state.outline.definitions if d.top]
 
 
+class _NoTraceback:
+    """A log record's text without the Python traceback (shown only with APSI_DEBUG=1): a message a
+    client sends that is not UTF-8 or not JSON is refused in one line, and the server goes on."""
+
+    def filter(self, record):
+        record.exc_info, record.exc_text = None, None
+        return True
+
+
 def main():
+    import logging
+
+    logging.basicConfig(level=logging.WARNING, format="apsi lsp: %(message)s")
+    if os.environ.get("APSI_DEBUG", "") in ("", "0"):
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(_NoTraceback())
     server.start_io()
