@@ -123,7 +123,7 @@ class Worker:
                 os._exit(130)
             return self.error("Interrupted", f"apsi: {signals.describe(e)}")
         except BaseException as e:
-            return self.error(type(e).__name__, report.render_runtime_error(e) + self.permission_hint(e))
+            return self.error(type(e).__name__, report.render_runtime_error(e), self.permission_hint(e))
         finally:
             bigstack.release_signals()
             sys.stdout.flush()
@@ -140,9 +140,10 @@ class Worker:
                 f"[\"{e.permission}\"]) and trust that file (apsi trust {self.folder}), then restart "
                 "the kernel.")
 
-    def error(self, ename, text):
-        self.channel.send(type="done", status="error", ename=ename, evalue=text.rsplit("\n", 1)[-1],
-                          traceback=[text])
+    def error(self, ename, text, hint=""):
+        """The cell's error: its Apsi view as the traceback; the message line (not indented) as the value."""
+        evalue = [line for line in text.split("\n") if line and not line[0].isspace()][-1]
+        self.channel.send(type="done", status="error", ename=ename, evalue=evalue, traceback=[text + hint])
 
     def complete(self, code, pos):
         from ..editor.complete import candidates

@@ -85,6 +85,17 @@ class ApsiKernelTests(jkt.KernelTests):
         reply, outputs = kernels.run(self.kc, "kept")
         assert outputs[0][1]["data"]["text/plain"] == "7"
 
+    def test_text_that_is_not_utf8_is_an_error_in_words(self):
+        from pathlib import Path
+
+        (Path(self.folder) / "latin1.apsi").write_bytes(b"let caf\xe9 = 1\n")
+        reply, _ = kernels.run(self.kc, "use latin1")
+        assert reply["status"] == "error" and reply["ename"] == "SyntaxError"
+        assert reply["evalue"].startswith("<cell") and "cannot read" in reply["evalue"]
+        assert "can't decode byte 0xe9" in reply["evalue"]
+        reply, outputs = kernels.run(self.kc, 'print("a\\udcffb")')     # a lone surrogate printed
+        assert reply["status"] == "ok" and outputs[0][1]["text"].startswith("a")
+
     def test_the_worker_runs_behind_the_kernel_wall(self):
         from apsi_cli import confine
 
