@@ -142,7 +142,7 @@ class Worker:
 
     def error(self, ename, text, hint=""):
         """The cell's error: its Apsi view as the traceback; the message line (not indented) as the value."""
-        evalue = [line for line in text.split("\n") if line and not line[0].isspace()][-1]
+        evalue = ([line for line in text.split("\n") if line and not line[0].isspace()] or [text])[-1]
         self.channel.send(type="done", status="error", ename=ename, evalue=evalue, traceback=[text + hint])
 
     def complete(self, code, pos):
