@@ -13,6 +13,9 @@ from . import NAME
 from .protocol import receive
 
 FLAGS_ENV = "APSI_KERNEL_FLAGS"       # the permission flags, from the kernelspec's argv (__main__.py)
+# A cell inside one long call in C (sum(range(10**10)), a huge matrix product) holds Python's lock, so
+# the worker cannot even take the interrupt: after this long, the kernel ends the worker and says so.
+KILL_AFTER_S = 5.0
 
 
 class WorkerProcess:
@@ -77,17 +80,26 @@ class ApsiKernel(Kernel):
     def _answers(self):
         """The worker's messages up to its answer (done, ready) or its end, on the main thread; an
         interrupt (Jupyter's SIGINT to this process) is passed on to the worker."""
+        import time
+
+        interrupted = None
         while True:
             try:
                 message = self.worker.messages.get(timeout=0.2)
             except queue.Empty:
+                if interrupted is not None and time.monotonic() - interrupted > KILL_AFTER_S:
+                    self.worker.stop()
+                    interrupted = -1.0          # said below, when the end of its output arrives
                 continue
             except KeyboardInterrupt:
                 self.worker.interrupt()
+                interrupted = interrupted or time.monotonic()
                 continue
             if message is None:
-                yield {"type": "done", "status": "error", "ename": "WorkerEnded", "evalue": "",
-                       "traceback": [], "fatal": True}
+                why = ([f"apsi: interrupted, but the cell did not stop within {KILL_AFTER_S:.0f} s (it was "
+                        "inside one long operation)"] if interrupted == -1.0 else [])
+                yield {"type": "done", "status": "error", "ename": "WorkerEnded",
+                       "evalue": (why or ["the Apsi process ended"])[0], "traceback": why, "fatal": True}
                 return
             yield message
             if message["type"] in ("done", "ready"):
@@ -132,7 +144,7 @@ class ApsiKernel(Kernel):
 
     def _restart_worker(self, done):
         self.worker.stop()
-        why = "was stopped inside C code" if done["ename"] == "Interrupted" else "ended"
+        why = "ended" if done["ename"] == "WorkerEnded" else "was stopped inside C code"
         done["traceback"] = done["traceback"] + [
             f"The Apsi process {why}: its variables are lost. A new one has started; run the cells "
             "above again."]

@@ -150,3 +150,35 @@ def test_an_untrusted_apsi_toml_grants_nothing_and_says_so(tmp_path):
         assert reply["status"] == "ok" and outputs[-1][1]["data"]["text/plain"] == '"granted"'
     finally:
         km.shutdown_kernel(now=True)
+
+
+@pytest.mark.slow
+def test_a_cell_stuck_in_one_long_c_call_is_ended_and_a_fresh_program_starts(tmp_path):
+    """sum(range(10**10)) never lets the worker take the interrupt: the kernel ends it after 5 s."""
+    km, kc = kernels.start("apsi", tmp_path)
+    try:
+        kernels.run(kc, "let kept = 1")
+        kc.execute("sum(range(10000000000))")
+        time.sleep(1.0)
+        km.interrupt_kernel()
+        reply = kc.get_shell_msg(timeout=30)["content"]
+        said = "\n".join(reply["traceback"])
+        assert reply["status"] == "error" and "did not stop within 5 s" in said
+        assert "variables are lost" in said
+        reply, _ = kernels.run(kc, "kept")
+        assert "undefined name 'kept'" in reply["evalue"]
+        reply, outputs = kernels.run(kc, "1 + 1")
+        assert outputs[0][1]["data"]["text/plain"] == "2"
+    finally:
+        km.shutdown_kernel(now=True)
+
+
+def test_a_malformed_apsi_toml_is_said_by_every_cell(tmp_path):
+    (tmp_path / "apsi.toml").write_text("[run\n")
+    km, kc = kernels.start("apsi", tmp_path)
+    try:
+        for _ in range(2):
+            reply, _ = kernels.run(kc, "1")
+            assert reply["status"] == "error" and "error in apsi.toml" in reply["evalue"]
+    finally:
+        km.shutdown_kernel(now=True)
