@@ -56,6 +56,9 @@ class ApsiKernelTests(jkt.KernelTests):
         reply = self.kc.complete("cfg.", 4, reply=True)["content"]
         assert set(reply["matches"]) == {"lr", "epochs"} and reply["cursor_start"] == 4
         assert "zeros" in self.kc.complete("n.ze", 4, reply=True)["content"]["matches"]
+        kernels.run(self.kc, "use layers")
+        code = "fit(net, p, x, y, ep"
+        assert "epochs=" in self.kc.complete(code, len(code), reply=True)["content"]["matches"]
 
     def test_inspect_shows_the_help_text(self):
         reply = self.kc.inspect("read_text", 3, reply=True)["content"]
