@@ -16,6 +16,10 @@ FLAGS_ENV = "APSI_KERNEL_FLAGS"       # the permission flags, from the kernelspe
 # A cell inside one long call in C (sum(range(10**10)), a huge matrix product) holds Python's lock, so
 # the worker cannot even take the interrupt: after this long, the kernel ends the worker and says so.
 KILL_AFTER_S = 5.0
+# What the worker's output may be, as an allow-list: a program that wrote other MIME types (HTML, JS)
+# would run script in the notebook's page.
+SHOWN = ("text/plain", "image/png")
+STREAMS = ("stdout", "stderr")
 
 
 class WorkerProcess:
@@ -121,10 +125,11 @@ class ApsiKernel(Kernel):
         done = None
         for message in self._answers():
             kind = message["type"]
-            if kind == "stream" and not silent:
-                self._stream(message["name"], message["text"])
+            if kind == "stream" and not silent and message.get("name") in STREAMS:
+                self._stream(message["name"], str(message.get("text", "")))
             elif kind == "display" and not silent:
-                content = {"data": message["data"], "metadata": {}}
+                data = {k: v for k, v in message.get("data", {}).items() if k in SHOWN and isinstance(v, str)}
+                content = {"data": data, "metadata": {}}
                 if message["result"]:
                     self.send_response(self.iopub_socket, "execute_result",
                                        {**content, "execution_count": self.execution_count})
