@@ -128,13 +128,7 @@ class ApsiKernel(Kernel):
             if kind == "stream" and not silent and message.get("name") in STREAMS:
                 self._stream(message["name"], str(message.get("text", "")))
             elif kind == "display" and not silent:
-                data = {k: v for k, v in message.get("data", {}).items() if k in SHOWN and isinstance(v, str)}
-                content = {"data": data, "metadata": {}}
-                if message["result"]:
-                    self.send_response(self.iopub_socket, "execute_result",
-                                       {**content, "execution_count": self.execution_count})
-                else:
-                    self.send_response(self.iopub_socket, "display_data", content)
+                self._display(message)
             elif kind == "done":
                 done = message
         if done.get("fatal"):
@@ -154,6 +148,16 @@ class ApsiKernel(Kernel):
             f"The Apsi process {why}: its variables are lost. A new one has started; run the cells "
             "above again."]
         self._start_worker()
+
+    def _display(self, message):
+        """A value shown: the cell's (execute_result) or show(x)'s (display_data), allow-listed."""
+        data = {k: v for k, v in message.get("data", {}).items() if k in SHOWN and isinstance(v, str)}
+        content = {"data": data, "metadata": {}}
+        if message.get("result"):
+            self.send_response(self.iopub_socket, "execute_result",
+                               {**content, "execution_count": self.execution_count})
+        else:
+            self.send_response(self.iopub_socket, "display_data", content)
 
     def _stream(self, name, text):
         self.send_response(self.iopub_socket, "stream", {"name": name, "text": text})
