@@ -43,12 +43,29 @@ class Stream(io.TextIOBase):
     watched = True
 
     def __init__(self, name, channel):
+        import threading
+
         self.name_, self.channel = name, channel
+        self.pending, self.lock = [], threading.Lock()
 
     def write(self, text):
-        if text:
-            self.channel.send(type="stream", name=self.name_, text=str(text))
+        """Whole lines go out at once (print's text and its newline in one message); a part line
+        waits for its end, a flush, or the cell's end."""
+        text = str(text)
+        with self.lock:
+            self.pending.append(text)
+            if "\n" in text or sum(map(len, self.pending)) > 65536:
+                self._send()
         return len(text)
+
+    def flush(self):
+        with self.lock:
+            self._send()
+
+    def _send(self):
+        if self.pending:
+            self.channel.send(type="stream", name=self.name_, text="".join(self.pending))
+            self.pending = []
 
     def writable(self):
         return True
@@ -89,16 +106,27 @@ class Worker:
 
     # ---- what cells show ----
     def display(self, value):
-        self.channel.send(type="display", data=rich_data(value), result=True)
+        data = rich_data(value)
+        _flush_output()                       # printed before it, shown before it
+        self.channel.send(type="display", data=data, result=True)
 
     def show(self, value):
         """show(x): display x now (a figure as an image), in the middle of a cell."""
-        self.channel.send(type="display", data=rich_data(value), result=False)
+        data = rich_data(value)
+        _flush_output()
+        self.channel.send(type="display", data=data, result=False)
 
     # ---- requests ----
     def execute(self, code, count):
-        if self.startup_error:
-            return self.error("ConfigError", self.startup_error)
+        failed = ("ConfigError", self.startup_error) if self.startup_error else self._run(code, count)
+        _flush_output()                       # what the cell printed comes before its answer
+        if failed is None:
+            self.channel.send(type="done", status="ok")
+        else:
+            self.error(*failed)
+
+    def _run(self, code, count):
+        """Run one cell; None, or (name, Apsi's view of the error[, a hint]) when it failed."""
         from apsi_lang import bigstack, program, report
         from apsi_lang.errors import ApsiSyntaxError
 
@@ -110,24 +138,24 @@ class Worker:
         try:
             bigstack.call(run)
         except ApsiSyntaxError as e:
-            return self.error("SyntaxError", report.render_syntax_error(e))
+            return "SyntaxError", report.render_syntax_error(e)
         except SystemExit as e:
-            return self.error("Exit", f"exit({'' if e.code is None else e.code}) ends the program: the "
-                              "kernel keeps running; restart it for a fresh state")
+            return "Exit", (f"exit({'' if e.code is None else e.code}) ends the program: the kernel keeps "
+                            "running; restart it for a fresh state")
         except KeyboardInterrupt as e:
             from apsi_lang import signals
 
             if bigstack.abandoned:           # stuck in C code: this process cannot go on
+                _flush_output()
                 self.channel.send(type="done", status="error", ename="Interrupted",
                                   evalue="", traceback=[f"apsi: {signals.describe(e)}"], fatal=True)
                 os._exit(130)
-            return self.error("Interrupted", f"apsi: {signals.describe(e)}")
+            return "Interrupted", f"apsi: {signals.describe(e)}"
         except BaseException as e:
-            return self.error(type(e).__name__, report.render_runtime_error(e), self.permission_hint(e))
+            return type(e).__name__, report.render_runtime_error(e), self.permission_hint(e)
         finally:
             bigstack.release_signals()
-            sys.stdout.flush()
-        self.channel.send(type="done", status="ok")
+        return None
 
     def permission_hint(self, e):
         from apsi_lang.errors import PermissionDenied
@@ -175,6 +203,11 @@ class Worker:
 
                 text = help_text(f"{qualifier}.{word}", sandbox.get_attr(value, word))
         self.channel.send(type="done", status="ok", found=bool(text), text=text or "")
+
+
+def _flush_output():
+    sys.stdout.flush()
+    sys.stderr.flush()
 
 
 def _prefix(text):

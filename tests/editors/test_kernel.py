@@ -51,6 +51,13 @@ class ApsiKernelTests(jkt.KernelTests):
         assert reply["status"] == "ok"
         assert outputs[0][1]["data"]["text/plain"] == "42"
 
+    def test_output_comes_in_the_order_it_was_written(self):
+        code = 'print("a", end="")\nprint("b")\n1\neprint("c")\nprint("d", end="")'
+        reply, outputs = kernels.run(self.kc, code)
+        shown = [(t, c.get("name"), c.get("text") or c["data"]["text/plain"]) for t, c in outputs]
+        assert shown == [("stream", "stdout", "ab\n"), ("execute_result", None, "1"),
+                         ("stream", "stderr", "c\n"), ("stream", "stdout", "d")]
+
     def test_completion_offers_a_records_fields_and_a_modules_names(self):
         kernels.run(self.kc, "let cfg = {lr: 0.1, epochs: 3}\nuse nn as n")
         reply = self.kc.complete("cfg.", 4, reply=True)["content"]
