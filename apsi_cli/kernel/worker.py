@@ -268,6 +268,7 @@ def main(argv=None):
     worker.prepare()                  # its warnings (an untrusted apsi.toml) go out as stderr
     channel.send(type="ready")
     requests = sys.stdin.buffer
+    sys.stdin = io.StringIO()         # input() meets the end of input: the pipe carries requests only
     while True:
         try:
             request = receive(requests)

@@ -58,6 +58,12 @@ class ApsiKernelTests(jkt.KernelTests):
         assert shown == [("stream", "stdout", "ab\n"), ("execute_result", None, "1"),
                          ("stream", "stderr", "c\n"), ("stream", "stdout", "d")]
 
+    def test_input_meets_the_end_of_input_and_the_kernel_goes_on(self):
+        reply, outputs = kernels.run(self.kc, 'let answer = input("name? ")\nanswer == none')
+        assert reply["status"] == "ok" and outputs[-1][1]["data"]["text/plain"] == "true"
+        reply, outputs = kernels.run(self.kc, "2 + 2")
+        assert outputs[-1][1]["data"]["text/plain"] == "4"
+
     def test_completion_offers_a_records_fields_and_a_modules_names(self):
         kernels.run(self.kc, "let cfg = {lr: 0.1, epochs: 3}\nuse nn as n")
         reply = self.kc.complete("cfg.", 4, reply=True)["content"]
