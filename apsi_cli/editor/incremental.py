@@ -52,17 +52,23 @@ class Checker:
         self.module_times = None
         self.exports = {}                    # module -> {name: value (None for an Apsi file's)}
 
-    def check(self, text):
-        """(diagnostics with the document's line numbers, DocumentOutline)."""
+    def check(self, text, stop=None):
+        """(diagnostics with the document's line numbers, DocumentOutline). `stop()` is asked between
+        statements: when it says yes, Stopped is raised, and what was checked so far is kept, so the
+        next check of the document starts where this one stopped."""
+        stop = stop or (lambda: False)
         lines = text.split("\n")
-        parts = [(start, self._outline("\n".join(lines[start:start + count])))
-                 for start, count in split(lines)]
+        parts = []
+        for start, count in split(lines):
+            _stop_if(stop)
+            parts.append((start, self._outline("\n".join(lines[start:start + count]))))
         outline = DocumentOutline(lines, parts, self.moved)
         declared = {d.name for d in outline.definitions if d.top}
         exports, problems = self._exports(outline)
         shadowed = frozenset(d.name for d in outline.all_definitions() if d.name in BUILTINS)
         found = list(problems)
         for offset, part in parts:
+            _stop_if(stop)
             if part.error is not None:
                 found.append(_moved(check._from_syntax_error(part.error, part), offset))
                 continue
@@ -173,6 +179,15 @@ class Checker:
         for cache in (self.parsed, self.compiled, self.linted, self.moved):
             if len(cache) > _CACHE_LIMIT:
                 cache.clear()
+
+
+class Stopped(Exception):
+    """A check given up for a more urgent one (another document's); its work so far is kept."""
+
+
+def _stop_if(stop):
+    if stop():
+        raise Stopped
 
 
 def _moved(diagnostic, offset):

@@ -8,6 +8,7 @@ one runs, so a very large file never makes the editor wait. Nothing here runs th
 
 import asyncio
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -55,27 +56,48 @@ class ApsiServer(LanguageServer):
         super().__init__("apsi", "0.1")
         self.states = {}
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="apsi-check")
+        self.preempt = threading.Event()    # set: the running check stops for a more urgent one
 
     def state(self, uri):
         if uri not in self.states:
             self.states[uri] = State(uri)
         return self.states[uri]
 
-    def schedule(self, uri, delay):
+    def schedule(self, uri, delay, urgent=True):
         state = self.state(uri)
         if state.task is not None:
             state.task.cancel()
-        state.task = asyncio.ensure_future(self._check(uri, state, delay))
+        state.task = asyncio.ensure_future(self._check(uri, state, delay, urgent))
 
-    async def _check(self, uri, state, delay):
+    async def _check(self, uri, state, delay, urgent):
+        """Check the document's current text on the checking thread and publish what it finds. An
+        edit (urgent) makes a running check of another document stop at its next statement; that one
+        goes on afterwards from where it stopped (its checker keeps every statement it checked)."""
         await asyncio.sleep(delay)
         document = self.workspace.get_text_document(uri)
         version, text = document.version, document.source
+        if urgent:
+            self.preempt.set()
         loop = asyncio.get_running_loop()
-        found, outline = await loop.run_in_executor(self.pool, state.checker.check, text)
+        result = await loop.run_in_executor(self.pool, self._run_check, state, text, urgent)
+        if result is None:                  # stopped for another document's check: resume after it
+            self.schedule(uri, 0, urgent=False)
+            return
+        found, outline = result
         state.outline = outline
         self.text_document_publish_diagnostics(T.PublishDiagnosticsParams(
             uri=uri, version=version, diagnostics=[convert.diagnostic(d) for d in found]))
+
+    def _run_check(self, state, text, urgent):
+        """On the checking thread: (diagnostics, outline), or None when preempted."""
+        from ..editor.incremental import Stopped
+
+        if urgent:
+            self.preempt.clear()            # this one runs now; the next edit may stop it in turn
+        try:
+            return state.checker.check(text, stop=self.preempt.is_set)
+        except Stopped:
+            return None
 
 
 server = ApsiServer()

@@ -47,3 +47,22 @@ def test_an_edit_compiles_only_the_statement_it_touched(tmp_path):
 def test_chunks_split_only_where_a_statement_starts(tmp_path, text):
     found = check(tmp_path, "let x = 1\n" + text)
     assert found == []
+
+
+def test_a_stopped_check_keeps_what_it_did(tmp_path):
+    from apsi_cli.editor.incremental import Stopped
+
+    checker = Checker(str(tmp_path / "big.apsi"), str(tmp_path))
+    text = program(600)
+    asked = []
+
+    def stop():
+        asked.append(1)
+        return len(asked) > 30          # stop in the middle of the statements
+
+    with pytest.raises(Stopped):
+        checker.check(text, stop=stop)
+    kept = len(checker.parsed)
+    assert 0 < kept
+    found, _ = checker.check(text)
+    assert found == [] and len(checker.parsed) > kept

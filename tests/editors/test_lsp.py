@@ -150,10 +150,16 @@ async def test_a_100000_line_file_leaves_the_server_responsive(client, project):
     small = open_doc(client, project / "small.apsi", "let a = 1\n")
     await diagnostics(client, small, lambda d: len(d) == 0)
     huge = open_doc(client, project / "huge.apsi", program(100_000) + "print(missing_name)\n")
-    await asyncio.sleep(0.5)                                # its first check is running now
+    await asyncio.sleep(1.0)                                # its first check is running now
     started = time.monotonic()
     result = await client.text_document_hover_async(
         T.HoverParams(T.TextDocumentIdentifier(uri=small), T.Position(0, 4)))
     assert time.monotonic() - started < 5 and "let a" in result.contents.value
+    change_doc(client, small, "let a = 1\nprint(b)\n")    # checked before the huge file's check ends
+    started = time.monotonic()
+    found = await diagnostics(client, small, lambda d: len(d) == 1, timeout=20)
+    assert "undefined name 'b'" in found[0].message and time.monotonic() - started < 10
+    assert huge not in client.diagnostics                   # (its check is still going on)
     found = await diagnostics(client, huge, lambda d: len(d) == 1, timeout=300)
     assert "undefined name 'missing_name'" in found[0].message
+    assert found[0].range.start.line == len(program(100_000).split("\n")) - 1
