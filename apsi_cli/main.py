@@ -28,6 +28,8 @@ LAZY_COMMANDS = {
     "kernel": ("apsi_cli.kernel_cmd:kernel",
                "Install the Jupyter kernel: apsi kernel install [--user] [PERMISSIONS]."),
     "lsp": ("apsi_cli.lsp_cmd:lsp", "The language server for editors (stdio)."),
+    "serve": ("apsi_cli.serve_cmd:serve",
+              "Serve a model file over HTTP (apsi serve model.apsim --port 8000 --allow-net=…)."),
     "trust": ("apsi_cli.trust_cmd:trust", "Review an apsi.toml and trust it (it grants nothing until then)."),
 }
 
