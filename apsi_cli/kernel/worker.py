@@ -281,6 +281,9 @@ def main(argv=None):
         except KeyboardInterrupt:     # arrived after the cell ended, before its answer
             channel.send(type="done", status="error", ename="Interrupted", evalue="",
                          traceback=["apsi: interrupted (Ctrl-C)"])
+        except Exception as e:        # a completion or inspection that failed: the program's state stays
+            said = f"apsi kernel: internal error: {type(e).__name__}: {e} (a bug in Apsi: please report it)"
+            channel.send(type="done", status="error", ename="InternalError", evalue=said, traceback=[said])
 
 
 if __name__ == "__main__":

@@ -73,6 +73,15 @@ class ApsiKernelTests(jkt.KernelTests):
         code = "fit(net, p, x, y, ep"
         assert "epochs=" in self.kc.complete(code, len(code), reply=True)["content"]["matches"]
 
+    def test_a_failing_inspection_keeps_the_programs_state(self):
+        kernels.run(self.kc, "let survivor = 5")
+        # a field of a record whose text cannot be made (show of a value nested too deeply raises)
+        kernels.run(self.kc, "let deep = []\nfor i in range(100000):\n    deep = [deep]\n"
+                             "let holder = {v: deep}")
+        self.kc.inspect("holder.v", 8, reply=True)
+        reply, outputs = kernels.run(self.kc, "survivor")
+        assert outputs[-1][1]["data"]["text/plain"] == "5"
+
     def test_inspect_shows_the_help_text(self):
         reply = self.kc.inspect("read_text", 3, reply=True)["content"]
         assert reply["found"] and reply["data"]["text/plain"].startswith("read_text(path")
