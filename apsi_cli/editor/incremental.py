@@ -53,6 +53,20 @@ class Checker:
         self.exports = {}                    # module -> {name: value (None for an Apsi file's)}
 
     def check(self, text, stop=None):
+        """See _check; with the recursion limit the compiler parses under (program.compile_source):
+        call it on a thread with a big stack (apsi_lang.bigstack), as the language server does."""
+        import sys
+
+        from apsi_lang.program import _COMPILE_RECURSION
+
+        before = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(before, _COMPILE_RECURSION))
+        try:
+            return self._check(text, stop)
+        finally:
+            sys.setrecursionlimit(before)
+
+    def _check(self, text, stop=None):
         """(diagnostics with the document's line numbers, DocumentOutline). `stop()` is asked between
         statements: when it says yes, Stopped is raised, and what was checked so far is kept, so the
         next check of the document starts where this one stopped."""

@@ -185,10 +185,14 @@ class ApsiKernel(Kernel):
 
         try:
             Parser(code, "<cell>").parse_program()
+            more = needs_more(code)
         except ApsiSyntaxError as e:
             if not e.incomplete:
                 return {"status": "invalid"}
-        if needs_more(code):
+            more = True
+        except RecursionError:          # nested deeper than this thread parses: the run will say
+            return {"status": "complete"}
+        if more:
             last = code.rstrip("\n").split("\n")[-1]
             indent = last[:len(last) - len(last.lstrip())]
             deeper = "    " if last.rstrip().endswith(":") else ""

@@ -94,8 +94,10 @@ class ApsiServer(LanguageServer):
 
         if urgent:
             self.preempt.clear()            # this one runs now; the next edit may stop it in turn
-        try:
-            return state.checker.check(text, stop=self.preempt.is_set)
+        from apsi_lang import bigstack
+
+        try:        # on a thread whose stack holds the parser's recursion (deeply nested brackets)
+            return bigstack.call(lambda: state.checker.check(text, stop=self.preempt.is_set))
         except Stopped:
             return None
 

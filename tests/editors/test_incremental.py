@@ -66,3 +66,8 @@ def test_a_stopped_check_keeps_what_it_did(tmp_path):
     assert 0 < kept
     found, _ = checker.check(text)
     assert found == [] and len(checker.parsed) > kept
+
+
+def test_brackets_nested_as_deep_as_apsi_allows_are_no_error(tmp_path):
+    deep = "(" * 95 + "1" + ")" * 95
+    assert check(tmp_path, f"let x = {deep}\nprint(x)\n") == []

@@ -25,6 +25,7 @@ class ApsiKernelTests(jkt.KernelTests):
     complete_code_samples = ["1", "print(1)", "fn f(x):\n    return x\n\n"]
     incomplete_code_samples = ["fn f(x):", "let xs = [1,", 'let s = """a']
     invalid_code_samples = ["let = 1", "print(1))"]
+    complete_code_samples += ["(" * 95 + "1" + ")" * 95]       # as deep as Apsi's brackets go
     code_inspect_sample = "read_text"
     code_generate_error = 'error("boom")'
     code_execute_result = [{"code": "6 * 7", "result": "42"},
