@@ -100,6 +100,12 @@ class ApsiServer(LanguageServer):
             return bigstack.call(lambda: state.checker.check(text, stop=self.preempt.is_set))
         except Stopped:
             return None
+        except Exception as e:      # a bug: said on the file's first line; the server goes on
+            from ..editor.check import WARNING, Diagnostic
+
+            said = (f"apsi lsp could not check this file ({type(e).__name__}: {e}): this is a bug in Apsi, "
+                    "please report it")
+            return [Diagnostic(1, 1, 2, said, WARNING)], state.outline
 
 
 server = ApsiServer()

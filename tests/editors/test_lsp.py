@@ -163,3 +163,16 @@ async def test_a_100000_line_file_leaves_the_server_responsive(client, project):
     found = await diagnostics(client, huge, lambda d: len(d) == 1, timeout=300)
     assert "undefined name 'missing_name'" in found[0].message
     assert found[0].range.start.line == len(program(100_000).split("\n")) - 1
+
+
+def test_a_check_that_fails_is_said_on_the_file_and_the_server_goes_on(tmp_path):
+    from apsi_cli.lsp.server import ApsiServer, State
+
+    state = State((tmp_path / "x.apsi").as_uri())
+
+    def broken(text, stop=None):
+        raise KeyError("oops")
+
+    state.checker.check = broken
+    found, outline = ApsiServer()._run_check(state, "let a = 1\n", urgent=True)
+    assert "could not check this file (KeyError: 'oops')" in found[0].message and outline is None
