@@ -158,3 +158,22 @@ def test_a_backend_an_installed_package_names_is_found_by_its_entry_point(monkey
     y = predict(net, net.init(seed=0), nn.Tensor(x), backend="toy32")
     predict(net, net.init(seed=0), nn.Tensor(x), backend="toy32")
     assert y.data.dtype == np.float32 and EntryPoint.loads == 1
+
+
+def test_a_broken_backend_plug_in_is_named(monkeypatch):
+    from apsi_lang import installed
+
+    class EntryPoint:
+        name, value = "broken", "somepkg.backend:make"
+
+        def load(self):
+            raise ImportError("No module named 'somepkg'")
+
+    monkeypatch.setitem(installed._cache, registry.GROUP, {"broken": EntryPoint()})
+    monkeypatch.setattr(registry, "_loaded", {})
+    x, _ = linear_data(n=4)
+    with pytest.raises(ApsiError, match=r"backend=\"broken\": the plug-in's entry point "
+                                        r"'somepkg.backend:make' failed to load: ImportError: No module"):
+        predict(dense(1, inputs=3), dense(1, inputs=3).init(seed=0), nn.Tensor(x), backend="broken")
+    with pytest.raises(ApsiError, match=r"unknown backend \[1\]; valid: numpy, auto, torch, broken"):
+        predict(dense(1, inputs=3), dense(1, inputs=3).init(seed=0), nn.Tensor(x), backend=[1])
