@@ -1,6 +1,7 @@
 """Every test runs with its own user config folder, so the record of trusted apsi.toml files
 (apsi_lang/trust.py) is never the real user's, and subprocesses inherit the same one."""
 
+import importlib.util
 import os
 import tempfile
 
@@ -26,3 +27,17 @@ def python_allowed():
     permissions.set_current(permissions.Grants(granted=frozenset({"python"})))
     yield
     permissions.set_current(before)
+
+
+HAVE_TORCH = importlib.util.find_spec("torch") is not None
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked `torch` skip, saying why, where PyTorch is not installed (it is optional); found
+    without importing it, so collection stays fast."""
+    if HAVE_TORCH:
+        return
+    skip = pytest.mark.skip(reason="PyTorch is not installed (optional: apsi pkg install torch-auto)")
+    for item in items:
+        if item.get_closest_marker("torch"):
+            item.add_marker(skip)
