@@ -5,6 +5,10 @@ every folder on sys.path, which for `python -m apsi` includes the current folder
 `zzz-1.0.dist-info/entry_points.txt` into its project had a later `use` (and every later run) call
 code of its choosing (issue 15). So the project folder, the current folder and the program's folder
 are left out of the search, whatever sys.path says, and each group is read once per process.
+
+The interpreter's own environment (its site-packages, the user site) is searched wherever it lives:
+a project's `.venv` or `~/.venvs/apsi` under the folder `apsi` runs from is where the user installed
+Apsi (issue 28), and programs cannot write there (permissions.environment_folders).
 """
 
 import os
@@ -29,14 +33,20 @@ def entry_points(group, program_dir=None):
 
 
 def search_path(program_dir=None):
-    """sys.path without the folders a program can write to without permission."""
+    """sys.path without the folders a program can write to without permission; the interpreter's
+    environment is kept wherever it lives."""
     from . import permissions
 
     untrusted = [os.getcwd(), str(permissions.current().project_root)]
     if program_dir is not None:
         untrusted.append(str(program_dir))
     untrusted = [os.path.realpath(p) for p in untrusted]
-    return [p for p in sys.path if not _under_any(os.path.realpath(p or "."), untrusted)]
+    environment = permissions.environment_folders()
+    return [p for p in sys.path if _trusted(os.path.realpath(p or "."), untrusted, environment)]
+
+
+def _trusted(path, untrusted, environment):
+    return path in environment or not _under_any(path, untrusted)
 
 
 def _under_any(path, folders):

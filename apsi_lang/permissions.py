@@ -77,7 +77,7 @@ class Grants:
         if self.explicitly(permission, target):
             return None
         if permission == "write":
-            reason = protected_reason(written, target, self.project_root)
+            reason = protected_reason(written, target, self.project_root) or environment_reason(target)
             if reason:
                 return reason
         if _inside(target, self.project_root):
@@ -209,6 +209,41 @@ def _in_environment(root, parts):
     for i, part in enumerate(parts[:-1]):
         if part.casefold() in ("bin", "scripts") and (root.joinpath(*parts[:i]) / "pyvenv.cfg").exists():
             return f"'{'/'.join(parts[:i + 1])}' holds a Python environment's programs"
+    return None
+
+
+_ENVIRONMENT = []     # environment_folders(), once per process
+
+
+def environment_folders():
+    """The interpreter's own environment, resolved: the folders its packages are installed in
+    (sysconfig's purelib and platlib for sys.prefix and sys.base_prefix, and the user site), and a
+    virtual environment's programs (bin/, Scripts/). It is where the user installed Apsi and its
+    modules, wherever it lives (a project's .venv, ~/.venvs/apsi): `use` trusts what is installed
+    there (installed.py), and a program may write there only with write granted for that path, as for
+    .git/."""
+    if not _ENVIRONMENT:
+        import site
+        import sys
+        import sysconfig
+
+        folders = set()
+        for base in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}:
+            paths = sysconfig.get_paths(vars={"base": base, "platbase": base})
+            folders.update(paths[k] for k in ("purelib", "platlib"))
+        if sys.prefix != sys.base_prefix:
+            folders.add(sysconfig.get_paths()["scripts"])
+        if site.ENABLE_USER_SITE:
+            folders.add(site.getusersitepackages())
+        _ENVIRONMENT.extend(sorted({os.path.realpath(f) for f in folders}))
+    return tuple(_ENVIRONMENT)
+
+
+def environment_reason(target):
+    """Why writing `target` would change the interpreter's installed packages, or None."""
+    for folder in environment_folders():
+        if _inside(target, Path(folder)):
+            return "it is in the Python environment Apsi runs in (its installed packages run code)"
     return None
 
 
