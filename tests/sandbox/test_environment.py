@@ -4,6 +4,7 @@ folder (issue 15's fix for planted dist-info folders), the environment's site-pa
 interpreter's own environment is now trusted wherever it lives, and programs cannot write into it;
 planted folders elsewhere in the project stay ignored (test_planted_packages.py)."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -79,13 +80,19 @@ def _link_or_copy(src, dst):
         shutil.copy2(src, dst)
 
 
-def _make_venv(where, deps, source):
-    """A venv at `where` with `source` installed editable from it, offline; its python and apsi."""
+def _bare_venv(where, deps):
+    """A venv at `where` that finds Apsi's dependencies but not Apsi; its python."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True, timeout=120)
     python = where / "bin" / "python"
     site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                           capture_output=True, text=True, check=True).stdout.strip()
     Path(site, "test-deps.pth").write_text(f"{deps}\n")
+    return python
+
+
+def _make_venv(where, deps, source):
+    """A venv at `where` with `source` installed editable from it, offline; its apsi."""
+    python = _bare_venv(where, deps)
     env = {**_clean_env(), "PIP_CONFIG_FILE": os.devnull, "PIP_NO_INDEX": "1"}
     p = subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
                         "-e", str(source)], capture_output=True, text=True, env=env, timeout=300)
@@ -135,3 +142,35 @@ def test_a_venv_in_home_runs_from_home(clone, tmp_path):
         p = subprocess.run([str(apsi), "-e", f"use {name}\nprint(\"{name} ok\")"], cwd=home,
                            capture_output=True, text=True, env=_clean_env(HOME=str(home)), timeout=120)
         assert p.returncode == 0 and p.stdout == f"{name} ok\n", p.stderr
+
+
+@pytest.mark.slow
+def test_doctor_says_why_the_shipped_modules_cannot_be_found(clone, tmp_path):
+    """`python -m apsi doctor` from a checkout that is not installed in this Python: doctor said
+    "Nothing is broken" while `use layers` failed."""
+    proj, deps = clone
+    python = _bare_venv(tmp_path / "venv", deps)
+
+    def doctor():
+        p = subprocess.run([str(python), "-m", "apsi", "doctor", "--json"], cwd=proj, capture_output=True,
+                           text=True, env=_clean_env(), timeout=120)
+        rows = [c for c in json.loads(p.stdout)["checks"] if c["key"] == "modules"]
+        return p.returncode, rows
+
+    code, rows = doctor()
+    assert code == 1 and [r["status"] for r in rows] == ["fail"], rows
+    assert rows[0]["detail"].startswith("`use nn, layers, plot, units, web` cannot find them for a program "
+                                        "in this folder: no installed package provides them in this Python")
+    assert f"{python} -m pip install -e" in rows[0]["fix"]
+    # the metadata a checkout keeps after `pip install -e` elsewhere is under the folder: not searched
+    info = proj / "apsi.egg-info"
+    info.mkdir()
+    (info / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: apsi\nVersion: 0.1.0\n")
+    (info / "entry_points.txt").write_text("[apsi.modules]\nnn = apsi_layers.apsi_modules:nn_module\n"
+                                           "layers = apsi_layers.apsi_modules:layers_module\n")
+    try:
+        code, rows = doctor()
+    finally:
+        shutil.rmtree(info)
+    assert code == 1 and "Apsi's metadata is only in apsi.egg-info, under the current or project folder, " \
+        "which `use` does not search" in rows[0]["detail"], rows
