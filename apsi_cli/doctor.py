@@ -378,7 +378,7 @@ def _config(r, perms):
     from apsi_lang.errors import ConfigError
     from apsi_lang.permissions import PERMISSIONS
 
-    flags = sorted(k.removeprefix("allow_").replace("_", "-") for k, v in perms.items() if v)
+    flags, by_flags = _flag_grants(perms)
     try:
         cfg = config.load(Path.cwd())
     except ConfigError as e:
@@ -407,7 +407,7 @@ def _config(r, perms):
     for w in cfg.warnings:
         if "apsi trust" not in w:           # the trust state has its own row above
             r.check("config", "apsi.toml", WARN, w, "remove or correct the key")
-    others = [p for p in PERMISSIONS if p not in granted]
+    others = [p for p in PERMISSIONS if p not in granted and p not in by_flags]
     detail = f"granted by apsi.toml: {', '.join(granted) or 'none'}"
     if cfg.read or cfg.write:
         detail += f"; read paths: {len(cfg.read)}, write paths: {len(cfg.write)}"
@@ -415,6 +415,26 @@ def _config(r, perms):
         detail += f"; by flags: {', '.join(flags)}"
     detail += f"; not granted: {', '.join(others) or 'none'}"
     r.check("permissions", "Permissions", INFO, detail)
+
+
+def _flag_grants(perms):
+    """(what the flags say, one entry each, e.g. "python", "read (for /data)", "deny-net"; the
+    permissions they grant, whole or in part) from the permission flags' values."""
+    from apsi_lang.permissions import PERMISSIONS
+
+    if perms.get("allow_all"):
+        return ["all"], set(PERMISSIONS)
+    said, grants = [], set()
+    for key, value in sorted(perms.items()):
+        if not value:
+            continue
+        verb, _, name = key.partition("_")
+        if verb == "allow":
+            grants.add(name)
+            said.append(name if value is True or value == "*" else f"{name} (for {value})")
+        else:
+            said.append(f"{verb}-{name}" + ("" if value is True or value == "*" else f" (for {value})"))
+    return said, grants
 
 
 def _confinement(r):

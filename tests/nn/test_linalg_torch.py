@@ -6,9 +6,10 @@ sensitivity grows with it (inverses, solves, decompositions)."""
 
 import numpy as np
 import pytest
-torch = pytest.importorskip("torch")   # optional: the whole file compares against it
 
 from apsi_layers import nn
+
+torch = pytest.importorskip("torch")   # optional: the whole file compares against it
 
 TL = torch.linalg
 RNG = np.random.default_rng(19)
