@@ -6,6 +6,7 @@ import os
 import tempfile
 
 import pytest
+from child_processes import children_end_with_the_test  # noqa: F401  (autouse: a test's children end with it)
 
 _CONFIG = tempfile.mkdtemp(prefix="apsi-test-config-")
 os.environ["XDG_CONFIG_HOME"] = _CONFIG
