@@ -27,6 +27,7 @@ class Layer:
         self.name = check_name(name, self.kind)
         self.settings = {k: v for k, v in options.items() if v is not None}    # those not at default
         self.declared_input = None if inputs is None else shape_arg(self.kind, "inputs", inputs)
+        self.given_inputs = inputs      # as written, for the text that rebuilds the layer
 
     # --- what a layer type defines --------------------------------------------------------------
     def build(self, rng, input_shape):
@@ -90,6 +91,8 @@ class Layer:
     def __repr__(self):
         args = [show(v, True) for v in self.positional()]
         args += [f"{k}={show(v, True)}" for k, v in self.settings.items()]
+        if getattr(self, "given_inputs", None) is not None:
+            args.append(f"inputs={show(self.given_inputs, True)}")
         if self.name != self.kind:
             args.append(f"name={show(self.name, True)}")
         return f"{self.kind}({', '.join(args)})"
