@@ -52,9 +52,8 @@ def fit(**kw):
     ({"y": nn.Tensor(-np.ones(10))}, r"label -1 is out of range"),
     ({"y": nn.Tensor(np.full(10, 0.5))}, r"needs int class labels"),
     ({"x": nn.Tensor(np.zeros((0, 2))), "y": nn.Tensor(np.zeros(0))}, r"fit: the inputs are empty \(0 samples\)"),
-    ({"x": nn.Tensor(np.zeros((10, 3)))}, r"parameter dense.w has shape \[2, 4\] but layer dense\(4, "
-                                           r"activation=\"relu\"\) at dense needs \[3, 4\] for inputs of per-sample "
-                                           r"shape \[3\]"),
+    ({"x": nn.Tensor(np.zeros((10, 3)))}, r"^fit: the model expects 2 input features per sample and got 3 "
+                                           r"\(inputs of shape \[10, 3\]\); give inputs of shape \[N, 2\]"),
     ({"loss": "mse"}, r'loss="mse": the model outputs per-sample shape \[2\] but the targets have per-sample '
                       r"shape \[\]"),
     ({"loss": None}, r"fit: give a loss"),
@@ -64,8 +63,7 @@ def fit(**kw):
                                                r"sequence mask is \[N, T\]"),
     ({"mask": np.ones(9, dtype=bool)}, r"fit: mask has 9 rows but the inputs have 10"),
     ({"val": [nn.Tensor(np.zeros((3, 5))), nn.Tensor(np.zeros(3))]},
-     r"fit \(val\): parameter dense.w has shape \[2, 4\] but layer .* needs \[5, 4\] for inputs of per-sample "
-     r"shape \[5\]"),
+     r"fit \(val\): the model expects 2 input features per sample and got 5 \(inputs of shape \[3, 5\]\)"),
     ({"val": [X, nn.Tensor(np.full(10, 3.0))]}, r"fit \(val\): label 3 is out of range"),
     ({"loss": lambda p, t: p}, r"fit: the loss function returned a tensor of shape \[\d+, 2\]; it must return one "
                                r"number, e.g. loss=fn\(pred, target\) => mean"),
@@ -214,7 +212,7 @@ let net = mlp(2, 2, hidden=[4])
 
 @pytest.mark.parametrize("line, message", [
     ('let r = fit(net, net.init(seed=0), randn(10, 3, seed=0), y, loss="cross_entropy")',
-     "fit: parameter dense.w has shape [2, 4] but layer"),
+     "fit: the model expects 2 input features per sample and got 3 (inputs of shape [10, 3])"),
     ('let r = fit(net, net.init(seed=0), x, y, loss="cross_entropy", backend="torch")',
      "fit(backend=\"torch\") needs permission 'python': run with --allow-python"),
     ('let r = fit(mlp(2, 1), mlp(2, 1).init(seed=0), x, y, loss="mse", opt=sgd(lr=1e9), epochs=5)',
@@ -231,3 +229,24 @@ def test_an_apsi_program_sees_the_message_at_its_own_line(tmp_path, line, messag
     assert r.returncode != 0
     assert f"train.apsi:6:9: error: {message}" in r.stderr, r.stderr
     assert ".py" not in r.stderr and "Warning" not in r.stderr       # no Python frames or warnings
+
+
+@pytest.mark.parametrize("model, params, x, message", [
+    # the model does not know its input; its parameters do (a first dense weight is [inputs, units])
+    (lambda: L.sequential(L.dense(8), L.dense(2)), lambda m: m.init(seed=0, input_shape=[3]), (4, 5),
+     "predict: the model expects 3 input features per sample and got 5 (inputs of shape [4, 5]); give "
+     "inputs of shape [N, 3]"),
+    (lambda: L.mlp(1, 2), lambda m: m.init(seed=0), (4, 2),
+     "predict: the model expects 1 input feature per sample and got 2"),
+    (lambda: L.cnn_classifier([1, 8, 8], 2), lambda m: m.init(seed=0), (2, 3, 8, 8),
+     "predict: the model expects inputs of per-sample shape [1, 8, 8] and got [3, 8, 8] (inputs of shape "
+     "[2, 3, 8, 8]); give inputs of shape [N, 1, 8, 8]"),
+    # the right width, parameters of another model: the parameter is named
+    (lambda: L.mlp(2, 2, hidden=[8]), lambda m: L.mlp(2, 2, hidden=[4]).init(seed=0), (4, 2),
+     "predict: parameter dense.w has shape [2, 4] but layer"),
+])
+def test_inputs_of_the_wrong_width_say_so_in_the_datas_terms(model, params, x, message):
+    m = model()
+    with pytest.raises(ApsiError) as e:
+        L.predict(m, params(m), nn.Tensor(np.zeros(x)))
+    assert e.value.message.startswith(message), e.value.message

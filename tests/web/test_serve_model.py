@@ -72,7 +72,8 @@ BAD = [
     (b'{"mask": null}', 400, "the body has no \"inputs\" field"),
     (b'{"inputs": [[1, 2, 3, 4]], "inputs2": 1}', 400, "unknown field"),
     (b'{"inputs": [[1, NaN, 3, 4]]}', 400, "NaN is not JSON"),
-    (b'{"inputs": [[1, 2, 3]]}', 422, "predict: parameter dense.w has shape [4, 16]"),
+    (b'{"inputs": [[1, 2, 3]]}', 422, "predict: the model expects 4 input features per sample and got 3 "
+                                      "(inputs of shape [1, 3])"),
     (b'{"inputs": [[1, 2, 3, 4], [1, 2]]}', 422, "predict: inputs must be a tensor or a (nested) list of "
                                                   "numbers of equal lengths; inputs[1] is a list of 2 but "
                                                   "inputs[0] is a list of 4"),
