@@ -250,3 +250,20 @@ def test_inputs_of_the_wrong_width_say_so_in_the_datas_terms(model, params, x, m
     with pytest.raises(ApsiError) as e:
         L.predict(m, params(m), nn.Tensor(np.zeros(x)))
     assert e.value.message.startswith(message), e.value.message
+
+
+def test_sequences_without_a_feature_axis_are_told_to_add_one():
+    """issue 28: [N, T] data for an LSTM said "give one sample as a batch of one, [x]"."""
+    net = L.lstm_classifier(1, 2, units=4)
+    with pytest.raises(ApsiError) as e:
+        L.predict(net, net.init(seed=0), nn.Tensor(np.zeros((20, 7))))
+    assert "got [7] (one feature per step still needs its axis: [steps, 1])" in e.value.message
+    assert e.value.message.endswith("so batches of shape [N, ?, 1]: reshape(x, [20, 7, 1])"), e.value.message
+    assert "batch of one" not in e.value.message
+    bare = L.sequential(L.lstm_layer(4), L.dense(2))          # a model that does not know its input
+    with pytest.raises(ApsiError, match=r"got \[7\] \(one feature per step still needs its axis"):
+        bare.init(seed=0, input_shape=[7])
+    # one sample of a 3-feature sequence, without its batch axis: that tip stays
+    net = L.lstm_classifier(3, 2, units=4)
+    with pytest.raises(ApsiError, match=r"give one sample as a batch of one, \[x\]$"):
+        L.predict(net, net.init(seed=0), nn.Tensor(np.zeros((7, 3))))

@@ -42,7 +42,7 @@ def check_params(fn, model, params, data):
     try:
         spec, out = model.build(rng, shape)
     except ApsiError as e:
-        hint = _rank_hint(model, shape)
+        hint = _rank_hint(model, shape, shapes_of(data.inputs))
         raise ApsiError(f"{fn}: {e.message} (inputs of shape {fmt(shapes_of(data.inputs))}){hint}") from None
     if not isinstance(params, Record | list | tuple | dict) and not isinstance(params, Tensor):
         raise ApsiError(f"{fn}: params must be the parameter tree from model.init(seed=0), "
@@ -106,17 +106,24 @@ def _expected_input(model, want, have_d, shape):
     return None
 
 
-def _rank_hint(model, shape):
+def _rank_hint(model, shape, full):
     """Why the shapes may disagree, when the model knows its per-sample input and the data has
-    another number of axes (most often one sample given without its batch axis)."""
+    another number of axes: one sample given without its batch axis, or sequences of one feature
+    without their feature axis ([N, T] where the model takes [T, 1])."""
     known = model.known_input()
     if not isinstance(known, tuple) or not isinstance(shape, tuple) or len(known) == len(shape):
         return ""
     batch = "[N, " + fmt(known)[1:]
     hint = f"; the model takes per-sample inputs {fmt(known)}, so batches of shape {batch}"
-    if len(shape) == len(known) - 1:
+    if len(shape) == len(known) - 1 and known[-1] == 1 and _fits(shape, known[:-1]):
+        hint += f": reshape(x, {fmt(tuple(full) + (1,))})"
+    elif len(shape) == len(known) - 1:
         hint += ": give one sample as a batch of one, [x]"
     return hint
+
+
+def _fits(shape, known):
+    return all(k is None or k == s for s, k in zip(shape, known, strict=True))
 
 
 def _layer_of(trace, name):
