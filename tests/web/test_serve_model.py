@@ -123,6 +123,7 @@ def test_routes_of_the_server(served):
         assert info["model"] == "mlp(4, 3, hidden=[16])" and info["inputs"] == [4]
         assert info["outputs"] == [3] and info["parameters"] == 4 * 16 + 16 + 16 * 3 + 3
         assert info["backend"] == "numpy" and info["max_batch"] == 64
+        assert info["device"] == "cpu"          # the word fit's r.device says for the same place (issue 28)
         r = client.get("/predict")
         assert r.status_code == 405 and r.json()["error"] == "GET is not allowed on /predict"
         assert client.get("/nothing").json() == {"error": "no route GET /nothing", "status": 404}

@@ -67,7 +67,8 @@ def fit_numpy(plan):
 class NumpySession:
     """fit's state on the NumPy backend, for the shared loop (layers/training/driver.py)."""
 
-    backend = device = "numpy"
+    backend = "numpy"
+    device = "cpu"          # where it computes, as torch's sessions and serve_model's /info say it
 
     def __init__(self, plan):
         self.plan = plan
