@@ -7,6 +7,7 @@
     apsi check FILE…                     compile without running (for editors and CI)
     apsi check-torch [--device cpu]      every layer on NumPy and PyTorch, compared in float64
     apsi trust [PATH] [--yes]            trust an apsi.toml (until then it grants nothing)
+    apsi doc NAME                        what help(NAME) shows: apsi doc fit, apsi doc nn
     apsi run|pkg|doctor|setup …          subcommands, imported only when used
 """
 
@@ -26,6 +27,7 @@ LAZY_COMMANDS = {
     "launch": ("apsi_cli.launch_cmd:launch",
                "Run a program on several processes (torchrun) for fit(…, distributed=true)."),
     "trust": ("apsi_cli.trust_cmd:trust", "Review an apsi.toml and trust it (it grants nothing until then)."),
+    "doc": ("apsi_cli.doc_cmd:doc", "Show what a builtin, a module or a function is: apsi doc fit."),
 }
 
 

@@ -1,0 +1,110 @@
+"""The documentation of `use layers` (apsi_lang/doc_source.py): the tables docs/layers.md shows
+(every layer, combinator and zoo model, and fit's options)."""
+
+from apsi_lang.doc_source import Table
+
+TABLES = (
+    Table('docs/layers.md', 'layer', None,
+          ('Layer', 'Input → output (per sample)', 'Parameters and options'),
+          (
+              ('`dense(units, activation=none, bias=true, inputs=none)`', '`[..., F]` → `[..., units]`', '`w [F, units]`, `b [units]`'),
+              ('`embedding(vocab, dim)`', 'int ids `[T]` → `[T, dim]`', '`w [vocab, dim]`'),
+              ('`conv1d(filters, kernel, stride=1, padding="valid", dilation=1, groups=1, bias=true, activation=none)`', "`[C, L]` → `[filters, L']`", '`w [filters, C/groups, k]`, `b`'),
+              ('`conv2d(filters, kernel, …)` (same options; kernel, stride, dilation an int or `[h, w]`)', "`[C, H, W]` → `[filters, H', W']`", '`w [filters, C/groups, kh, kw]`, `b`'),
+              ('`max_pool1d(size=2, stride=size, padding="valid")`, `max_pool2d(…)`', '`[C, L]`, `[C, H, W]`', 'none'),
+              ('`avg_pool1d(…)`, `avg_pool2d(…)` (padding counts as zeros, as in PyTorch)', '', 'none'),
+              ('`global_avg_pool(axis=none)`', '`[C, …]` → `[C]`; with `axis=1`: `[T, F]` → `[F]`', 'none'),
+              ('`flatten()`', '`[…]` → `[features]`', 'none'),
+              ('`dropout(rate=0.5)`', 'same', 'zeroes `rate` of the values while training, scales the rest by 1/(1-rate)'),
+              ('`batch_norm(momentum=0.1, eps=1e-5)`', 'axis 1 (features of `[F]`, channels of `[C, …]`)', '`gamma`, `beta`, `state.mean`, `state.var`'),
+              ('`layer_norm(eps=1e-5, bias=true)`', 'last axis', '`gamma`, `beta`'),
+              ('`rms_norm(eps=1e-6)`', 'last axis', '`gamma`'),
+              ('`activation(name_or_fn)`', 'same', 'none'),
+              ('`lambda_layer(fn, output_shape=none, torch_fn=none)`', "any function of the batch; its output shape is found by running it once (`torch_fn`, from Python: the torch backend's version)", 'none'),
+              ('`lstm_layer(units, return_sequences=false, return_state=false)`', '`[T, F]` → `[units]` (or `[T, units]`)', "`w_ih [4u, F]`, `w_hh [4u, u]`, `b_ih`, `b_hh` (PyTorch's layout, gates i f g o)"),
+              ('`gru_layer(units, …)`', 'as LSTM', 'gates r z n'),
+              ('`attention(heads, dim=none, causal=false, dropout=0.0, bias=true)`', '`[T, F]` → `[T, F]`; `[x, memory]` for cross-attention', "`wq wk wv wo` (+ biases); `dropout` acts on the output (after `wo`), as in a transformer block's residual branch"),
+              ('`transformer_block(heads, hidden=4F, dropout=0.0, causal=false, activation="gelu")`', '`[T, F]` → `[T, F]`', 'pre-norm: `x + attn(norm1(x))`, `x + fc2(fc1(norm2(x)))`'),
+              ('`positions(context, kind="learned")` (`"sinusoidal"` has no parameters)', '`[T, D]`, `T ≤ context`', '`table [context, D]`'),
+          )),
+    Table('docs/layers.md', 'combinator', None,
+          ('Combinator', 'Meaning'),
+          (
+              ('`sequential(a, b, …)` (or a list)', 'layers one after another'),
+              ('`residual(layer)`', '`x + layer(x)` (the layer must keep the shape)'),
+              ('`parallel(a, b, …, merge="concat", axis=-1)`', 'each layer on the same input; merge `"concat"`, `"add"`, `"mean"`, `"mul"`, `"sub"`'),
+              ('`merge(kind="concat", axis=-1)`', 'a DAG node that joins several inputs'),
+              ('`dag(inputs, nodes, outputs)`', 'named nodes: `nodes={name: [layer, "input"], other: [layer, ["a", "b"]]}`; `inputs` a name, a list of names or a record `{name: shape}`; `outputs` a name or a list (several outputs)'),
+          )),
+    Table('docs/layers.md', 'layer', None,
+          ('Layer', 'Rule'),
+          (
+              ('`gcn_layer(units, activation=none)`', 'Kipf & Welling: `D^-1/2 (A + I) D^-1/2 X W + b` (self-loops already in the edge list are dropped first, so each node has exactly one, as PyG does)'),
+              ('`sage_layer(units, activation=none)`', 'GraphSAGE, mean: `X W_self + mean(neighbours) W_neigh + b`'),
+              ('`gat_layer(units, heads=1, concat=true, slope=0.2, activation=none)`', "graph attention: softmax over each node's in-edges and itself, N(i) ∪ {i} (a self-loop in the edge list is not counted twice)"),
+              ('`gin_layer(units, hidden=units, eps=0.0, train_eps=false, activation=none)`', 'GIN: `mlp((1 + eps) x + sum(neighbours))`'),
+          )),
+    Table('docs/layers.md', 'model', None,
+          ('Model', 'One line'),
+          (
+              ('`mlp(inputs, outputs, hidden=[64, 64], activation="relu", dropout=0.0, batch_norm=false)`', '`let net = mlp(2, 3, hidden=[32, 32])`'),
+              ('`resnet_mlp(inputs, outputs, width=128, blocks=4, dropout=0.0)`', '`let net = resnet_mlp(16, 4, width=128, blocks=4)`'),
+              ('`cnn_classifier(input_shape, classes, filters=[16, 32], kernel=3, hidden=64, dropout=0.0)`', '`let net = cnn_classifier([1, 28, 28], 10)`'),
+              ('`lstm_classifier(inputs, classes, units=64, layers=1, vocab=none, embed=32, cell="lstm", dropout=0.0)`', '`let net = lstm_classifier(8, 2, units=32)` or with token ids `lstm_classifier(0, 2, vocab=100)`'),
+              ('`transformer_lm(vocab, d=128, heads=4, layers=2, context=128, dropout=0.0, hidden=4d, positions="learned")`', '`let lm = transformer_lm(vocab, d=256, heads=8, layers=6, context=256, dropout=0.1)`'),
+              ('`gcn_classifier(inputs, classes, hidden=[16], dropout=0.5, kind="gcn")` (`kind`: gcn, sage, gat, gin)', '`let net = gcn_classifier(34, 2)`'),
+              ('`vae(inputs, latent, hidden=[128])`', '`let v = vae(784, 16, hidden=[256])`'),
+          )),
+    Table('docs/layers.md', 'option', 'fit',
+          ('Option', 'Default', 'Meaning'),
+          (
+              ('`loss`', 'required (`"vae"` for a vae)', '`"mse"`, `"mae"`, `"huber"`, `"cross_entropy"` (logits `[…, C]`, int labels `[…]`), `"bce"` (from logits), `"vae"`, or a function `fn(pred, target)`. Targets reach a loss function shaped as for the named losses: `[N]` targets for a model with one output arrive as `[N, 1]` (so `pred - target` is never an `[N, N]` matrix); float targets that differ from the output\'s shape only where broadcasting would stretch them are an error naming both shapes'),
+              ('`opt`', '`"adam"`', "an `nn` optimizer (`adamw(lr=3e-4, weight_decay=0.1)`) or a name: sgd, adam, adamw, rmsprop, adagrad, nadam, radam (nn's defaults)"),
+              ('`epochs`', '1', 'passes over the data'),
+              ('`batch_size`', '32', 'samples per step (the last batch may be smaller)'),
+              ('`seed`', '0', 'fixes shuffling, dropout and VAE sampling: the same call gives the same numbers, bit for bit'),
+              ('`clip`', 'none', "global-norm gradient clipping (as torch's `clip_grad_norm_`)"),
+              ('`schedule`', 'none', '`fn(step) => lr`, called with the global step (0, 1, …) before each update'),
+              ('`graph`', 'none', 'edges `[2, E]` for graph layers (each epoch is one full-graph step)'),
+              ('`mask`', 'none', "bool `[N]` (graph nodes, or samples, that count in the loss) or `[N, T]` (real sequence steps of inputs `[N, T, …]`: used by the layers, and the loss skips padded targets). A mini-batch whose mask keeps no sample is skipped (no step), and the epoch's loss is the mean over the kept samples; a mask that is false everywhere is refused before training"),
+              ('`val`', 'none', '`[x_val, y_val]`, `[x_val, y_val, mask_val]` or `{x, y, mask}`: adds `val_history` (evaluation mode). A validation mask works as `mask=` does in training: for the layers (padding) and, where it covers the targets, for the loss, which is then the mean over the kept positions'),
+              ('`verbose`', 'true on a terminal', "a rich progress bar per epoch (loss, validation loss, steps/s, the fit's time left), each epoch's bar left on screen with its losses; when output is not a terminal, one line per epoch"),
+              ('`backend`', '`"numpy"`', '`"numpy"`, `"torch"` (needs permission `python` and PyTorch), `"auto"` (torch when both are there, NumPy otherwise; there the torch-only options are set aside with one note on stderr)'),
+              ('`device`, `precision`, `compile`', '', 'torch only (docs/backends.md); with `backend="numpy"` only `device="cpu"`/`"auto"` and `precision="fp64"` pass'),
+              ('`metrics`', 'none', 'a list of `"accuracy"`, `"top5"`, `"mae"`, `"mse"`, `"rmse"`, `"r2"` and functions `fn NAME(pred, target)`; computed after each epoch in evaluation mode on the training data (`r.metrics.NAME`) and on val (`r.val_metrics.NAME`), shown in the progress output. `accuracy` follows the loss: argmax for `cross_entropy`, `logit > 0` for `bce`; masks apply as for the loss; `r2` is scikit-learn\'s `r2_score` (per output column, averaged)'),
+              ('`validation_split`', 'none', 'a fraction: the last part of the samples (before shuffling, as Keras) becomes `val`'),
+              ('`early_stopping`', 'none', 'a patience (`early_stopping=5`) or `{monitor: "val_loss", patience: 5, min_delta: 0.0, mode: "auto", restore_best: true}`: stop when `monitor` (`loss`, `val_loss`, a metric, or `val_` + a metric; default `val_loss` when there is validation data) has not improved by `min_delta` for `patience` epochs; `mode="auto"` maximises accuracy, top5 and r2. With `restore_best` (the default) `r.params` are the best epoch\'s; `r.stopped_epoch`, `r.best_epoch`'),
+              ('`checkpoint`', 'none', "a file written (atomically, under the sandbox's write rules) after every epoch: parameters, optimizer state, schedule step, epoch, the positions of the shuffle and dropout streams, the histories, early stopping's state and the options that must not change. A zip of NumPy arrays, never a pickle"),
+              ('`resume`', 'none', 'a checkpoint to continue from: 4 epochs at once and 2 + resume 2 give the same history and parameters bit for bit (NumPy, torch at any precision on the same machine). `epochs` counts the whole run (`epochs=4` after a 2-epoch checkpoint trains epochs 3 and 4) and `r.history` holds every epoch. A resume with another model, sample count, batch size, seed, loss, optimizer, backend, precision or metrics is refused, naming what differs'),
+              ('`distributed`', 'false', '`true`: data-parallel training on several processes started by `apsi launch --nproc N` or torchrun (PyTorch DDP: gloo on the CPU, NCCL on CUDA, rank r on `cuda:LOCAL_RANK`); `"auto"`: distributed when launched that way, one process otherwise. Needs `backend="torch"`; `batch_size` is per process, and N processes train exactly as one with `batch_size` × N. Only rank 0 shows progress and writes checkpoints; a graph model is refused. `rank()` and `world_size()` tell a program where it runs. See docs/distributed.md'),
+              ('`on_epoch`', 'none', '`fn(epoch, logs)` after each epoch, with `logs` = `{loss, val_loss, metrics, val_metrics, lr, seconds}` (`lr`: the last step\'s rate); returning `"stop"` stops training'),
+          )),
+)
+
+MODULE = 'models built from layers, trained with fit on NumPy (or PyTorch) and run with predict; ready-made models (mlp, cnn_classifier, transformer_lm, …) (docs/layers.md).'
+
+EXAMPLES = {
+    'fit': 'use layers\nuse nn\nlet x = randn(64, 2, seed=0)\nlet y = array([i % 2 for i in range(64)])\nlet net = mlp(2, 2, hidden=[8])\nlet r = fit(net, net.init(seed=0), x, y, loss="cross_entropy", epochs=3, verbose=false)\nprint(len(r.history), r.best_epoch)',
+    'predict': 'use layers\nuse nn\nlet net = mlp(2, 3)\nlet p = net.init(seed=0)\nprint(predict(net, p, randn(4, 2, seed=1)).shape)',
+    'dense': 'use layers\nlet net = sequential(dense(8, activation="relu", inputs=3), dense(1))\nprint(net)',
+    'summary': 'use layers\nsummary(mlp(4, 2, hidden=[8]))',
+}
+
+PARAGRAPHS = {
+    "fit": ("`fit(model, params, inputs, targets, …)` returns a record: `params` (the trained tree, float64 `nn` "
+            "tensors like `init` gives), `history` (the mean loss of each epoch), `val_history`, `metrics` and "
+            "`val_metrics` (a record of per-epoch lists, one per metric), `opt` (the optimizer with its state "
+            "after training), `epochs` (epochs finished, a checkpoint's included), `stopped` (`none`, "
+            "`\"early\"`, `\"callback\"`, `\"interrupted\"` or `\"nan\"`), `interrupted`, `stopped_epoch`, "
+            "`best_epoch`, `device`, `backend`, `steps`, `seconds`, `world_size` and `rank` (1 and 0 unless "
+            "`distributed`)."),
+    "predict": ("`predict(model, params, x, graph=none, mask=none, batch_size=1024, backend=\"numpy\")` runs the "
+                "model in evaluation mode (no dropout, batch norm's running statistics) and returns an `nn` "
+                "tensor (a list of tensors for several outputs). The result does not depend on `batch_size`."),
+    "summary": ("`summary(model, params=none, input_shape=none)` prints each layer's place, kind, output shape "
+                "and parameter count, and the total, under the model's own text: a table on a terminal, "
+                "aligned text otherwise."),
+    "generate": ("`generate(lm, params, prompt, steps=100, temperature=1.0, seed=0)` continues a list of token "
+                 "ids one sampled token at a time (temperature 0 picks the most likely); see "
+                 "examples/char_lm.apsi."),
+}
