@@ -49,6 +49,19 @@ def test_every_module_and_the_builtins_have_a_source():
     assert [s.module for s in doc_source.sources()] == ["", "layers", "nn", "plot", "units", "web"]
 
 
+def test_every_name_a_module_exports_is_documented(tmp_path):
+    """help(NAME) answers for each builtin and each name `use nn`, `use layers`, … gives."""
+    code = ("from apsi_lang import doc_source, modules, permissions\n"
+            "from apsi_lang.builtins import BUILTINS\n"
+            "permissions.mark_sandboxed()\n"
+            "names = list(BUILTINS) + [n for m in ('nn', 'layers', 'plot', 'units', 'web')\n"
+            "                          for n in modules.load(m, '.')]\n"
+            "print(sorted(n for n in names if not doc_source.lookup(n)))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       cwd=tmp_path)
+    assert p.stdout.strip() == "[]", p.stdout + p.stderr
+
+
 @pytest.mark.parametrize("doc", sorted({t.doc for _, t in all_tables()}))
 def test_the_docs_tables_are_the_sources(doc):
     """Each docs table of a kind the source documents (the same header) is, row for row and cell for
@@ -63,9 +76,8 @@ def test_the_paragraphs_are_the_docs():
     def flat(text):
         return " ".join(text.split())
 
+    text = flat(" ".join(p.read_text(encoding="utf-8") for p in sorted((ROOT / "docs").glob("*.md"))))
     for src in doc_source.sources():
-        docs = {t.doc for t in src.tables}
-        text = flat(" ".join((ROOT / d).read_text(encoding="utf-8") for d in docs))
         for name, paragraph in (src.paragraphs or {}).items():
             assert flat(paragraph) in text, (src.module, name)
 

@@ -21,3 +21,8 @@ TABLES = (
 MODULE = 'figures as PNG or SVG: line, scatter, hist and image, and plot_history (docs/plot.md).'
 
 EXAMPLES = {}
+
+PARAGRAPHS = {
+    'figure': "`figure(width=640, height=480, rows=1, cols=1, title=none)`: an image of `width` × `height` pixels (16 to 8000 each, at most 40 million pixels) holding `rows` × `cols` panels (at most 64). With one panel, the figure's drawing calls draw in it. With several, draw in a panel: `f.panel(i)` (numbered row by row from 0; -1 is the last) or `f.panel(row, col)`:",
+    'plot_history': '`plot_history(r, path, title=none)` draws the record `fit` returned into `path` (`.png` or `.svg`) and returns the path:',
+}

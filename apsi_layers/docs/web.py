@@ -23,3 +23,8 @@ TABLES = (
 MODULE = 'serve a model (serve_model, with dynamic batching) or Apsi functions (serve) over HTTP (docs/web.md).'
 
 EXAMPLES = {}
+
+PARAGRAPHS = {
+    'serve': 'Any Apsi functions as HTTP handlers:',
+    'response': 'A handler returns a map, record, list, text, number, bool, none or tensor, sent as JSON with status 200, or `response(body, status=200, headers={})` for a status (200–599) or headers of its own; 204 and 304 go without a body (`response(none, status=204)`). Headers that frame the connection and the body (`Content-Length`, `Transfer-Encoding`, `Connection`, `Keep-Alive`, `Upgrade`, `TE`, `Trailer`, `Date`, `Server`) are the server\'s and refused. A text body with a `Content-Type` that is not JSON is sent as it is (`response("<b>hi</b>", headers={"Content-Type": "text/html"})`).',
+}
