@@ -45,6 +45,10 @@ LAYERS = [
     'gin_layer(4, hidden=8, eps=0.5, train_eps=true, activation="relu")',
     'sequential([dense(4, activation="relu"), dropout(0.1)], name="body", inputs=3)',
     'residual(dense(4), name="skip")',
+    'parallel(dense(2), dense(3), merge="add", axis=1)',
+    'merge("add", axis=1)',
+    'flatten(name="flat")',
+    'dag({x: [3], y: [2]}, {a: [dense(4), "x"], m: [merge(), ["a", "y"]]}, ["m", "a"], name="g")',
 ]
 
 
@@ -58,7 +62,7 @@ def run_apsi(code, cwd):
 
 def described(exprs, cwd, zoo):
     """For each expression: its text, its options, and (zoo models) its parameter names and shapes."""
-    lines = ["use layers", "use nn"]
+    lines = ["use layers", "use nn"]            # (nn's relu prints as <fn relu>: a name it rebuilds)
     for e in exprs:
         lines += [f"let m = {e}", "print(m)", "print(m.options)"]
         if zoo:
@@ -90,6 +94,12 @@ def test_every_layer_with_options_prints_as_the_call_that_rebuilds_it(tmp_path):
         for option in (part.split("=")[0].strip() for part in expr.split(", ") if "=" in part):
             assert f"{option}=" in text, (expr, text)
     assert described(texts, tmp_path, zoo=False) == first
+
+
+def test_a_lambda_layer_names_its_output_shape(tmp_path):
+    """(A function prints as <fn NAME>, which is no Apsi source: lambda_layer's text names it only.)"""
+    out = run_apsi("use layers\nuse nn\nprint(lambda_layer(relu, output_shape=[3]))", tmp_path)
+    assert out == ["lambda_layer(<fn relu>, output_shape=[3])"]
 
 
 def test_summary_names_the_model_with_its_options(tmp_path):
