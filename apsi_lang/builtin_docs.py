@@ -25,7 +25,7 @@ TABLES = (
               ('`set(xs)`', 'a set'),
               ('`clock()`', 'seconds from an arbitrary start, for timing: `let t = clock()` … `clock() - t`'),
               ('`args`', "the program's command-line arguments (a list of strings)"),
-              ('`read_text(path)`, `write_text(path, text)`, `exists(path)`', 'files; outside the project folder need `read`/`write`; writes are atomic'),
+              ('`read_text(path)`, `write_text(path, text)`, `exists(path)`', 'files; outside the project folder need `read`/`write`; inside it, writing needs `write` except for data files (`.csv`, `.json`, `.txt`, `.npz`, …: docs/permissions.md); writes are atomic'),
               ('`append_text(path, text)`', 'adds at the end (creates the file)'),
               ('`read_json(path)`, `write_json(path, value, indent=2)`', 'JSON: objects are maps, arrays lists, null none; records write as objects'),
               ('`read_csv(path, header=true, sep=",", numbers=true, as="rows")`', 'rows: records named by the header line (or lists with `header=false`); `as="columns"`: one list per column instead (a record of them, or a list). A column whose cells are all numbers holds numbers (see [CSV files](#csv-files)). With `use nn`, `load_csv(path, …)` gives tensors'),

@@ -8,7 +8,7 @@ are left out of the search, whatever sys.path says, and each group is read once 
 
 The interpreter's own environment (its site-packages, the user site) is searched wherever it lives:
 a project's `.venv` or `~/.venvs/apsi` under the folder `apsi` runs from is where the user installed
-Apsi (issue 28), and programs cannot write there (permissions.environment_folders).
+Apsi (issue 28), and programs cannot write there (writable.py asks environment_folders).
 """
 
 import os
@@ -41,12 +41,38 @@ def search_path(program_dir=None):
     if program_dir is not None:
         untrusted.append(str(program_dir))
     untrusted = [os.path.realpath(p) for p in untrusted]
-    environment = permissions.environment_folders()
+    environment = environment_folders()
     return [p for p in sys.path if _trusted(os.path.realpath(p or "."), untrusted, environment)]
 
 
 def _trusted(path, untrusted, environment):
     return path in environment or not _under_any(path, untrusted)
+
+
+_ENVIRONMENT = []     # environment_folders(), once per process
+
+
+def environment_folders():
+    """The interpreter's own environment, resolved: its standard library and the folders its
+    packages are installed in (sysconfig's paths for sys.prefix and sys.base_prefix, and the user
+    site), and a virtual environment's programs (bin/, Scripts/). It is where the user installed Apsi
+    and its modules, wherever it lives (a project's .venv, ~/.venvs/apsi): `use` trusts what is
+    installed there, and a program may not write there without `write` for that path (writable.py)."""
+    if not _ENVIRONMENT:
+        import site
+        import sysconfig
+
+        folders = set()
+        for base in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}:
+            paths = sysconfig.get_paths(vars={"base": base, "platbase": base, "installed_base": base,
+                                              "installed_platbase": base})
+            folders.update(paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib"))
+        if sys.prefix != sys.base_prefix:
+            folders.add(sysconfig.get_paths()["scripts"])
+        if site.ENABLE_USER_SITE:
+            folders.add(site.getusersitepackages())
+        _ENVIRONMENT.extend(sorted({os.path.realpath(f) for f in folders}))
+    return tuple(_ENVIRONMENT)
 
 
 def _under_any(path, folders):

@@ -107,6 +107,8 @@ def _add_linalg():
     from . import linalg
 
     GRAPH.inv, GRAPH.solve, GRAPH.einsum = linalg.inv, linalg.solve, linalg.einsum
+    GRAPH.det, GRAPH.stack = linalg.det, shape.stack
+    _raw.RAW.det, _raw.RAW.stack = np.linalg.det, np.stack
     _raw.RAW.inv, _raw.RAW.solve, _raw.RAW.einsum = linalg.raw_inv, linalg.raw_solve, linalg.raw_einsum
 
 
@@ -136,3 +138,14 @@ def _install_numlib():
 
 
 _install_numlib()
+
+
+def _install_toolbox():
+    """Issue 35: the rules' polygamma and convolve, plain (RAW) and differentiable (GRAPH)."""
+    from . import sequences, special
+
+    _raw.RAW.convolve, _raw.RAW.polygamma = np.convolve, special.polygamma_values
+    GRAPH.__dict__.update(polygamma=special.polygamma, convolve=sequences.convolve)
+
+
+_install_toolbox()

@@ -115,5 +115,5 @@ def test_a_python_package_adds_a_layer_through_the_entry_point(tmp_path):
     r = subprocess.run([sys.executable, "-m", "apsi", str(program)], capture_output=True, text=True,
                        timeout=120, cwd=proj, env=env)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.splitlines() == ["sequential(dense(3, inputs=2), scale(start=2.0), dense(1)) tensor([2., 2., 2.])",
-                                     "true"]
+    assert r.stdout.splitlines() == [
+        "sequential(dense(3, inputs=2), scale(start=2.0), dense(1)) tensor([2., 2., 2.])", "true"]

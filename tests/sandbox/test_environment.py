@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from apsi_lang import installed, permissions
+from apsi_lang import installed, writable
 from sandbox.helpers import ROOT, refused, run
 
 SOURCES = ("apsi", "apsi_cli", "apsi_lang", "apsi_layers", "pyproject.toml", "README.md", "examples")
@@ -25,7 +25,8 @@ def environment_in(monkeypatch):
     """Pretend the interpreter's environment is `folder` (resolved), as a venv inside the project is."""
     def pretend(folder):
         folder.mkdir(parents=True, exist_ok=True)
-        monkeypatch.setattr(permissions, "_ENVIRONMENT", [os.path.realpath(folder)])
+        monkeypatch.setattr(installed, "_ENVIRONMENT", [os.path.realpath(folder)])
+        monkeypatch.setattr(writable, "_folders", None)     # (it asks installed again)
         return folder
     return pretend
 
@@ -37,20 +38,20 @@ def test_the_search_path_keeps_the_environment_inside_the_project(project, envir
 
 
 def test_the_real_environment_is_where_the_interpreter_installs():
-    found = permissions.environment_folders()
+    found = installed.environment_folders()
     assert os.path.realpath(sysconfig.get_paths()["purelib"]) in found
     assert all(os.path.isabs(f) for f in found)
 
 
 def test_a_program_cannot_write_into_the_environment(project, environment_in):
-    environment_in(project / "venv" / "lib" / "site-packages")
-    message = refused('write_text("venv/lib/site-packages/numpy_helper.txt", "x")', "write",
+    environment_in(project / "py" / "lib" / "pkgs")       # (names no other rule knows)
+    message = refused('write_text("py/lib/pkgs/numpy_helper.txt", "x")', "write",
                       match="Python environment Apsi runs in")
-    assert "--allow-write=venv/lib/site-packages/numpy_helper.txt" in message
-    assert not (project / "venv" / "lib" / "site-packages" / "numpy_helper.txt").exists()
+    assert "--allow-write=py/lib/pkgs/numpy_helper.txt" in message
+    assert not (project / "py" / "lib" / "pkgs" / "numpy_helper.txt").exists()
     # as for .git/: granted for that path, the user has said so
-    run('write_text("venv/lib/site-packages/ok.txt", "x")', write=["venv/lib/site-packages"])
-    assert (project / "venv" / "lib" / "site-packages" / "ok.txt").read_text() == "x"
+    run('write_text("py/lib/pkgs/ok.txt", "x")', write=["py/lib/pkgs"])
+    assert (project / "py" / "lib" / "pkgs" / "ok.txt").read_text() == "x"
 
 
 # --- real virtual environments (python -m venv + pip install -e, offline) ---------------------------

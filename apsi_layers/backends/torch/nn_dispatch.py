@@ -171,8 +171,10 @@ IMPLS = {
 
 def _with_linalg():
     from .linalg_impls import LINALG_IMPLS  # nn's linear algebra (issue 19)
+    from .linalg_more_impls import MORE_IMPLS  # and NumPy's/SciPy's others (issue 35)
 
     IMPLS.update(LINALG_IMPLS)
+    IMPLS.update(MORE_IMPLS)
 
 
 _with_linalg()
@@ -181,7 +183,9 @@ _with_linalg()
 def install():
     """Let nn's functions accept torch tensors (idempotent)."""
     from .nn_numlib import NUMLIB_IMPLS  # numlib (issue 19)
+    from .nn_toolbox import TOOLBOX_IMPLS  # statistics, special functions, sequences (issue 35)
 
     IMPLS.update(NUMLIB_IMPLS)
+    IMPLS.update(TOOLBOX_IMPLS)
     if torch.Tensor not in foreign.TYPES:
         foreign.register((torch.Tensor,), IMPLS, "torch")
