@@ -69,7 +69,8 @@ def test_the_docs_tables_are_the_sources(doc):
     ours = [t for _, t in all_tables() if t.doc == doc]
     headers = {t.header for t in ours}
     theirs = [(h, rows) for h, rows in docs_tables(doc) if h in headers]
-    assert sorted((t.header, list(t.rows)) for t in ours) == sorted(theirs)
+    assert sorted((t.header, list(t.rows)) for t in ours) == sorted(theirs), \
+        "a table in the docs and its source differ: after editing the docs, python scripts/sync_doc_tables.py"
 
 
 def test_the_paragraphs_are_the_docs():
