@@ -8,12 +8,11 @@ import numpy as np
 
 from apsi_lang.errors import ApsiError
 from apsi_lang.values import Record, show
-from apsi_layers.nn.nested import list_problem as _list_problem
-from apsi_layers.nn.tensor import Tensor, to_plain
 
 from ..base import fmt
 from ..core import Embedding
 from ..losses import CLASS_LOSSES
+from .arrays import as_array
 from .model_checks import check_params, input_count, shapes_of
 
 
@@ -26,24 +25,6 @@ class Data:
     n: int
     mask: np.ndarray | None = None
     weights: np.ndarray | None = None       # one per sample (sample_weight=, class_weight=), or None
-
-
-def as_array(fn, arg, value):
-    if type(value) is Tensor:
-        return value.data
-    if isinstance(value, np.ndarray):
-        return value
-    try:
-        arr = np.asarray(to_plain(value))
-    except (TypeError, ValueError, RecursionError):     # (lists nested thousands deep: a client's)
-        arr = None
-    if arr is None or arr.dtype == object or arr.dtype.kind not in "biuf":
-        found = _list_problem(value, arg) if isinstance(value, list) else None
-        what = f"; {found}" if found else (", not a ragged list" if isinstance(value, list) else
-                                           f", not {show(value, True)}")
-        raise ApsiError(f"{fn}: {arg} must be a tensor or a (nested) list of numbers of equal lengths"
-                        f"{what}")
-    return arr
 
 
 def wants_ids(model):
