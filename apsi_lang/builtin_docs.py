@@ -1,6 +1,6 @@
 """The documentation of Apsi's builtins (doc_source.py): the table docs/language.md shows."""
 
-from .doc_source import Source, Table
+from .doc_table import Source, Table
 
 TABLES = (
     Table('docs/language.md', 'builtin', None,

@@ -13,7 +13,7 @@ from . import permissions
 from .data_files import DATA_BUILTINS
 from .errors import ApsiError
 from .files import atomic_open, open_checked
-from .help import apsi_help
+from .help import apsi_help, know_builtins
 from .numbers import NUMBER_BUILTINS
 from .values import Record, a_type, record_fields, show, type_name
 
@@ -261,3 +261,4 @@ def _apsi_named(table):
 
 
 BUILTINS = _apsi_named(_BUILTINS_PY)
+know_builtins(BUILTINS)

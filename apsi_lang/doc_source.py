@@ -16,26 +16,9 @@ Those are plain data: reading them imports nothing else (help must stay cheap, a
 import re
 from dataclasses import dataclass
 
+from .doc_table import Source, Table  # noqa: F401  (the shapes of the source, here for its readers)
+
 _BACKTICKED = re.compile(r"`([^`]*)`")
-
-
-@dataclass(frozen=True)
-class Table:
-    doc: str                # the docs file that shows it, e.g. "docs/layers.md"
-    kind: str               # what a row documents: "builtin", "layer", "option", …
-    options_of: str | None  # for a table of one function's options: that function
-    header: tuple
-    rows: tuple
-
-
-@dataclass(frozen=True)
-class Source:
-    """One module's documentation: its tables, a paragraph about it, and examples by name."""
-    module: str             # "nn", "layers", … ("" for Apsi's builtins)
-    paragraph: str
-    tables: tuple
-    examples: dict
-    paragraphs: dict = None     # {name: the paragraph docs/ has about it}, for what a table row cannot say
 
 
 def names_in(cell):

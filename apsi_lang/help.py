@@ -9,6 +9,12 @@ from . import doc_source
 from .values import show
 
 WIDTH = 100
+_BUILTINS = {}          # Apsi's builtins table, given by builtins.py (which imports this module)
+
+
+def know_builtins(table):
+    """builtins.py hands over its table: help shows a builtin's parameters from the function."""
+    _BUILTINS.update(table)
 
 
 def apsi_help(topic=None):
@@ -113,9 +119,7 @@ def _options(entry, fn):
 def _value_of(entry):
     """The documented function itself, for its parameters: a builtin, or the module's export."""
     if not entry.module:
-        from .builtins import BUILTINS
-
-        return BUILTINS.get(entry.name)
+        return _BUILTINS.get(entry.name)
     return (_exports(entry.module) or {}).get(entry.name)
 
 

@@ -1,7 +1,7 @@
 """The documentation of `use layers` (apsi_lang/doc_source.py): the tables docs/layers.md shows
 (every layer, combinator and zoo model, and fit's options)."""
 
-from apsi_lang.doc_source import Table
+from apsi_lang.doc_table import Table
 
 TABLES = (
     Table('docs/layers.md', 'layer', None,

@@ -1,6 +1,6 @@
 """The documentation of `use nn` (apsi_lang/doc_source.py): the tables docs/nn.md shows."""
 
-from apsi_lang.doc_source import Table
+from apsi_lang.doc_table import Table
 
 TABLES = (
     Table('docs/nn.md', 'function', None,

@@ -1,6 +1,6 @@
 """The documentation of `use plot` (apsi_lang/doc_source.py): the table docs/plot.md shows."""
 
-from apsi_lang.doc_source import Table
+from apsi_lang.doc_table import Table
 
 TABLES = (
     Table('docs/plot.md', 'method', None,

@@ -1,6 +1,6 @@
 """The documentation of `use units` (apsi_lang/doc_source.py): the table docs/units.md shows."""
 
-from apsi_lang.doc_source import Table
+from apsi_lang.doc_table import Table
 
 TABLES = (
     Table('docs/units.md', 'form', None,

@@ -1,6 +1,6 @@
 """The documentation of `use web` (apsi_lang/doc_source.py): serve_model's options, as docs/web.md shows them."""
 
-from apsi_lang.doc_source import Table
+from apsi_lang.doc_table import Table
 
 TABLES = (
     Table('docs/web.md', 'option', 'serve_model',
