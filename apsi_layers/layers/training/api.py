@@ -86,12 +86,24 @@ def fit(model, params, inputs, targets=None, **options):
 def predict(model, params, x, **options):
     """The model's output for x in evaluation mode (no dropout, running statistics): an nn tensor
     (with unit="km/h" under `use units`, the output read as SI and converted to that unit)."""
+    if _on_disk(x):          # a mapped array or a dataset: predicted piece by piece (apsi_layers/data)
+        from apsi_layers.data.predict_source import predict_pieces
+
+        return predict_pieces(lambda piece: predict(model, params, piece, **options), x)
     units = _units()
     if units and (units.any_quantity(x) or "unit" in options):
         x, options, unit = units.predict_args(x, options)
         y = _run("predict", predict_plan(model, params, x, options))
         return y if unit is None else units.output_in(y, unit)
     return _run("predict", predict_plan(model, params, x, options))
+
+
+def _on_disk(x):
+    if "apsi_layers.data.memmap" not in sys.modules:
+        return False
+    from apsi_layers.data.fit_data import is_source
+
+    return is_source(x)
 
 
 def _units():
