@@ -15,7 +15,7 @@ def is_source(x):
     return isinstance(x, Mapped | Dataset)
 
 
-def mapped_input(fn, arg, m, ids_vocab):
+def mapped_input(fn, arg, m, ids_vocab, nan_ok=False):
     """A mapped input as a column of float64 rows (token ids: int64), after one streamed pass that
     finds NaN/inf (or ids out of range) and names the row, as in-memory inputs are checked."""
     step = max(1, CHUNK_BYTES // max(1, m.size // max(1, len(m)) * m.np_dtype.itemsize))
@@ -24,7 +24,7 @@ def mapped_input(fn, arg, m, ids_vocab):
         block = m.take(rows, fn)
         if ids_vocab is not None:
             _check_ids(fn, block, ids_vocab, start)
-        elif block.dtype.kind == "f" and not np.isfinite(block).all():
+        elif block.dtype.kind == "f" and not nan_ok and not np.isfinite(block).all():
             where = np.argwhere(~np.isfinite(block))[0]
             raise ApsiError(f"{fn}: {arg} hold {block[tuple(where)]} at row {start + int(where[0])} (file "
                             f"{_file_of(m, start + int(where[0]))!r}); replace those values first "
@@ -51,7 +51,7 @@ def read_whole(m, fn):
     return m.take(np.arange(len(m)), fn)
 
 
-def dataset_data(fn, ds, seed, ids_vocab):
+def dataset_data(fn, ds, seed, ids_vocab, nan_ok=False):
     """Data whose inputs and targets are the columns of a dataset's calls; call 0 is made now, so
     shapes are checked (and errors met) before training."""
     from apsi_layers.layers.training.data_checks import Data
@@ -59,7 +59,7 @@ def dataset_data(fn, ds, seed, ids_vocab):
     first = ds.call(0, seed, 0, fn)
     if len(first) < 2 and fn == "fit":
         raise ApsiError("fit: the dataset function returned only x at batch 0; fit needs [x, y]")
-    x_rule = _input_rule(fn, first[0], ids_vocab)
+    x_rule = _input_rule(fn, first[0], ids_vocab, nan_ok)
     src = DatasetSource(ds, seed, fn, [x_rule] + ([_same_tail(fn, "y", first[1])] if len(first) > 1 else []))
     x0 = x_rule(first[0], 0, 0)
     xs = [Column(src, 0, (ds.count, *x0.shape[1:]), x0.dtype)]
@@ -79,7 +79,7 @@ def _same_tail(fn, k, like):
     return rule
 
 
-def _input_rule(fn, x0, ids_vocab):
+def _input_rule(fn, x0, ids_vocab, nan_ok):
     same = _same_tail(fn, "x", x0)
 
     def rule(a, i, epoch):
@@ -87,7 +87,7 @@ def _input_rule(fn, x0, ids_vocab):
         if ids_vocab is not None:
             _check_ids(fn, a, ids_vocab, 0)
             return a.astype(np.int64)
-        if a.dtype.kind == "f" and not np.isfinite(a).all():
+        if a.dtype.kind == "f" and not nan_ok and not np.isfinite(a).all():
             raise ApsiError(f"{fn}: the dataset function returned x holding NaN or inf at batch {i}"
                             f"{f' (epoch {epoch})' if epoch else ''}; replace those values first")
         return a.astype(np.float64)

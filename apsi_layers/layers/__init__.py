@@ -14,6 +14,7 @@ from .custom import CustomLayer
 from .generate import generate
 from .graph import gat_layer, gcn_layer, gin_layer, sage_layer
 from .norm import batch_norm, layer_norm, rms_norm
+from .preprocessing import adapt, category_lookup, impute, normalization
 from .recurrent import gru_layer, lstm_layer
 from .summary import summary
 from .training.api import fit, predict

@@ -19,6 +19,8 @@ LAYER_NAMES = (
     "sequential", "residual", "parallel", "merge", "dag",
     "mlp", "resnet_mlp", "cnn_classifier", "lstm_classifier", "transformer_lm", "gcn_classifier",
     "fit", "predict", "summary", "generate",
+    # preprocessing that learns from data (preprocessing.py)
+    "normalization", "category_lookup", "impute", "adapt",
 )
 # whole models in one file (apsi_layers/models, docs/models.md)
 MODEL_NAMES = ("save_model", "load_model", "predict_labels", "predict_proba", "model_from_checkpoint",

@@ -100,6 +100,13 @@ def _sources():
     return fit_data
 
 
+def _nan_ok(model):
+    """NaN in the inputs is what a model starting with impute() fills in."""
+    from ..preprocessing import starts_with_impute
+
+    return starts_with_impute(model)
+
+
 def _vocab(model):
     emb = model
     while emb.children():
@@ -115,11 +122,11 @@ def make_data(fn, model, inputs, targets, mask, several_in, several_out, loss, n
             raise ApsiError(f"{fn}: a dataset gives both inputs and targets (fn(i) => [x, y]) for a model "
                             f"with one input and one output; call {fn}(model, params, ds, ...) without "
                             "targets or mask")
-        return src.dataset_data(fn, inputs, seed, _vocab(model) if ids else None)
+        return src.dataset_data(fn, inputs, seed, _vocab(model) if ids else None, _nan_ok(model))
     xs = _arrays(fn, "inputs", inputs, several_in, input_count(model))
     for i, a in enumerate(xs):
         if isinstance(a, src.Mapped):        # read by rows per batch, checked in one streamed pass
-            xs[i] = src.mapped_input(fn, "inputs", a, _vocab(model) if ids else None)
+            xs[i] = src.mapped_input(fn, "inputs", a, _vocab(model) if ids else None, _nan_ok(model))
             continue
         if a.ndim == 0:
             raise ApsiError(f"{fn}: inputs must have a batch axis (one row per sample), got a scalar")
@@ -145,7 +152,8 @@ def make_data(fn, model, inputs, targets, mask, several_in, several_out, loss, n
                                 f"{len(a) if a.ndim else 0} targets); give one target per input row")
     elif need_targets:
         raise ApsiError(f"{fn}: targets are missing: fit(model, params, inputs, targets, loss=...)")
-    for arg, arrays in (("inputs", xs), ("targets", ys or [])):
+    for arg, arrays in (("targets", ys or []),) if _nan_ok(model) else (
+            ("inputs", xs), ("targets", ys or [])):
         for i, a in enumerate(arrays):
             _check_finite(fn, arg if len(arrays) == 1 else f"{arg}[{i}]", a)
     return Data(inputs=xs, targets=ys, n=n, mask=_mask(fn, mask, n, xs))
