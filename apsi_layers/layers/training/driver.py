@@ -250,6 +250,7 @@ def _save(plan, session, run, shuffle, writes, within=None):
     snap = _snapshot(plan, session, run, shuffle)       # on every rank: FSDP's gathers are collectives
     if within is not None:
         snap["meta"]["within"] = within
+    snap["meta"]["ranks"] = midepoch.rank_states(session, within)
     if writes:
         ckpt.save(plan.checkpoint, snap)
     run.saved = run.epoch           # (on every rank: rank 0 has written it for all)
@@ -282,7 +283,8 @@ def _resume(plan, session, run, shuffle):
     try:
         session.set_leaves(snap["leaves"])
         session.set_opt_state(int(meta["steps"]), snap["opt"])
-        session.set_noise_state(meta["noise"], snap["noise"])
+        if not midepoch.resume_rank(meta, session):
+            session.set_noise_state(meta["noise"], snap["noise"])
         shuffle.bit_generator.state = meta["shuffle"]
         run.epoch = int(meta["epoch"])
         run.history = [float(v) for v in meta["history"]]

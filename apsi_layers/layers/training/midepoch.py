@@ -5,8 +5,12 @@ epoch's bookkeeping, the parameters, optimizer and dropout stream as they are no
 how many of the epoch's batches are done, the shuffle stream as it was when the epoch began (so the
 resumed run draws the same batch order and skips the batches done), and the session's running sums
 of the epoch's loss. Resuming runs the rest of the epoch with the same batches, dropout draws and
-sums: an interrupted and resumed run ends with the numbers of a run never interrupted.
+sums: an interrupted and resumed run ends with the numbers of a run never interrupted. Distributed,
+each rank's own dropout stream and sums are gathered into the checkpoint (rank_states) and each
+rank takes its own back.
 """
+
+import numpy as np
 
 
 def stepper(plan, session, run, epoch, at_start, skip, count, inner, save):
@@ -34,7 +38,8 @@ def resume_within(meta, session, shuffle):
     if not within:
         return 0
     shuffle.bit_generator.state = within["shuffle"]
-    session.set_partial(within["partial"])
+    if not meta.get("ranks"):
+        session.set_partial(within["partial"])
     return int(within["steps"])
 
 
@@ -46,3 +51,29 @@ def rank_rows(session, plan, batches):
         return batches
     b, rank = plan.batch_size, session.rank
     return [idx[rank * b:(rank + 1) * b] for idx in batches]
+
+
+def rank_states(session, within):
+    """Distributed: every rank's own dropout stream (and, inside an epoch, its own running sums) for
+    the checkpoint rank 0 writes; a collective, so every rank calls it. None on one process."""
+    if getattr(session, "world", 1) == 1:
+        return None
+    meta, array = session.noise_state()
+    mine = {"noise_meta": meta, "noise": None if array is None else array.tolist(),
+            "partial": session.partial_state() if within is not None else None}
+    every = [None] * session.world
+    session.shard.dist.all_gather_object(every, mine)
+    return every
+
+
+def resume_rank(meta, session):
+    """Put this rank's own stream (and sums) from a distributed checkpoint back; True when done."""
+    ranks = meta.get("ranks")
+    if not ranks or getattr(session, "world", 1) != len(ranks):
+        return False
+    mine = ranks[session.rank]
+    session.set_noise_state(mine["noise_meta"], None if mine["noise"] is None else
+                            np.array(mine["noise"], dtype=np.uint8))
+    if mine["partial"] is not None:
+        session.set_partial(mine["partial"])
+    return True
