@@ -14,6 +14,7 @@ from apsi_lang.errors import ApsiError
 from apsi_lang.values import Record, show
 
 from .base import Layer, field, fmt
+from .registry import parity_cases, register
 
 
 def _features(layer, input_shape):
@@ -185,22 +186,38 @@ class _NanMeans:
         return Record(values=np.where(self.count > 0, means, self.fill))   # a column all NaN: fill
 
 
+@register()
 def normalization(eps=1e-12, name=None):
     """A layer (x - mean) / sqrt(var + eps) per feature; adapt(model, params, x_train) learns them."""
     return Normalization(eps, name)
 
 
+@register()
 def category_lookup(max_categories, unknown="column", output="one_hot", name=None):
     """A layer from category codes to one-hot columns (column 0: unknown); adapt learns the codes."""
     return CategoryLookup(max_categories, unknown, output, name)
 
 
+@register()
 def impute(strategy="mean", fill=0.0, name=None):
     """A layer filling NaN inputs per feature (the mean adapt saw, or fill)."""
     return Impute(strategy, fill, name)
 
 
 PREPROCESSING = (Normalization, CategoryLookup, Impute)
+
+
+@parity_cases
+def _cases(L, d):
+    import numpy as np
+
+    codes = np.array([[3.0], [1.0], [2.0], [7.0], [1.0]])
+    return [
+        dict(name="normalization", model=L.sequential(L.normalization(), L.dense(3)), x=d.x(5, 6), input_shape=[6]),
+        dict(name="impute", model=L.sequential(L.impute(fill=0.5), L.dense(3)), x=d.x(5, 6), input_shape=[6]),
+        dict(name="category_lookup", model=L.sequential(L.category_lookup(4), L.dense(2)), x=codes,
+             input_shape=[1]),
+    ]
 
 
 def leading(model):

@@ -8,11 +8,11 @@ import numpy as np
 
 from apsi_lang.errors import ApsiError
 from apsi_lang.values import Record, show
-from apsi_layers.nn.tensor import Tensor, to_plain
 
 from ..base import fmt
 from ..core import Embedding
 from ..losses import CLASS_LOSSES
+from .arrays import as_array
 from .model_checks import check_params, input_count, shapes_of
 
 
@@ -26,54 +26,6 @@ class Data:
     mask: np.ndarray | None = None
     weights: np.ndarray | None = None       # one per sample (sample_weight=, class_weight=), or None
     first: list | None = None               # a dataset's call 0 ([x, y]), made when fit was checked
-
-
-def as_array(fn, arg, value):
-    if type(value) is Tensor:
-        return value.data
-    if _sources().is_source(value):     # a mapped array stays on disk; make_data decides
-        return value
-    if isinstance(value, np.ndarray):
-        return value
-    try:
-        arr = np.asarray(to_plain(value))
-    except (TypeError, ValueError, RecursionError):     # (lists nested thousands deep: a client's)
-        arr = None
-    if arr is None or arr.dtype == object or arr.dtype.kind not in "biuf":
-        found = _list_problem(value, arg) if isinstance(value, list) else None
-        what = f"; {found}" if found else (", not a ragged list" if isinstance(value, list) else
-                                           f", not {show(value, True)}")
-        raise ApsiError(f"{fn}: {arg} must be a tensor or a (nested) list of numbers of equal lengths"
-                        f"{what}")
-    return arr
-
-
-def _list_problem(value, arg, depth=64):
-    """Where a nested list stops being numbers of equal lengths, in words (None when not found): a
-    client of serve_model sending [["a", 2]] must learn which entry, not just 'ragged'."""
-    def at(path):
-        return f"{arg}[{', '.join(map(str, path))}]"
-
-    def shape_of(x):
-        return len(x) if isinstance(x, list | tuple) else None
-
-    def kind(x):
-        return "a number" if shape_of(x) is None else f"a list of {len(x)}"
-
-    def walk(v, path):
-        if isinstance(v, list | tuple):
-            if len(path) >= depth:
-                return f"{arg} is lists nested more than {depth} deep (tensors have at most {depth} axes)"
-            odd = next((i for i, x in enumerate(v) if shape_of(x) != shape_of(v[0])), None)
-            if odd is not None:
-                return f"{at(path + [odd])} is {kind(v[odd])} but {at(path + [0])} is {kind(v[0])}"
-            return next((f for i, x in enumerate(v) if (f := walk(x, path + [i]))), None)
-        if type(v) is int and abs(v) > 2 ** 1023:
-            return f"{at(path)} is {show(v)[:20]}… ({len(show(v))} digits), too large for a float"
-        if type(v) in (int, float, bool):
-            return None
-        return f"{at(path)} is {show(v, True)[:60]}, not a number"
-    return walk(value, [])
 
 
 def wants_ids(model):
@@ -90,8 +42,13 @@ def _arrays(fn, arg, value, several, count):
         if not isinstance(value, list | tuple) or len(value) != count:
             raise ApsiError(f"{fn}: the model has {count} {arg}; pass a list of {count} tensors, one per "
                             f"{arg[:-1]}")
-        return [as_array(fn, f"{arg}[{i}]", v) for i, v in enumerate(value)]
-    return [as_array(fn, arg, value)]
+        return [_array(fn, f"{arg}[{i}]", v) for i, v in enumerate(value)]
+    return [_array(fn, arg, value)]
+
+
+def _array(fn, arg, value):
+    """as_array, except that a mapped .npy array stays on disk (make_data decides)."""
+    return value if _sources().is_source(value) else as_array(fn, arg, value)
 
 
 def _sources():
@@ -193,7 +150,7 @@ def token_ids(fn, model, a):
 def _mask(fn, mask, n, xs):
     if mask is None:
         return None
-    m = as_array(fn, "mask", mask)
+    m = _array(fn, "mask", mask)
     if _sources().is_source(m):
         m = _sources().read_whole(m, fn)
     if m.dtype.kind != "b":
