@@ -213,8 +213,10 @@ def _cases(L, d):
 
     codes = np.array([[3.0], [1.0], [2.0], [7.0], [1.0]])
     return [
-        dict(name="normalization", model=L.sequential(L.normalization(), L.dense(3)), x=d.x(5, 6), input_shape=[6]),
-        dict(name="impute", model=L.sequential(L.impute(fill=0.5), L.dense(3)), x=d.x(5, 6), input_shape=[6]),
+        dict(name="normalization", model=L.sequential(L.normalization(), L.dense(3)), x=d.x(5, 6),
+             input_shape=[6]),
+        dict(name="impute", model=L.sequential(L.impute(fill=0.5), L.dense(3)), x=d.x(5, 6),
+             input_shape=[6]),
         dict(name="category_lookup", model=L.sequential(L.category_lookup(4), L.dense(2)), x=codes,
              input_shape=[1]),
     ]
