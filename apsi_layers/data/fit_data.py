@@ -8,7 +8,7 @@ from apsi_lang.errors import ApsiError
 from .memmap import Mapped
 from .sources import Column, Dataset, DatasetSource, mapped_column
 
-CHUNK_BYTES = 8 << 20          # the streamed checks read this much at a time
+CHUNK_BYTES = 4 << 20          # the streamed checks read this much at a time
 
 
 def is_source(x):

@@ -11,18 +11,26 @@ import queue
 import threading
 
 DEPTH = 2
+SMALL_STACK = 1 << 20
 LOOK = 8        # how far down the announced order a request is looked for
 
 
 class Prefetcher:
-    def __init__(self, read, batches):
+    def __init__(self, read, batches, small_stack=False):
         self.read = read
         self.items = queue.Queue(maxsize=DEPTH)
         self.stop = threading.Event()
         self.expected = [(b, _key(b)) for b in batches]       # the consumer's view (it pops)
         self.todo = tuple(self.expected)                      # the thread's
         self.thread = threading.Thread(target=self._run, name="apsi-prefetch", daemon=True)
-        self.thread.start()
+        # a file reader needs little stack (an Apsi batch function keeps the default): memory that a
+        # process capped near its data's size does not have to spare
+        old = threading.stack_size(SMALL_STACK) if small_stack else None
+        try:
+            self.thread.start()
+        finally:
+            if old is not None:
+                threading.stack_size(old)
 
     def _run(self):
         for idx, key in list(self.todo):

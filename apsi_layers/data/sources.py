@@ -117,7 +117,7 @@ class Source:
     def announce(self, batches, epoch):
         self.close()
         self.epoch = epoch
-        self.ahead = Prefetcher(self.read, batches)
+        self.ahead = Prefetcher(self.read, batches, small_stack=isinstance(self, MappedSource))
 
     def fetch(self, idx):
         idx = np.asarray(idx, dtype=np.int64)
