@@ -8,7 +8,7 @@ from apsi_lang.errors import ApsiError
 from .memmap import Mapped
 from .sources import Column, Dataset, DatasetSource, mapped_column
 
-CHUNK_BYTES = 4 << 20          # the streamed checks read this much at a time
+CHUNK_BYTES = 1 << 20          # the streamed checks read this much at a time
 
 
 def is_source(x):
@@ -19,7 +19,9 @@ def mapped_input(fn, arg, m, ids_vocab, nan_ok=False):
     """A mapped input as a column of float64 rows (token ids: int64), after one streamed pass that
     finds NaN/inf (or ids out of range) and names the row, as in-memory inputs are checked."""
     step = max(1, CHUNK_BYTES // max(1, m.size // max(1, len(m)) * m.np_dtype.itemsize))
-    for start in range(0, len(m), step):
+    key = (ids_vocab, nan_ok)
+    checked = m.__dict__.setdefault("checked", set())     # a second fit over the same files: once
+    for start in range(0, 0 if key in checked else len(m), step):
         rows = np.arange(start, min(start + step, len(m)))
         block = m.take(rows, fn)
         if ids_vocab is not None:
@@ -29,6 +31,7 @@ def mapped_input(fn, arg, m, ids_vocab, nan_ok=False):
             raise ApsiError(f"{fn}: {arg} hold {block[tuple(where)]} at row {start + int(where[0])} (file "
                             f"{_file_of(m, start + int(where[0]))!r}); replace those values first "
                             "(an imputation layer fills them)")
+    checked.add(key)
     return mapped_column(fn, arg, m, np.int64 if ids_vocab is not None else np.float64)
 
 

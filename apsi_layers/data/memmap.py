@@ -1,12 +1,15 @@
 """load_npy / save_npy: .npy files read by rows, never whole.
 
-A `Mapped` value is one or more .npy shards seen as one array along the first axis. Rows are read
-with pread into a fresh buffer, not through an mmap: a row read stays out of the process's resident
-memory once the batch is dropped (the page cache keeps it warm for the next epoch), a file cut short
-while training is a clear error instead of SIGBUS, and a batch's rows are read in ascending order
-with neighbouring rows merged into one read (locality), then put back into the batch's order.
+A `Mapped` value is one or more .npy shards seen as one array along the first axis. A batch's rows
+are gathered in ascending file order (locality) from a read-only shared mapping of each file and
+put back into the batch's order; then the mapping's pages are let go of (madvise MADV_DONTNEED: the
+page cache keeps them warm for the next epoch, but they stop counting as this process's memory), so
+the resident memory stays about one batch whatever the file's size. Before each gather the file's
+size is compared with the size it had when loaded: a file cut short or grown by another program is
+an error naming it, never a wrong batch.
 """
 
+import mmap
 import os
 
 import numpy as np
@@ -53,18 +56,22 @@ class Shard:
                             f"bytes when loaded, {actual} now); do not rewrite a data file during fit, "
                             "or load it again")
 
-    def read(self, out, start, count, what):
-        """Rows start..start+count into the buffer `out` (count rows, C order)."""
-        view = memoryview(out).cast("B")
-        want, pos = count * self.row_bytes, self.offset + start * self.row_bytes
-        got = 0
-        while got < want:
-            n = os.preadv(self.fd, [view[got:want]], pos + got)
-            if n <= 0:
-                self.check(what)
-                raise ApsiError(f"{what}: {self.shown!r} ended early (rows {start}..{start + count - 1} "
-                                "could not be read); it was cut short while in use")
-            got += n
+    def rows_view(self):
+        """The file's rows as a read-only array over a shared mapping (made on first use)."""
+        if getattr(self, "_view", None) is None:
+            self._map = mmap.mmap(self.fd, 0, access=mmap.ACCESS_READ) if self.seen else None
+            count = self.rows * int(np.prod(self.tail, dtype=np.int64))
+            flat = (np.frombuffer(self._map, dtype=self.dtype, count=count, offset=self.offset)
+                    if self._map is not None and count else np.empty(0, self.dtype))
+            self._view = flat.reshape((self.rows, *self.tail))
+        return self._view
+
+    def gather(self, out, local, what):
+        """Rows `local` (ascending) into `out`, then the mapping's pages let go of."""
+        self.check(what)
+        np.take(self.rows_view(), local, axis=0, out=out)
+        if self._map is not None:
+            self._map.madvise(mmap.MADV_DONTNEED)
 
 
 def _header(f, shown):
@@ -140,7 +147,7 @@ class Mapped:
 
     def take(self, idx, what="read"):
         """The rows at positions idx (any order, repeats allowed) as an ndarray, read in ascending
-        file order with runs of neighbouring rows merged into one read."""
+        file order."""
         idx = np.asarray(idx, dtype=np.int64)
         if self.rows.step == 1 and self.rows.start:
             idx = idx + self.rows.start
@@ -158,15 +165,11 @@ class Mapped:
     def _read_sorted(self, wanted, out, what):
         if not len(wanted):
             return
-        # runs of consecutive rows (a repeat starts a new run) within one shard
-        breaks = np.flatnonzero(np.diff(wanted) != 1) + 1
         shard_of = np.searchsorted(self.starts, wanted, side="right") - 1
-        breaks = np.union1d(breaks, np.flatnonzero(np.diff(shard_of)) + 1).astype(np.int64)
-        bounds = np.concatenate([[0], breaks, [len(wanted)]])
+        bounds = np.concatenate([[0], np.flatnonzero(np.diff(shard_of)) + 1, [len(wanted)]])
         for a, b in zip(bounds[:-1], bounds[1:], strict=True):
             k = int(shard_of[a])
-            shard = self.shards[k]
-            shard.read(out[a:b], int(wanted[a] - self.starts[k]), int(b - a), what)
+            self.shards[k].gather(out[a:b], wanted[a:b] - self.starts[k], what)
 
     def __getitem__(self, key):
         from apsi_layers.nn.tensor import Tensor

@@ -8,6 +8,7 @@ array. The driver announces each epoch's batches so a source reads them ahead (p
 
 import inspect
 import os
+import sys
 
 import numpy as np
 
@@ -16,6 +17,8 @@ from apsi_lang.values import show
 
 from .memmap import Mapped
 from .prefetch import Prefetcher
+
+SWITCH = 0.0002         # seconds: the GIL's switch interval while a dataset's calls run ahead
 
 
 class Dataset:
@@ -148,9 +151,26 @@ class MappedSource(Source):
 
 
 class DatasetSource(Source):
-    """One call of a dataset's function per batch; idx holds the call number (one per step)."""
+    """One call of a dataset's function per batch; idx holds the call number (one per step).
+
+    The calls run in the read-ahead thread. An Apsi function holds the GIL while it runs, so while
+    the thread is busy the step waits for its turn: the switch interval is made short (Python's
+    default is 5 ms, longer than a call) so a step waits little, and set back when the epoch ends."""
 
     epoch = 0
+    switch = None
+
+    def announce(self, batches, epoch):
+        super().announce(batches, epoch)
+        if self.switch is None:
+            self.switch = sys.getswitchinterval()
+            sys.setswitchinterval(SWITCH)
+
+    def close(self):
+        super().close()
+        if self.switch is not None:
+            sys.setswitchinterval(self.switch)
+            self.switch = None
 
     def __init__(self, ds, seed, what, rules):
         self.ds, self.seed, self.what = ds, seed, what
