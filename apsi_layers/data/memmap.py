@@ -19,6 +19,8 @@ from apsi_lang.errors import ApsiError
 from apsi_lang.values import show
 
 KINDS = "biuf"      # bool, int, uint, float: what a tensor holds
+MAPPED_BUDGET = 64 << 20    # the most of a file mapped into the process at once while gathering
+FAULT_AROUND = 64 << 10     # what one page fault may map (/proc/sys/vm/fault_around_bytes' default)
 
 
 class Shard:
@@ -67,11 +69,16 @@ class Shard:
         return self._view
 
     def gather(self, out, local, what):
-        """Rows `local` (ascending) into `out`, then the mapping's pages let go of."""
+        """Rows `local` (ascending) into `out`, a few at a time, the mapping's pages let go of after
+        each few: a fault maps up to 64 KiB of neighbouring cached pages (Linux's fault-around), so
+        a batch of scattered small rows would otherwise map most of a file for a moment."""
         self.check(what)
-        np.take(self.rows_view(), local, axis=0, out=out)
-        if self._map is not None:
-            self._map.madvise(mmap.MADV_DONTNEED)
+        view = self.rows_view()
+        step = max(1, MAPPED_BUDGET // max(FAULT_AROUND, self.row_bytes))
+        for a in range(0, len(local), step):
+            np.take(view, local[a:a + step], axis=0, out=out[a:a + step])
+            if self._map is not None:
+                self._map.madvise(mmap.MADV_DONTNEED)
 
 
 def _header(f, shown):
