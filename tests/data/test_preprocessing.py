@@ -95,3 +95,16 @@ def test_adapt_needs_a_preprocessing_layer_first(tmp_path):
     msg = error(tmp_path, "use layers\nuse nn\nlet n = mlp(2, 1)\n"
                           "let p = adapt(n, n.init(seed=0), ones(4, 2))\n")
     assert "does not start with a preprocessing layer" in msg
+
+
+def test_a_model_file_keeps_the_learnt_state(tmp_path):
+    out = ok(tmp_path, """use layers
+use nn
+let x = array([[1.0, 10.0], [3.0, nan], [5.0, 30.0]])
+let net2 = sequential(impute(), normalization(), dense(1))
+let p = adapt(net2, net2.init(seed=0, input_shape=[2]), x)
+save_model("m.apsimodel", net2, p)
+let m = load_model("m.apsimodel")
+print(array_equal(predict(m.net, m.params, x), predict(net2, p, x)), m.params.impute.state.values.tolist())
+""")
+    assert out.strip() == "true [3.0, 20.0]"
