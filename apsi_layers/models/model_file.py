@@ -154,19 +154,19 @@ def _same_again(net, d, objects):
             return objects[i]
 
     rebuilt = Reader("(this model)", d["layers"], Same()).layer(d["root"])
-    a, b = _structure(net), _structure(rebuilt)
+    a, b = _structure(net), _structure(rebuilt, net.known_input())     # load_model gives it input_shape
     if a != b:
         raise ApsiError(f"save_model: the model's description does not rebuild it (it gives {b[0][:80]}, "
                         f"not {a[0][:80]}); a layer keeps a setting it does not show. Please report this")
 
 
-def _structure(net):
+def _structure(net, shape=None):
     import re
 
     from apsi_layers.layers.base import build_root, leaf_shapes
     from apsi_layers.layers.init_rng import ShapeRng
 
-    spec, out = build_root(net, ShapeRng(), net.known_input())
+    spec, out = build_root(net, ShapeRng(), shape if shape is not None else net.known_input())
     text = re.sub(r"<fn[^>]*>", "<fn>", repr(net))
     return text, leaf_shapes(spec), repr(out)
 
