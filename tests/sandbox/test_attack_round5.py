@@ -1,0 +1,38 @@
+"""Round 5 of the red team: each test is one finding, reproduced as a user or an attacker meets it
+(real programs through `apsi`, wall on and off where the kernel's confinement could matter)."""
+
+import os
+import subprocess
+import sys
+
+from .helpers import ROOT, cli
+
+
+def apsi(args, cwd, stdin=None):
+    """`python -m apsi ARGS` once (for commands the kernel's wall does not touch: trust, setup)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("APSI_")}
+    env["PYTHONPATH"] = str(ROOT)
+    return subprocess.run([sys.executable, "-m", "apsi", *args], cwd=cwd, env=env, input=stdin,
+                          capture_output=True, text=True, timeout=120)
+
+
+# --- an apsi.toml that is a link: what `apsi trust` shows is what runs get -------------------------
+
+def test_a_linked_apsi_toml_grants_what_apsi_trust_showed(tmp_path):
+    """A cloned repository's apsi.toml is a link to a/b/c.toml holding read = ["../.."]. `apsi trust`
+    showed that as the repository itself (resolved from c.toml's folder, a/b), so the user trusted a
+    harmless-looking file; runs resolved it from the link's folder: two levels above the repository,
+    the user's home, where ../secret/key.txt was then readable without any flag."""
+    (tmp_path / "secret").mkdir()
+    (tmp_path / "secret" / "key.txt").write_text("TOPSECRET")
+    repo = tmp_path / "home" / "repo"
+    (repo / "a" / "b").mkdir(parents=True)
+    (repo / "a" / "b" / "c.toml").write_text('[run]\nread = ["../.."]\n')
+    (repo / "apsi.toml").symlink_to("a/b/c.toml")
+    (repo / "prog.apsi").write_text('print(read_text("../../secret/key.txt"))\n')
+    shown = apsi(["trust", "--yes", "."], repo)
+    assert shown.returncode == 0, shown.stderr
+    assert f"read = ['{repo}']" in shown.stdout, shown.stdout      # what the user was shown …
+    code, out, err = cli(["prog.apsi"], repo)
+    assert "TOPSECRET" not in out                                   # … is all that is granted
+    assert code == 1 and "needs permission 'read'" in err, err
