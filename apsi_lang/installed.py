@@ -4,7 +4,9 @@
 every folder on sys.path, which for `python -m apsi` includes the current folder: a program that wrote
 `zzz-1.0.dist-info/entry_points.txt` into its project had a later `use` (and every later run) call
 code of its choosing (issue 15). So the project folder, the current folder and the program's folder
-are left out of the search, whatever sys.path says, and each group is read once per process.
+are left out of the search, whatever sys.path says, and each group is read once per process, except
+the site-packages of the Python that runs Apsi: a `.venv` inside the project (the usual layout) or a
+container's `/` as the current folder holds them, and a program cannot write there (writable.py).
 """
 
 import os
@@ -36,7 +38,16 @@ def search_path(program_dir=None):
     if program_dir is not None:
         untrusted.append(str(program_dir))
     untrusted = [os.path.realpath(p) for p in untrusted]
-    return [p for p in sys.path if not _under_any(os.path.realpath(p or "."), untrusted)]
+    return [p for p in sys.path if not _under_any(os.path.realpath(p or "."), untrusted)
+            or _installed(os.path.realpath(p or "."))]
+
+
+def _installed(path):
+    """True for the site-packages of the running Python (or a folder inside them), which the write
+    rule protects wherever they are (apsi_lang/writable.environment)."""
+    import site
+
+    return _under_any(path, [os.path.realpath(p) for p in site.getsitepackages()])
 
 
 def _under_any(path, folders):

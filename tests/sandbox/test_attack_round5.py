@@ -5,6 +5,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from .helpers import ROOT, cli
 
 
@@ -36,3 +38,26 @@ def test_a_linked_apsi_toml_grants_what_apsi_trust_showed(tmp_path):
     code, out, err = cli(["prog.apsi"], repo)
     assert "TOPSECRET" not in out                                   # … is all that is granted
     assert code == 1 and "needs permission 'read'" in err, err
+
+
+# --- the installed modules are found from any folder ----------------------------------------------
+
+def test_use_nn_works_where_the_current_folder_holds_the_python_environment():
+    """The README's first command from a fresh clone with a `.venv` inside it (`python -m venv .venv`)
+    said `use layers: no module named 'layers' … (installed: none)`: the search for installed modules
+    left out everything under the current folder, the venv's site-packages too. So did `apsi -e` in a
+    container's default folder, /."""
+    code, out, err = cli(["-e", "use nn\nprint(sum(ones(3)))"], "/")
+    assert code == 0 and out == "3.0\n", err
+
+
+def test_the_search_path_keeps_site_packages_inside_the_project_and_nothing_else(tmp_path, monkeypatch):
+    from apsi_lang import installed, permissions
+
+    site = tmp_path / ".venv" / "lib" / "site-packages"
+    site.mkdir(parents=True)
+    monkeypatch.setattr("site.getsitepackages", lambda: [str(site)])
+    monkeypatch.setattr(permissions, "_current", permissions.Grants(project_root=tmp_path))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", ["", str(tmp_path), str(tmp_path / "sub"), str(site)])
+    assert installed.search_path() == [str(site)]
