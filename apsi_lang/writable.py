@@ -201,17 +201,39 @@ def _not_data(name):
     return f"only data files may be written without permission ({kinds()}), and this is not one"
 
 
+# What marks a folder as a Python environment: a virtual environment's pyvenv.cfg (PEP 405), a conda
+# environment's conda-meta/ (`conda create -p ./env`: no pyvenv.cfg). Either holds more than packages
+# that run code: share/jupyter/kernels/*/kernel.json is the command Jupyter runs for a kernel.
+ENVIRONMENT_MARKERS = ("pyvenv.cfg", "conda-meta")
+
+
 def environment(root, parts):
-    """Why a path inside the project is part of a Python environment, or None: a virtual environment
-    (a folder with pyvenv.cfg) anywhere on the way, or the folders of the interpreter Apsi runs in."""
+    """Why a path inside the project is part of a Python environment, or None: a virtual or conda
+    environment anywhere on the way, the installation Apsi runs from when it lies inside the project
+    (all of it), or the folders of that interpreter."""
     for i in range(len(parts) - 1):
-        if (root.joinpath(*parts[:i + 1]) / "pyvenv.cfg").exists():
+        folder = root.joinpath(*parts[:i + 1])
+        if any((folder / marker).exists() for marker in ENVIRONMENT_MARKERS):
             return f"'{'/'.join(parts[:i + 1])}' is a Python environment (its programs and packages run code)"
     target = str(root.joinpath(*parts))
-    for folder in environment_folders():
-        if target == folder or target.startswith(folder.rstrip(os.sep) + os.sep):
+    inside = [p for p in _prefixes() if _under(p, str(root)) and p != str(root)]
+    for folder in environment_folders() + inside:
+        if _under(target, folder):
             return "it is inside the Python environment Apsi runs in (its packages run code)"
     return None
+
+
+def _under(path, folder):
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _prefixes():
+    """The running Python's installation folders (resolved). Inside a project, each is protected
+    whole; a project may also lie inside one (/usr/local/src/x), and then only its own folders are."""
+    import sys
+
+    return sorted({os.path.realpath(p) for p in (sys.prefix, sys.exec_prefix, sys.base_prefix,
+                                                  sys.base_exec_prefix) if p})
 
 
 _folders = None

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from .helpers import ROOT, cli
+from .helpers import ROOT, cli, refused, run
 
 
 def apsi(args, cwd, stdin=None):
@@ -61,3 +61,38 @@ def test_the_search_path_keeps_site_packages_inside_the_project_and_nothing_else
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", ["", str(tmp_path), str(tmp_path / "sub"), str(site)])
     assert installed.search_path() == [str(site)]
+
+
+# --- Python environments without pyvenv.cfg ---------------------------------------------------------
+
+KERNEL = '{"argv": ["sh", "-c", "echo planted"], "display_name": "Python 3", "language": "python"}'
+
+
+def test_a_conda_environment_inside_the_project_is_protected_whole(project):
+    """`conda create -p ./env` makes an environment with conda-meta/ and no pyvenv.cfg. A flag-less
+    program rewrote env/share/jupyter/kernels/python3/kernel.json (data by name: .json, no tool name),
+    and the next notebook opened with that environment's Jupyter ran its argv."""
+    env = project / "env"
+    (env / "conda-meta").mkdir(parents=True)
+    (env / "share" / "jupyter" / "kernels" / "python3").mkdir(parents=True)
+    for name in ("env/share/jupyter/kernels/python3/kernel.json", "env/etc/jupyter/x.json"):
+        message = refused(f"write_text({name!r}, {KERNEL!r})", "write", match="Python environment")
+        assert f"--allow-write={name}" in message
+    assert not (env / "share" / "jupyter" / "kernels" / "python3" / "kernel.json").exists()
+
+
+def test_the_installation_apsi_runs_from_is_protected_whole_inside_the_project(project, monkeypatch):
+    """A Python installed into the project (a conda prefix, `--prefix=./py`) has folders beside
+    site-packages that tools run: its share/jupyter/kernels (where `apsi kernel` may install its own
+    kernel.json) and etc/jupyter."""
+    prefix = project / "py"
+    (prefix / "share" / "jupyter" / "kernels" / "apsi").mkdir(parents=True)
+    monkeypatch.setattr(sys, "prefix", str(prefix))
+    refused(f"write_text('py/share/jupyter/kernels/apsi/kernel.json', {KERNEL!r})", "write",
+            match="Python environment Apsi runs in")
+    run('write_text("notes.txt", "x")')                # the project itself stays writable
+
+
+def test_a_project_inside_the_installation_is_not_protected_whole(project, monkeypatch):
+    monkeypatch.setattr(sys, "prefix", str(project.parent))      # a project under /usr/local, say
+    run('write_text("notes.txt", "x")')
