@@ -96,3 +96,20 @@ def test_the_installation_apsi_runs_from_is_protected_whole_inside_the_project(p
 def test_a_project_inside_the_installation_is_not_protected_whole(project, monkeypatch):
     monkeypatch.setattr(sys, "prefix", str(project.parent))      # a project under /usr/local, say
     run('write_text("notes.txt", "x")')
+
+
+# --- NumPy's warnings ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("code, shown", [
+    ("print(prod(ones(400) * 10))", "inf\n"),
+    ("print(cumsum(ones(3) * 1e308))", "tensor([1.e+308,     inf,     inf])\n"),
+    ("print(logspace(0, 400, 3))", "tensor([1.e+000, 1.e+200,     inf])\n"),
+    ("print(average(ones(3), weights=[1e308, 1e308, 1e308]))", "nan\n"),
+])
+def test_numpy_warnings_do_not_reach_the_user(tmp_path, code, shown):
+    """These printed NumPy's RuntimeWarning on stderr: the path of the Python installation
+    (…/site-packages/numpy/_core/fromnumeric.py:83) and a line of NumPy's source. The filter for
+    warnings named apsi_layers' modules only; NumPy's Python functions warn from their own."""
+    code_, out, err = cli(["-e", f"use nn\n{code}"], tmp_path)
+    assert code_ == 0 and out == shown, err
+    assert err == "", err
