@@ -139,3 +139,26 @@ def test_polygamma_beyond_the_float_range_is_infinite_as_scipys(tmp_path):
     code, out, err = cli(["-e", "use nn\nprint(polygamma(200, 2.0))\nprint(polygamma(10**9, 2.0))"],
                          tmp_path, timeout=20)
     assert code == 0 and out == "-inf\n-inf\n", err
+
+
+# --- numbers too large for a float, given to fit's options ---------------------------------------------
+
+FIT = ("use layers\nuse nn\nlet x = randn(40, 2, seed=1)\nlet y = concat([zeros(20), ones(20)])\n"
+       "let net = mlp(2, 2, hidden=[8])\n"
+       "fit(net, net.init(seed=0), x, y, loss=\"cross_entropy\", epochs=1, {})\n")
+
+
+@pytest.mark.parametrize("option, said", [
+    ("class_weight=[10**400, 1]", "class_weight[0] is 1000"),
+    ("reduce_lr={min_lr: 10**400}", "too large for a float"),
+    ("reduce_lr={min_delta: 10**400}", "too large for a float"),
+    ("early_stopping={min_delta: 10**400}", "too large for a float"),
+    ("clip=10**400", "too large for a float"),
+])
+def test_an_int_too_large_for_a_float_is_said_in_apsis_words(tmp_path, option, said):
+    """These said Python's 'int too large to convert to float' (class_weight: NumPy's "ufunc 'isfinite'
+    not supported for the input types, and the inputs could not be safely coerced …"): no what-to-do."""
+    (tmp_path / "f.apsi").write_text(FIT.format(option))
+    code, out, err = cli(["f.apsi"], tmp_path)
+    assert code == 1 and said in err, err
+    assert "convert to float" not in err and "ufunc" not in err and "coerced" not in err, err
