@@ -162,3 +162,22 @@ def test_an_int_too_large_for_a_float_is_said_in_apsis_words(tmp_path, option, s
     code, out, err = cli(["f.apsi"], tmp_path)
     assert code == 1 and said in err, err
     assert "convert to float" not in err and "ufunc" not in err and "coerced" not in err, err
+
+
+# --- JSON files that tools run commands from ---------------------------------------------------------
+
+@pytest.mark.parametrize("name, planted", [
+    ("vercel.json", '{"buildCommand": "sh -c planted", "devCommand": "sh -c planted"}'),
+    ("wrangler.json", '{"name": "w", "main": "a.js", "build": {"command": "sh -c planted"}}'),
+    ("devbox.json", '{"packages": [], "shell": {"init_hook": ["sh -c planted"]}}'),
+    ("dprint.json", '{"plugins": ["https://example.com/planted.json@0123456789abcdef"]}'),
+    ("tauri.conf.json", '{"build": {"beforeDevCommand": "sh -c planted"}}'),
+])
+def test_json_a_tool_runs_commands_from_is_protected(project, name, planted):
+    """Data by their suffix, and no name the allow-list knew: a flag-less program wrote each, and the
+    tool that finds it in the folder runs the command in it (the sources are in docs/permissions.md)."""
+    for where in (name, f"sub/{name}"):
+        (project / "sub").mkdir(exist_ok=True)
+        message = refused(f"write_text({where!r}, {planted!r})", "write", match="protected")
+        assert f"--allow-write={where}" in message
+    assert not (project / name).exists()
