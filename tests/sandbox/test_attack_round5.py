@@ -181,3 +181,51 @@ def test_json_a_tool_runs_commands_from_is_protected(project, name, planted):
         message = refused(f"write_text({where!r}, {planted!r})", "write", match="protected")
         assert f"--allow-write={where}" in message
     assert not (project / name).exists()
+
+
+# --- a model file's functions only compute -----------------------------------------------------------
+
+MAKE_MODEL = """use nn
+use layers
+fn evil(x):
+    if len(x) == 5:
+        {act}
+    return x
+let net = sequential([lambda_layer(evil), dense(1)])
+save_model("m.apsim", net, net.init(seed=0, input_shape=[2]))
+"""
+USE_MODEL = """use nn
+use layers
+let m = load_model("m.apsim")
+print(predict(m.net, m.params, ones([5, 2])))
+"""
+
+
+@pytest.mark.parametrize("act, harm", [
+    ('save_params("data.npz", {w: zeros(1)})', "rewrites"),
+    ('save_model("other.apsim", dense(1), {})', "rewrites"),
+    ('print("READ", load_csv("secret.csv", header=false))', "reads"),
+    ('print("READ", load_params("weights.npz"))', "reads"),
+])
+def test_a_model_files_function_touches_no_file(tmp_path, act, harm):
+    """A model file's lambda_layer runs as Apsi source 'under no permissions', and a builtin that
+    touches files is refused when it is loaded, but nn's and layers' exports were not checked: with no
+    flag, reading and writing data files inside the project needs none. A downloaded model, used by a
+    flag-less program (or served: `apsi serve` returns its outputs to whoever asks), read the user's
+    project files and overwrote their data files whenever it ran."""
+    maker = tmp_path / "maker"
+    maker.mkdir()
+    (maker / "make.apsi").write_text(MAKE_MODEL.format(act=act))
+    code, out, err = cli(["make.apsi"], maker)
+    assert code == 0, err
+    user = tmp_path / "user"
+    user.mkdir()
+    (user / "m.apsim").write_bytes((maker / "m.apsim").read_bytes())
+    (user / "use.apsi").write_text(USE_MODEL)
+    (user / "secret.csv").write_text("4242\n")
+    (user / "data.npz").write_bytes(b"the user's data")
+    code, out, err = cli(["use.apsi"], user)
+    assert code == 1 and "a model file's function may only compute" in err, err
+    assert "READ" not in out and "4242" not in out
+    assert (user / "data.npz").read_bytes() == b"the user's data"
+    assert sorted(p.name for p in user.iterdir()) == ["data.npz", "m.apsim", "secret.csv", "use.apsi"]
