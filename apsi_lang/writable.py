@@ -135,10 +135,17 @@ def kinds():
     return ", ".join(DATA_KINDS)
 
 
+# Code points HFS+ (macOS's file system before APFS, still on external disks) leaves out when it
+# compares names, so "package\u200c.json" opens package.json there: git refuses ".git" spelled with them
+# for that reason (CVE-2014-9390; git's utf8.c, next_hfs_char).
+_HFS_IGNORED = dict.fromkeys([*range(0x200C, 0x2010), *range(0x202A, 0x202F), *range(0x206A, 0x2070),
+                              0xFEFF])
+
+
 def _norm(part):
-    """As case-insensitive file systems (macOS, Windows) compare names: case and trailing dots and
-    spaces ignored."""
-    return part.casefold().rstrip(" .")
+    """As case-insensitive file systems (macOS, Windows) compare names: case, trailing dots and
+    spaces, and the code points HFS+ ignores, ignored."""
+    return part.translate(_HFS_IGNORED).casefold().rstrip(" .")
 
 
 def reason(parts, folder=False):

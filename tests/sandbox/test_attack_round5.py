@@ -229,3 +229,16 @@ def test_a_model_files_function_touches_no_file(tmp_path, act, harm):
     assert "READ" not in out and "4242" not in out
     assert (user / "data.npz").read_bytes() == b"the user's data"
     assert sorted(p.name for p in user.iterdir()) == ["data.npz", "m.apsim", "secret.csv", "use.apsi"]
+
+
+# --- names that HFS+ reads as a tool's -----------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["package\u200c.json", "CMakeLists\u200d.txt", "test\u200e_x.txt",
+                                  "requirements\ufeff.txt", "\u200c.envrc.txt", "node\u206a_modules/x.json"])
+def test_names_with_code_points_hfs_plus_ignores_are_the_names_without_them(project, name):
+    """On HFS+ (macOS before APFS, external disks), "package\\u200c.json" is package.json: HFS+ leaves
+    such code points out of names it compares (git refuses .git spelled so: CVE-2014-9390). The rule
+    compared the name with them in."""
+    (project / "node\u206a_modules").mkdir()
+    message = refused(f"write_text({name!r}, 'x')", "write", match="protected")
+    assert "--allow-write=" in message
