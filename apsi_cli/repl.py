@@ -117,7 +117,7 @@ class Repl:
         except PackageNotFoundError:
             v = "source"
         print(f"Apsi {v} — type an expression to see its value; help for help; exit or Ctrl-D to leave.")
-        from .runner import guarded
+        from .guard import guarded
 
         while True:
             try:

@@ -7,12 +7,12 @@ code calls live in the program's globals under names starting with '_', which Ap
 
 import ast
 import builtins
-import keyword
 
 from . import sandbox
 from . import syntax as S
 from .builtins import BUILTINS
 from .errors import ApsiSyntaxError
+from .names import apsi_name, py_name  # noqa: F401  (apsi_name: compiler's name, as before)
 from .numpy_names import NUMPY_SPELLINGS
 from .parser import PYTHON_MODULES
 from .plain import is_plain, plain_names
@@ -46,15 +46,6 @@ PYTHON_SPELLINGS = {
     "hex": "an f-string formats an int in hex: f\"{n:x}\"",
     "oct": "an f-string formats an int in octal: f\"{n:o}\"",
 }
-
-
-def py_name(name):
-    """Apsi names that are Python keywords get a name Apsi can't spell."""
-    return f"_kw_{name}" if keyword.iskeyword(name) or name in ("None", "True", "False") else name
-
-
-def apsi_name(py):
-    return py[4:] if py.startswith("_kw_") else py
 
 
 class Compiler:

@@ -10,8 +10,13 @@ Running statistics (batch norm) live in a record field named `state`: fit update
 optimizer never sees them. Names given with name= can therefore not be "state".
 """
 
+from typing import TYPE_CHECKING, Any
+
 from apsi_lang.errors import ApsiError
 from apsi_lang.values import Record, field_name_problem, show
+
+if TYPE_CHECKING:
+    from .context import Ctx
 
 RESERVED = "state"
 
@@ -29,17 +34,17 @@ class Layer:
         self.declared_input = None if inputs is None else shape_arg(self.kind, "inputs", inputs)
 
     # --- what a layer type defines --------------------------------------------------------------
-    def build(self, rng, input_shape):
+    def build(self, rng: Any, input_shape: Any) -> tuple[Any, Any]:
         raise NotImplementedError
 
-    def apply(self, params, x, ctx):
+    def apply(self, params: Any, x: Any, ctx: "Ctx") -> Any:
         raise NotImplementedError
 
     def children(self):
         """[(key, layer)] of the layers inside (combinators), for summary and input shapes."""
         return []
 
-    def present(self, y, ops):
+    def present(self, y: Any, ops: Any) -> Any:
         """What predict hands back for the forward output y (a VAE returns probabilities)."""
         return y
 
@@ -66,7 +71,7 @@ class Layer:
     def layers(self):
         return [layer for _, layer in self.children()]
 
-    def init(self, seed=0, input_shape=None):
+    def init(self, seed: int = 0, input_shape: Any = None) -> Any:
         """The parameter tree (float64 nn tensors, the same numbers on every machine)."""
         from .init_rng import InitRng
 

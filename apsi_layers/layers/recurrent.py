@@ -9,6 +9,7 @@ import math
 from apsi_lang.values import Record
 
 from .base import Layer, fmt, positive_int
+from .registry import parity_cases, register
 
 
 class Recurrent(Layer):
@@ -80,12 +81,29 @@ class Gru(Recurrent):
         return ops.gru(x, states[0], p.w_ih, p.w_hh, p.b_ih, p.b_hh, mask)
 
 
+@register()
 def lstm_layer(units, return_sequences=False, return_state=False, inputs=None, name=None):
     """LSTM over [B, T, F]: the last state [B, units], or every step [B, T, units] with
     return_sequences=true; return_state=true adds the final h and c."""
     return Lstm(units, return_sequences, return_state, inputs, name)
 
 
+@register()
 def gru_layer(units, return_sequences=False, return_state=False, inputs=None, name=None):
     """GRU over [B, T, F], options as lstm_layer (return_state adds the final h)."""
     return Gru(units, return_sequences, return_state, inputs, name)
+
+
+@parity_cases
+def _cases(L, d):
+    seq_of = L.sequential
+    return [
+        dict(name="lstm", model=seq_of(L.lstm_layer(6, return_sequences=True, inputs=[5, 4]),
+                                       L.lstm_layer(3)), x=d.seq),
+        dict(name="lstm_mask", model=L.lstm_layer(6, return_state=True, inputs=[5, 4]), x=d.seq,
+             mask=d.mask),
+        dict(name="gru", model=seq_of(L.gru_layer(6, return_sequences=True, inputs=[5, 4]), L.gru_layer(3)),
+             x=d.seq),
+        dict(name="gru_mask", model=L.gru_layer(6, return_sequences=True, inputs=[5, 4]), x=d.seq,
+             mask=d.mask),
+    ]

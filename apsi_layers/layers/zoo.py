@@ -12,6 +12,7 @@ from .core import Activation, Dense, Dropout, Embedding, Flatten
 from .graph import Gat, Gcn, Gin, Sage
 from .norm import BatchNorm, LayerNorm
 from .recurrent import Gru, Lstm
+from .registry import parity_cases, register
 
 
 def _sizes(fn, arg, value):
@@ -43,6 +44,7 @@ def _args(*positional, **named):
     return ", ".join(parts)
 
 
+@register()
 def mlp(inputs, outputs, hidden=(64, 64), activation="relu", dropout=0.0, batch_norm=False):
     """Dense layers inputs -> hidden... -> outputs with `activation` between (logits out)."""
     inputs = positive_int("mlp", "inputs", inputs)
@@ -61,6 +63,7 @@ def mlp(inputs, outputs, hidden=(64, 64), activation="relu", dropout=0.0, batch_
     return Zoo("mlp", _args(inputs, outputs, hidden=hidden), layers, (inputs,))
 
 
+@register()
 def resnet_mlp(inputs, outputs, width=128, blocks=4, dropout=0.0):
     """dense(width), then `blocks` residual blocks x + dense(relu(dense(layer_norm(x)))), a final
     layer_norm and dense(outputs)."""
@@ -77,6 +80,7 @@ def resnet_mlp(inputs, outputs, width=128, blocks=4, dropout=0.0):
     return Zoo("resnet_mlp", _args(inputs, outputs, width=width, blocks=blocks), layers, (inputs,))
 
 
+@register()
 def cnn_classifier(input_shape, classes, filters=(16, 32), kernel=3, hidden=64, dropout=0.0):
     """Images [C, H, W]: per entry of filters, conv2d(f, kernel, padding="same", relu) and
     max_pool2d(2); then flatten, dense(hidden, relu), dense(classes)."""
@@ -96,6 +100,7 @@ def cnn_classifier(input_shape, classes, filters=(16, 32), kernel=3, hidden=64, 
     return Zoo("cnn_classifier", _args(list(shape), classes, filters=filters), layers, tuple(shape))
 
 
+@register()
 def lstm_classifier(inputs, classes, units=64, layers=1, vocab=None, embed=32, cell="lstm", dropout=0.0):
     """Sequences [T, inputs] (or token ids [T] with vocab=V: an embedding of size embed first) ->
     `layers` recurrent layers (cell "lstm" or "gru") -> dense(classes) on the last state."""
@@ -121,6 +126,7 @@ def lstm_classifier(inputs, classes, units=64, layers=1, vocab=None, embed=32, c
     return Zoo("lstm_classifier", _args(inputs, classes, units=units, layers=n, vocab=vocab), stack, shape)
 
 
+@register()
 def transformer_lm(vocab, d=128, heads=4, layers=2, context=128, dropout=0.0, hidden=None,
                    positions="learned"):
     """A decoder-only (GPT-style) language model: token ids [T] -> logits [T, vocab]. Embedding,
@@ -147,6 +153,7 @@ def transformer_lm(vocab, d=128, heads=4, layers=2, context=128, dropout=0.0, hi
 _GRAPH = {"gcn": Gcn, "sage": Sage, "gat": Gat, "gin": Gin}
 
 
+@register()
 def gcn_classifier(inputs, classes, hidden=(16,), dropout=0.5, kind="gcn"):
     """Node classification: graph layers of `kind` ("gcn", "sage", "gat", "gin") with relu and
     dropout between, the last giving `classes` logits per node. Needs graph= in fit and predict."""
@@ -209,5 +216,22 @@ class Vae(Layer):
         return ops.sigmoid(y[0])
 
 
+@register()
 def vae(inputs, latent, hidden=(128,)):
     return Vae(inputs, latent, hidden)
+
+
+@parity_cases
+def _cases(L, d):
+    return [
+        dict(name="mlp", model=L.mlp(6, 3, hidden=[8, 8]), x=d.x(5, 6)),
+        dict(name="conv2d", model=L.cnn_classifier([2, 8, 8], 3, filters=[4, 6], hidden=8), x=d.img),
+        dict(name="batch_norm", model=L.mlp(6, 3, hidden=[8], batch_norm=True), x=d.x(5, 6)),
+        dict(name="dropout", model=L.mlp(6, 3, hidden=[16], dropout=0.4), x=d.x(5, 6)),
+        dict(name="transformer_lm", model=L.transformer_lm(11, d=8, heads=2, layers=2, context=6),
+             x=d.tokens),
+        dict(name="residual", model=L.resnet_mlp(6, 3, width=8, blocks=2), x=d.x(5, 6)),
+        dict(name="gcn", model=L.gcn_classifier(5, 3, hidden=[8], dropout=0.0), x=d.x(7, 5), graph=d.graph),
+        dict(name="vae", model=L.vae(6, 2, hidden=[8]), x=d.x(5, 6)),
+        dict(name="lstm_model", model=L.lstm_classifier(4, 3, units=6), x=d.seq),
+    ]

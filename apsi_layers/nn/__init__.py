@@ -187,13 +187,6 @@ from .statistics import (
 from .tensor import Tensor, as_tensor
 from .tree import clip_by_global_norm, flatten, global_norm, param_count, tree_map, unflatten
 
-
-def round_values(x, ndigits=0):
-    """x rounded to `ndigits` decimals (values only: rounding has no useful gradient)."""
-    import numpy as np
-
-    return np.round(as_tensor(x, "round").data, ndigits)
-
 __all__ = [name for name in dir() if not name.startswith("_")]
 
 from .metrics import accuracy, confusion_matrix, precision_recall_f1, r2_score, roc_auc  # noqa: E402,F401

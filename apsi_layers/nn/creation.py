@@ -6,6 +6,7 @@ from apsi_lang.errors import ApsiError
 from apsi_lang.values import type_name
 
 from . import foreign
+from .args import shape_arg as _shape
 from .tensor import Tensor, describe, plain_array, to_plain
 
 _DTYPES = {"float": np.float64, "float64": np.float64, "int": np.int64, "int64": np.int64, "bool": bool}
@@ -15,16 +16,6 @@ def _dtype(fn, dtype):
     if dtype not in _DTYPES:
         raise ApsiError(f"{fn}: dtype must be one of \"float\", \"int\", \"bool\", not {dtype!r}")
     return _DTYPES[dtype]
-
-
-def _shape(fn, shape):
-    """zeros(3), zeros(2, 3) and zeros([2, 3]) all work."""
-    if len(shape) == 1 and isinstance(shape[0], list | tuple):
-        shape = tuple(shape[0])
-    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape):
-        raise ApsiError(f"{fn}: the shape must be non-negative ints, like {fn}(2, 3) or {fn}([2, 3]); "
-                        f"got {list(shape)}")
-    return shape
 
 
 def _count(fn, arg, n, least=0):

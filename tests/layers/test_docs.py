@@ -41,11 +41,12 @@ def test_example_prints_what_it_should(i, tmp_path, monkeypatch, capsys):
 
 
 def test_every_export_and_fit_option_is_documented():
-    from apsi_layers.layers.exports import LAYER_NAMES
+    from apsi_layers.layers import registry
+    from apsi_layers.layers.exports import FUNCTIONS
     from apsi_layers.layers.training.plan import FIT_OPTIONS
 
     # torch's names: docs/backends.md
-    names = [*LAYER_NAMES, "flatten", "vae", "param_count", "rank", "world_size"]
+    names = [*registry.constructors(), *FUNCTIONS, "param_count", "rank", "world_size"]
     missing = [name for name in names if f"`{name}(" not in DOC and f"`{name}`" not in DOC]
     assert missing == []
     assert [o for o in FIT_OPTIONS if f"`{o}`" not in DOC] == []

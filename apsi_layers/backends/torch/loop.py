@@ -13,11 +13,11 @@ import numpy as np
 import torch
 
 from apsi_lang.errors import ApsiError
-from apsi_layers.backends.numpy.loop import replace_states
 from apsi_layers.backends.torch.ops import NumpyStreamOps, TorchOps
 from apsi_layers.layers.context import Ctx, Graph
 from apsi_layers.layers.training.batches import kept_count, plain_batches, seeds
 from apsi_layers.layers.training.finite import NonFiniteError, check_trained, constant_loss
+from apsi_layers.layers.training.state import replace_states, restore_opt
 from apsi_layers.layers.training.weights import weight_keep
 from apsi_layers.nn import tree
 from apsi_layers.nn.tensor import Tensor
@@ -31,10 +31,10 @@ from .optim import TorchOptimizer
 class Setup:
     """Device, precision, op set and the data on the device: what fit and predict share."""
 
-    def __init__(self, plan, fn):
+    def __init__(self, plan, fn, device=None):
         nn_dispatch.install()
         try:
-            self.device = devices.select(torch, plan.device or "auto")
+            self.device = devices.select(torch, device or plan.device or "auto")
             self.precision = precision.resolve(torch, plan.precision or "fp32", self.device)
         except ApsiError as e:                  # the messages name the option; say whose option it is
             raise ApsiError(f"{fn}: {e.message}") from None
@@ -61,12 +61,6 @@ def _y(plan, ys):
     return ys if plan.several_outputs else ys[0]
 
 
-def fit_loop(plan):
-    from apsi_layers.layers.training.driver import fit_loop as shared_loop
-
-    return shared_loop(plan, TorchSession(plan))
-
-
 class TorchSession:
     """fit's state on the torch backend, for the shared loop (layers/training/driver.py): the data on
     the device once, batches gathered there, the loss read once per epoch (one sync)."""
@@ -77,16 +71,15 @@ class TorchSession:
 
     def __init__(self, plan):
         self.plan = plan
-        if plan.distributed:
-            plan.device = _rank_device(plan.device)
-        self.s = s = Setup(plan, "fit")
+        # distributed: this rank's own device (the plan is frozen: the choice is the session's)
+        self.s = s = Setup(plan, "fit", _rank_device(plan.device) if plan.distributed else None)
         self.device = devices.name(s.device)
         if plan.distributed:
             from .sharded import Shard
 
             self.shard = Shard(s.device, fsdp=plan.distributed == "fsdp")
+            # only rank 0 (the writer) shows progress and writes checkpoints (driver.py)
             self.world, self.rank, self.writer = self.shard.world, self.shard.rank, self.shard.rank == 0
-            plan.verbose = plan.verbose and self.writer         # only rank 0 shows progress
         self.names = [n for n, _ in tree.named_leaves(plan.params)] if tree.leaves(plan.params) else []
         self.leaves_ = [t for _, t in convert.leaves_to_torch(plan.params, s.device, s.precision.dtype)]
         self.train = [i for i, n in enumerate(self.names)
@@ -274,8 +267,6 @@ class TorchSession:
                 group["lr"] = float(lr)
 
     def optimizer(self):
-        from apsi_layers.backends.numpy.loop import restore_opt
-
         out = copy.deepcopy(self.plan.opt)
         steps, states = self.opt_state()
         restore_opt(out, steps, states, [self.names[i] for i in self.train],

@@ -1,7 +1,8 @@
 """The epoch loop both backends share: batches, histories, metrics, validation, early stopping,
 checkpoints and resume, the epoch callback, progress, Ctrl-C and NaN stops.
 
-A backend supplies a session (backends/numpy/session.py, backends/torch/session.py) that trains one
+A backend supplies a session (NumpySession in backends/numpy/loop.py, TorchSession in backends/torch/
+loop.py; backends/registry.py finds the backend by name) that trains one
 epoch over the index arrays it is given and reads and writes its state as NumPy arrays:
 
     train_epoch(epoch, batches, on_step) -> mean loss over the kept positions (NonFiniteError on NaN)
@@ -9,12 +10,14 @@ epoch over the index arrays it is given and reads and writes its state as NumPy 
     leaves() / set_leaves(arrays)          parameters and running statistics, in tree order
     opt_state() / set_opt_state(steps, states)     the optimizer in nn's layout
     noise_state() / set_noise_state(meta, array)   the dropout/sampling stream
-    current_lr(), steps, trained(), optimizer(), backend, device
+    current_lr(), set_lr(lr) (reduce_lr's new rate), steps, trained(), optimizer(), backend, device
+    world, rank, writer (optional: a distributed session; only the writer shows progress and saves)
 
 Everything else is decided here once, so the two backends cannot drift.
 """
 
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -28,6 +31,10 @@ from . import plateau, stopping
 from .batches import epoch_batches, seeds
 from .finite import NonFiniteError
 from .progress import progress
+from .session import Session
+
+if TYPE_CHECKING:
+    from .plan import FitPlan
 
 
 class Run:
@@ -54,7 +61,7 @@ class Run:
                 store.setdefault(k, []).append(v)
 
 
-def fit_loop(plan, session):
+def fit_loop(plan: "FitPlan", session: Session) -> Record:
     t0 = time.perf_counter()
     run = Run()
     shuffle = np.random.default_rng(seeds(plan.seed)[0])
@@ -64,7 +71,7 @@ def fit_loop(plan, session):
     size = plan.batch_size * getattr(session, "world", 1)
     writes = getattr(session, "writer", True)        # only rank 0 writes checkpoints
     steps = len(epoch_batches(plan.data.n, size, np.random.default_rng(0), plan.graph))
-    show = progress(plan.verbose, plan.epochs, steps, first=run.epoch + 1)
+    show = progress(plan.verbose and writes, plan.epochs, steps, first=run.epoch + 1)
     stopped, note = None, None
     keep = plan.checkpoint is not None or interactive.active()
     run.epoch_leaves = session.leaves() if keep else None

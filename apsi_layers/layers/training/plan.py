@@ -2,8 +2,9 @@
 
 Everything a user can get wrong is caught here, before a single step runs: unknown options, names
 of losses and optimizers, data and model shapes that disagree, labels out of range, empty data,
-bad batch sizes. The backends (apsi_layers/backends/numpy/ and apsi_layers/backends/torch/)
-receive a FitPlan / PredictPlan and only loop.
+bad batch sizes. The backends (apsi_layers/backends/<name>/, found through backends/registry.py)
+receive a FitPlan / PredictPlan and only loop. A plan is frozen once built: what a backend derives from
+it (a rank's device, whether this process shows progress) is the backend's own setup value.
 """
 
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ from ..base import Layer
 from ..context import graph_arg
 from ..norm import BatchNorm
 from ..suggest import unknown
+from . import options
 from .checkpoint import path_arg
 from .data_checks import Data, check_targets, make_data, split_data, val_data
 from .metrics import check_targets_fit, metrics_arg, task_arg
@@ -37,14 +39,11 @@ from .plateau import csv_arg, plateau_arg
 from .stopping import rule_arg
 from .weights import training_weights
 
-FIT_OPTIONS = ("loss", "opt", "epochs", "batch_size", "seed", "clip", "schedule", "graph", "mask", "val",
-               "verbose", "backend", "device", "precision", "compile", "metrics", "validation_split",
-               "early_stopping", "checkpoint", "resume", "on_epoch", "distributed", "sample_weight",
-               "class_weight", "weighted_metrics", "task", "reduce_lr", "csv_log")
+FIT_OPTIONS = options.NAMES          # the table in options.py
 PREDICT_OPTIONS = ("graph", "mask", "batch_size", "backend", "device", "precision", "compile")
 
 
-@dataclass
+@dataclass(frozen=True)
 class FitPlan:
     model: Layer
     params: object                 # the parameter tree as given (float64 nn tensors)
@@ -59,7 +58,7 @@ class FitPlan:
     graph: tuple | None            # (edges int ndarray [2, E], node count) or None
     val: Data | None
     verbose: bool
-    backend: str                   # "numpy" or "torch" (auto already resolved)
+    backend: str                   # a registry name; "auto" until fit/predict resolve it
     device: str | None = None
     precision: str | None = None
     compile: bool = False
@@ -77,7 +76,7 @@ class FitPlan:
     csv_log: str | None = None                      # the CSV file of every epoch's logs
 
 
-@dataclass
+@dataclass(frozen=True)
 class PredictPlan:
     model: Layer
     params: object
@@ -98,7 +97,7 @@ def check_options(fn, options, valid):
             raise ApsiError(f"{fn}: {unknown('option', key, valid)}")
 
 
-def fit_plan(model, params, inputs, targets, options):
+def fit_plan(model: Layer, params: object, inputs: object, targets: object, options: dict) -> FitPlan:
     check_options("fit", options, FIT_OPTIONS)
     check_model("fit", model)
     o = dict(options)
@@ -158,7 +157,7 @@ def _has(model, kind):
     return isinstance(model, kind) or any(_has(child, kind) for child in model.layers)
 
 
-def predict_plan(model, params, x, options):
+def predict_plan(model: Layer, params: object, x: object, options: dict) -> PredictPlan:
     check_options("predict", options, PREDICT_OPTIONS)
     check_model("predict", model)
     several_in, several_out = arity(model)
