@@ -47,7 +47,10 @@ def _installed(path):
     rule protects wherever they are (apsi_lang/writable.environment)."""
     import site
 
-    return _under_any(path, [os.path.realpath(p) for p in site.getsitepackages()])
+    # only folders named site-packages or dist-packages (Windows lists the prefix itself too): the write
+    # rule refuses every path through a folder so named, wherever it is
+    return _under_any(path, [os.path.realpath(p) for p in site.getsitepackages()
+                             if os.path.basename(p.rstrip("/\\")).endswith("-packages")])
 
 
 def _under_any(path, folders):
