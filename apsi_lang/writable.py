@@ -67,6 +67,7 @@ TOOL_NAMES = {
     "devbox.json": "Devbox (its shell init_hook runs on devbox shell and devbox run)",
     "dprint.json": "dprint (process plugins are executables it downloads and runs)",
     "tauri.conf.json": "the Tauri CLI (beforeDevCommand, beforeBuildCommand)",
+    **dict.fromkeys(("rush.json", "command-line.json"), "Rush (eventHooks and custom commands run a shell)"),
     **dict.fromkeys(("makefile", "gnumakefile"), "make"),
     **dict.fromkeys(("cmakelists.txt", "cmakepresets.json", "cmakeuserpresets.json", "cmakecache.txt"),
                     "CMake"),
