@@ -71,6 +71,9 @@ TOOL_NAMES = {
     **dict.fromkeys(("makefile", "gnumakefile"), "make"),
     **dict.fromkeys(("cmakelists.txt", "cmakepresets.json", "cmakeuserpresets.json", "cmakecache.txt"),
                     "CMake"),
+    # their cache settings reach cmake's command line (-DCMAKE_PROJECT_INCLUDE=notes.txt runs that file)
+    "cmake-variants.json": "VS Code's CMake Tools (variants: cache settings for cmake)",
+    "cmakesettings.json": "Visual Studio (CMake command arguments and cache variables)",
     **dict.fromkeys(("conanfile.txt", "conanfile.py"), "Conan"),
     **dict.fromkeys(("vcpkg.json", "vcpkg-configuration.json"), "vcpkg"),
     **dict.fromkeys(("meson.build", "meson_options.txt", "meson.options"), "Meson"),

@@ -174,6 +174,9 @@ def test_an_int_too_large_for_a_float_is_said_in_apsis_words(tmp_path, option, s
     ("tauri.conf.json", '{"build": {"beforeDevCommand": "sh -c planted"}}'),
     ("rush.json", '{"rushVersion": "5.0.0", "eventHooks": {"preRushInstall": ["sh -c planted"]}}'),
     ("command-line.json", '{"commands": [{"commandKind": "global", "shellCommand": "sh -c planted"}]}'),
+    ("cmake-variants.json", '{"x": {"default": "a", "choices": {"a": {"short": "a", "settings": '
+                            '{"CMAKE_PROJECT_INCLUDE": "notes.txt"}}}}}'),
+    ("CMakeSettings.json", '{"configurations": [{"name": "a", "cmakeCommandArgs": "-P notes.txt"}]}'),
 ])
 def test_json_a_tool_runs_commands_from_is_protected(project, name, planted):
     """Data by their suffix, and no name the allow-list knew: a flag-less program wrote each, and the
