@@ -247,3 +247,24 @@ def test_names_with_code_points_hfs_plus_ignores_are_the_names_without_them(proj
     (project / "node\u206a_modules").mkdir()
     message = refused(f"write_text({name!r}, 'x')", "write", match="protected")
     assert "--allow-write=" in message
+
+
+# --- a module file that cannot be read -----------------------------------------------------------------
+
+def test_a_module_that_is_not_utf8_does_not_tell_the_program_where_its_project_is(tmp_path):
+    """`use x` of an x.apsi that is not UTF-8 said "cannot read /home/…/project/x.apsi: 'utf-8' codec
+    can't decode byte 0xff …": a program that caught it learned its project's absolute path (the home
+    folder's name) with no permission, and the words were Python's."""
+    (tmp_path / "x.apsi").write_bytes(b"\xff\xfe let a = 1\n")
+    (tmp_path / "p.apsi").write_text('try:\n    use x\ncatch e:\n    print(e.message)\n')
+    code, out, err = cli(["p.apsi"], tmp_path)
+    said = "use x: x.apsi is not UTF-8 text (byte 0xff at position 0); save it as UTF-8\n"
+    assert code == 0 and out == said, err
+    assert str(tmp_path) not in out + err
+
+
+def test_a_program_that_is_not_utf8_is_said_in_apsis_words(tmp_path):
+    (tmp_path / "bad.apsi").write_bytes(b"\xff\xfeprint(1)\n")
+    code, out, err = cli(["bad.apsi"], tmp_path)
+    said = "apsi: 'bad.apsi' is not UTF-8 text (byte 0xff at position 0); save it as UTF-8\n"
+    assert code == 2 and err == said, err
