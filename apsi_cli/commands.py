@@ -20,4 +20,5 @@ LAZY_COMMANDS = {
     "serve": ("apsi_cli.serve_cmd:serve",
               "Serve a model file over HTTP (apsi serve model.apsim --port 8000 --allow-net=…)."),
     "trust": ("apsi_cli.trust_cmd:trust", "Review an apsi.toml and trust it (it grants nothing until then)."),
+    "doc": ("apsi_cli.doc_cmd:doc", "Show what a builtin, a module or a function is: apsi doc fit."),
 }

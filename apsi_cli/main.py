@@ -7,6 +7,7 @@
     apsi check FILE…                     compile without running (for editors and CI)
     apsi check-torch [--device cpu]      every layer on NumPy and PyTorch, compared in float64
     apsi trust [PATH] [--yes]            trust an apsi.toml (until then it grants nothing)
+    apsi doc NAME                        what help(NAME) shows: apsi doc fit, apsi doc nn
     apsi kernel install [--user] [PERMISSIONS]   the Jupyter kernelspec (notebooks keep the sandbox)
     apsi lsp                             the language server for editors (stdio)
     apsi run|pkg|doctor|setup …          subcommands, imported only when used

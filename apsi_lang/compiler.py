@@ -616,6 +616,9 @@ class Compiler:
         return owner is not None and owner.is_module and name not in self.own
 
     def e_Call(self, e):
+        if self.is_builtin(e.func, "help") and len(e.args) == 1 and not e.kwargs \
+                and isinstance(e.args[0], S.Name) and self.scope.owner_of(e.args[0].id) is None:
+            return ast.Call(self.expr(e.func), [ast.Constant(e.args[0].id)], [])   # help(nn): the name
         if self.is_builtin(e.func, "str") and len(e.args) == 1 and not e.kwargs \
                 and (isinstance(e.args[0], S.Name) or self.plain(e.args[0])):
             return self.shown(e.args[0], plain=lambda x: self.helper("_pystr", [x], e))

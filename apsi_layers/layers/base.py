@@ -32,6 +32,7 @@ class Layer:
         self.name = check_name(name, self.kind)
         self.settings = {k: v for k, v in options.items() if v is not None}    # those not at default
         self.declared_input = None if inputs is None else shape_arg(self.kind, "inputs", inputs)
+        self.given_inputs = inputs      # as written, for the text that rebuilds the layer
 
     # --- what a layer type defines --------------------------------------------------------------
     def build(self, rng: Any, input_shape: Any) -> tuple[Any, Any]:
@@ -95,6 +96,8 @@ class Layer:
     def __repr__(self):
         args = [show(v, True) for v in self.positional()]
         args += [f"{k}={show(v, True)}" for k, v in self.settings.items()]
+        if getattr(self, "given_inputs", None) is not None:
+            args.append(f"inputs={show(_one_size(self.given_inputs), True)}")
         if self.name != self.kind:
             args.append(f"name={show(self.name, True)}")
         return f"{self.kind}({', '.join(args)})"
@@ -109,6 +112,13 @@ class Layer:
 
     def fail(self, message):
         raise ApsiError(f"{self.label()}: {message}")
+
+
+def _one_size(shape):
+    """inputs= as the text shows it, one way for one meaning: 3 and [3] both show as 3."""
+    if isinstance(shape, list | tuple) and len(shape) == 1 and isinstance(shape[0], int):
+        return shape[0]
+    return list(shape) if isinstance(shape, tuple) else shape
 
 
 def check_name(name, kind):

@@ -238,6 +238,7 @@ class Dag(Layer):
 
     def __init__(self, inputs, nodes, outputs, name=None):
         super().__init__(name)
+        self.written = (inputs, outputs)
         self.input_names, shapes = _dag_inputs(inputs)
         if shapes is not None:
             self.declared_input = shapes[0] if len(shapes) == 1 else shapes
@@ -279,9 +280,12 @@ class Dag(Layer):
                 if key == node]
 
     def __repr__(self):
-        nodes = ", ".join(f"{n}: {layer!r} <- {', '.join(r)}" for n, layer, r, _ in self.nodes)
-        names, outs = show(self.input_names, True), show(self.outputs, True)
-        return f"dag(inputs={names}, nodes={{{nodes}}}, outputs={outs})"
+        """The call that makes it, as written (inputs with their shapes, a node's one input or list)."""
+        nodes = ", ".join(f"{n}: [{layer!r}, {show(r if several else r[0], True)}]"
+                          for n, layer, r, several in self.nodes)
+        inputs, outputs = self.written
+        named = "" if self.name == self.kind else f", name={show(self.name, True)}"
+        return f"dag({show(inputs, True)}, {{{nodes}}}, {show(outputs, True)}{named})"
 
     __str__ = __repr__
 

@@ -86,7 +86,7 @@ class Gat(GraphLayer):
 
     def __init__(self, units, heads=1, concat=True, slope=0.2, activation=None, name=None):
         super().__init__(units, activation, name, heads=None if heads == 1 else heads,
-                         concat=None if concat else False)
+                         concat=None if concat else False, slope=None if slope == 0.2 else slope)
         self.heads = positive_int("gat_layer", "heads", heads)
         self.concat = bool(concat)
         if not isinstance(slope, int | float) or slope < 0:

@@ -29,7 +29,9 @@ class Recurrent(Layer):
     def build(self, rng, input_shape):
         seq = input_shape[0] if isinstance(input_shape, list) else input_shape
         if not isinstance(seq, tuple) or len(seq) != 2 or seq[1] is None:
-            self.fail(f"expects per-sample sequences [steps, features], got {fmt(input_shape)}")
+            one = isinstance(seq, tuple) and len(seq) == 1
+            self.fail(f"expects per-sample sequences [steps, features], got {fmt(input_shape)}"
+                      + (" (one feature per step still needs its axis: [steps, 1])" if one else ""))
         h, g = self.units, self.gates * self.units
         bound = 1.0 / math.sqrt(h)                        # torch.nn.LSTM/GRU's default
         params = Record(w_ih=rng.uniform((g, seq[1]), bound), w_hh=rng.uniform((g, h), bound),

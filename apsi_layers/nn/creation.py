@@ -30,10 +30,24 @@ def array(data, dtype="float"):
     """A tensor from a number or a nested list (float64 unless dtype="int"/"bool")."""
     try:
         d = np.array(to_plain(data), dtype=_dtype("array", dtype))
-    except (TypeError, ValueError):
-        raise ApsiError(f"array: expects a number or a nested list of numbers with equal lengths "
-                        f"(like [[1, 2], [3, 4]]), not {describe(data)}") from None
+    except (TypeError, ValueError, RecursionError):
+        raise ApsiError(_array_problem(data)) from None
     return Tensor(d)
+
+
+def _array_problem(data):
+    """array()'s message: where the list stops being numbers (the first none, with what to do)."""
+    from .nested import list_problem
+
+    found = list_problem(data, "list") if isinstance(data, list) else None
+    if found is None:
+        return (f"array: expects a number or a nested list of numbers with equal lengths "
+                f"(like [[1, 2], [3, 4]]), not {describe(data)}")
+    tip = ""
+    if found.endswith(" is none, not a number"):
+        tip = ("; fill the gaps first, e.g. [0.0 if v == none else v for v in xs] (or a mean), or leave "
+               "those items out")
+    return f"array: expects a number or a nested list of numbers with equal lengths; {found}{tip}"
 
 
 def zeros(*shape):

@@ -12,7 +12,7 @@ DOC = (Path(__file__).resolve().parents[2] / "docs" / "layers.md").read_text(enc
 BLOCKS = re.findall(r"```apsi\n(.*?)```", DOC, re.S)
 EXPECTED = [
     "20 true (64, 2)",
-    'sequential(dense(8, activation="relu"), batch_norm(), dense(1))\n'
+    'sequential(dense(8, activation="relu", inputs=3), batch_norm(), dense(1))\n'
     '["dense.w", "dense.b", "batch_norm.gamma", "batch_norm.beta", "batch_norm.state.mean", '
     '"batch_norm.state.var", "dense_1.w", "dense_1.b"]',
     "(2, 3)\n(4, 2)\ntensor([[ 0.5 , -0.75]])\nlambda_layer(<fn <lambda>>) tensor([[2.]])",
@@ -36,7 +36,7 @@ def test_example_prints_what_it_should(i, tmp_path, monkeypatch, capsys):
     if EXPECTED[i] is not None:
         assert out == EXPECTED[i]
     else:
-        assert out.splitlines()[0].split() == ["layer", "kind", "output", "shape", "params"]
+        assert out.splitlines()[1].split() == ["layer", "kind", "output", "shape", "params"]
         assert out.endswith("total parameters: 58")
 
 

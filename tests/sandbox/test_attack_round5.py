@@ -51,18 +51,6 @@ def test_use_nn_works_where_the_current_folder_holds_the_python_environment():
     assert code == 0 and out == "3.0\n", err
 
 
-def test_the_search_path_keeps_site_packages_inside_the_project_and_nothing_else(tmp_path, monkeypatch):
-    from apsi_lang import installed, permissions
-
-    site = tmp_path / ".venv" / "lib" / "site-packages"
-    site.mkdir(parents=True)
-    monkeypatch.setattr("site.getsitepackages", lambda: [str(site)])
-    monkeypatch.setattr(permissions, "_current", permissions.Grants(project_root=tmp_path))
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "path", ["", str(tmp_path), str(tmp_path / "sub"), str(site)])
-    assert installed.search_path() == [str(site)]
-
-
 # --- Python environments without pyvenv.cfg ---------------------------------------------------------
 
 KERNEL = '{"argv": ["sh", "-c", "echo planted"], "display_name": "Python 3", "language": "python"}'

@@ -50,7 +50,8 @@ def _tensor(a):
 class NumpySession(NnState):
     """fit's state on the NumPy backend, for the shared loop (layers/training/driver.py)."""
 
-    backend = device = "numpy"
+    backend = "numpy"
+    device = "cpu"          # where it computes, as torch's sessions and serve_model's /info say it
 
     def __init__(self, plan):
         self.plan = plan

@@ -71,7 +71,10 @@ def fit_loop(plan: "FitPlan", session: Session) -> Record:
     size = plan.batch_size * getattr(session, "world", 1)
     writes = getattr(session, "writer", True)        # only rank 0 writes checkpoints
     steps = len(epoch_batches(plan.data.n, size, np.random.default_rng(0), plan.graph))
-    show = progress(plan.verbose and writes, plan.epochs, steps, first=run.epoch + 1)
+    # under `apsi launch` the ranks share the terminal: rank 0 (alone verbose) writes lines, as a
+    # live bar's redraws erased what the other ranks printed between them, and drew the bar again
+    show = progress(plan.verbose and writes, plan.epochs, steps, first=run.epoch + 1,
+                    shared=getattr(session, "world", 1) > 1)
     stopped, note = None, None
     keep = plan.checkpoint is not None or interactive.active()
     run.epoch_leaves = session.leaves() if keep else None
@@ -107,6 +110,7 @@ def fit_loop(plan: "FitPlan", session: Session) -> Record:
                 break
     except KeyboardInterrupt as e:
         if not interactive.active():
+            show.close()                # the bars first, so the line below them is the last word
             if writes:                  # (rank 0 says it for every rank of a distributed fit)
                 _say_where_to_resume(plan, run, e)
             raise
