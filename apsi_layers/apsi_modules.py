@@ -125,6 +125,8 @@ NN_EXPORTS = (
     "average", "ptp", "cov", "corrcoef", "arccosh", "logaddexp", "gammaln", "erfc", "logit", "expit",
     "digamma", "polygamma", "logspace", "geomspace", "cummax", "cummin", "convolve", "interp",
     "trapezoid", "nonzero", "argwhere", "digitize",
+    # issue 32 (apsi_layers/data): data larger than memory
+    "load_npy", "save_npy", "dataset", "windows", "csv_to_npy",
 )
 
 

@@ -11,6 +11,7 @@ from .base import Layer
 from .context import Ctx, Graph
 from .custom import CustomLayer
 from .generate import generate
+from .preprocessing import adapt
 from .summary import summary
 from .training.api import fit, predict
 

@@ -10,7 +10,7 @@ CustomLayer) become readable by Apsi code like the built-in ones.
 """
 
 # besides the registered layers (registry.py): what `use layers` binds from this package
-FUNCTIONS = ("fit", "predict", "summary", "generate")
+FUNCTIONS = ("fit", "predict", "summary", "generate", "adapt")
 # whole models in one file (apsi_layers/models, docs/models.md)
 MODEL_NAMES = ("save_model", "load_model", "predict_labels", "predict_proba", "model_from_checkpoint",
                "export_onnx")

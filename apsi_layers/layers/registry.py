@@ -14,7 +14,7 @@ and docs. Importing this file imports nothing.
 LAYERS: dict = {}                    # Apsi name -> constructor, in the order they were registered
 CASES: list = []                     # functions (L, d) -> [case dicts]: check_torch's parity cases
 # the family files: importing them registers their layers (layers/__init__.py imports them all)
-FAMILIES = ("core", "conv", "norm", "recurrent", "attention", "graph", "compose", "zoo")
+FAMILIES = ("core", "conv", "norm", "recurrent", "attention", "graph", "compose", "zoo", "preprocessing")
 
 
 _built: set | None = None            # while recording(): the names of the layers constructed

@@ -89,8 +89,17 @@ class NumpySession(NnState):
             raise _NonFinite(v)
         return value, (ctx, params)
 
+    sums = None           # the epoch's (Σ loss · weight, Σ weight) so far: a mid-epoch checkpoint's
+
+    def partial_state(self):
+        return list(self.sums)
+
+    def set_partial(self, state):
+        self.sums = [float(state[0]), int(state[1])]
+
     def train_epoch(self, epoch, batches, on_step):
-        data, total, count = self.plan.data, 0.0, 0
+        data = self.plan.data
+        sums = self.sums = self.sums or [0.0, 0]       # (a resumed epoch starts from its sums)
         full = self.graph is not None                 # a graph trains on every node at once
         for k, idx in enumerate(batches, 1):
             keep, lead, ys = loss_positions(data.mask, rows(data.targets, idx, full), idx, full)
@@ -99,10 +108,11 @@ class NumpySession(NnState):
                 on_step(None)
                 continue
             v = self._step(epoch, k, idx, full, keep, lead, ys)
-            total += v * weight
-            count += weight
+            sums[0] += v * weight
+            sums[1] += weight
             on_step(v)
-        return total / count
+        self.sums = None
+        return sums[0] / sums[1]
 
     def _step(self, epoch, k, idx, full, keep, lead, ys):
         plan, data, ops = self.plan, self.plan.data, self.ops

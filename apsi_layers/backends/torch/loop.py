@@ -24,6 +24,7 @@ from apsi_layers.nn.tensor import Tensor
 
 from . import convert, devices, nn_dispatch, precision, view
 from .compiled import Forward
+from .feed import on_device
 from .losses import loss_value
 from .optim import TorchOptimizer
 
@@ -103,8 +104,9 @@ class TorchSession:
         # each rank draws its own dropout masks (rank 0's stream is the single-process one)
         self.noise = s.ops.rng(seeds(plan.seed)[1] + self.rank)
         data = plan.data
-        self.xs = [s.tensor(a) for a in data.inputs]
-        self.ys = [s.tensor(a) for a in data.targets]
+        # small in-memory data goes to the device once; files, datasets and large arrays per batch
+        self.xs = [on_device(s, a) for a in data.inputs]
+        self.ys = [on_device(s, a) for a in data.targets]
         self.mask = None if data.mask is None else s.tensor(data.mask)
         self.w = None if data.weights is None else s.tensor(data.weights)
         # a graph trains on every node at once: the loss positions are the same each step, found once
@@ -135,7 +137,8 @@ class TorchSession:
             return self._train_shard(epoch, batches, on_step)
         plan, s, data = self.plan, self.s, self.plan.data
         full = s.graph is not None            # a graph trains on every node at once
-        losses, sizes, start = [], [], 0
+        losses, sizes = self._sums()
+        start = 0
         order = torch.from_numpy(np.concatenate(batches)).to(device=s.device)
         with precision.matmul_mode(torch, s.precision):
             for idx in batches:
@@ -158,7 +161,27 @@ class TorchSession:
                 if self.opt is None:
                     self._steps += 1
                 on_step(None)
+        self.sums = None
         return _epoch_loss(losses, sizes, epoch, self.steps)
+
+    sums = None       # the epoch's step losses (device scalars) and weights so far: see partial_state
+
+    def _sums(self):
+        """The lists an epoch appends to (a resumed epoch's start with the steps done before)."""
+        self.sums = self.sums or ([], [])
+        return self.sums
+
+    def partial_state(self):
+        """The epoch so far, for a mid-epoch checkpoint: the step losses read from the device (exact:
+        a float32 or bfloat16 value is a float64 exactly) with their dtype, and their weights."""
+        losses, sizes = self.sums or ([], [])
+        dtype = str(losses[0].dtype).replace("torch.", "") if losses else "float32"
+        return {"losses": [float(v) for v in losses], "dtype": dtype, "sizes": list(sizes)}
+
+    def set_partial(self, state):
+        dtype = getattr(torch, state["dtype"])
+        self.sums = ([torch.tensor(v, dtype=dtype, device=self.s.device) for v in state["losses"]],
+                     [int(w) if float(w).is_integer() else float(w) for w in state["sizes"]])
 
     def _train_shard(self, epoch, batches, on_step):
         """One epoch of this rank's share of each global batch (backends/torch/sharded.py)."""
@@ -171,7 +194,7 @@ class TorchSession:
 
     def _shard_epoch(self, epoch, batches, on_step):
         plan, s, shard = self.plan, self.s, self.shard
-        contributions, totals = [], []
+        contributions, totals = self._sums()
         with precision.matmul_mode(torch, s.precision):
             for idx in batches:
                 mine, weight, total = shard.rows(idx, plan)
@@ -195,6 +218,7 @@ class TorchSession:
                 if self.opt is None:
                     self._steps += 1
                 on_step(None)
+        self.sums = None
         if self.state_idx:
             shard.average([self.leaves_[i] for i in self.state_idx])
         return _epoch_loss(shard.epoch_means(contributions, totals, s.device), totals, epoch, self.steps)
@@ -210,7 +234,7 @@ class TorchSession:
         """The model's raw outputs (evaluation mode) for `data`, one NumPy array per output."""
         plan, s = self.plan, self.s
         params = convert.rebuild(plan.params, self.whole()) if self.leaves_ else plan.params
-        xs = [s.tensor(a) for a in data.inputs]
+        xs = [on_device(s, a) for a in data.inputs]
         mask = None if data.mask is None else s.tensor(data.mask)
         outs = []
         with torch.no_grad(), s.autocast():
@@ -373,8 +397,8 @@ def _epoch_loss(losses, sizes, epoch, step):
 def _val_loss(plan, s, leaves):
     params = convert.rebuild(plan.params, leaves) if leaves else plan.params
     data = plan.val
-    xs = [s.tensor(a) for a in data.inputs]
-    ys = [s.tensor(a) for a in data.targets]
+    xs = [on_device(s, a) for a in data.inputs]
+    ys = [on_device(s, a) for a in data.targets]
     mask = None if data.mask is None else s.tensor(data.mask)
     w = None if data.weights is None else s.tensor(data.weights)
     values, weights = [], []

@@ -64,6 +64,10 @@ fit.__doc__ += options_table.help_text() + "\n"
 def predict(model: Layer, params: Any, x: Any, **options: Any) -> Any:
     """The model's output for x in evaluation mode (no dropout, running statistics): an nn tensor
     (with unit="km/h" under `use units`, the output read as SI and converted to that unit)."""
+    if _on_disk(x):          # a mapped array or a dataset: predicted piece by piece (apsi_layers/data)
+        from apsi_layers.data.predict_source import predict_pieces
+
+        return predict_pieces(lambda piece: predict(model, params, piece, **options), x)
     outputs = []                # each hook's way back (units: the output read in unit=)
     for hook in fit_hooks.active():
         x, options, back = hook.adapt_predict(x, options)
@@ -78,6 +82,14 @@ def predict_kept(model: Layer, params: Any, x: Any, keep: dict, **options: Any) 
     """predict with the parameters kept between calls in `keep` (a dict the caller holds: use web's
     server passes the same one each time, so the torch backend moves them to the device once)."""
     return _run("predict", predict_plan(model, params, x, options), keep)
+
+
+def _on_disk(x: Any) -> bool:
+    if "apsi_layers.data.memmap" not in sys.modules:
+        return False
+    from apsi_layers.data.fit_data import is_source
+
+    return is_source(x)
 
 
 def _run(fn: str, plan: Plan, keep: dict | None = None) -> Any:

@@ -51,6 +51,7 @@ _ROWS = (
      "val"),
     ("early_stopping", "none", "stopping.rule_arg", "a patience or {monitor, patience, min_delta, …}"),
     ("checkpoint", "none", "checkpoint.path_arg", "a file written after every epoch"),
+    ("checkpoint_every", "none", "checkpoint.every_arg", "a checkpoint every this many steps too"),
     ("resume", "none", "checkpoint.path_arg", "a checkpoint to continue from"),
     ("on_epoch", "none", "option_checks.callback_arg", 'fn(epoch, logs); "stop" stops'),
     ("distributed", "false", "option_checks.distributed_arg", 'true, "auto" or "fsdp" (apsi launch)',

@@ -17,7 +17,7 @@ from ..context import graph_arg
 from ..norm import BatchNorm
 from ..suggest import unknown
 from . import options
-from .checkpoint import path_arg
+from .checkpoint import every_arg, path_arg
 from .data_checks import Data, check_targets, make_data, split_data, val_data
 from .metrics import check_targets_fit, metrics_arg, task_arg
 from .model_checks import arity, check_model, check_params
@@ -74,6 +74,7 @@ class FitPlan:
     task: str | None = None                         # how outputs become classes (metrics.TASKS)
     reduce_lr: object = None                        # a plateau.Plateau rule, or None
     csv_log: str | None = None                      # the CSV file of every epoch's logs
+    checkpoint_every: int | None = None             # also checkpoint every this many steps (mid-epoch)
 
 
 @dataclass(frozen=True)
@@ -104,10 +105,15 @@ def fit_plan(model: Layer, params: object, inputs: object, targets: object, opti
     loss = loss_arg(model, o.get("loss"))
     several_in, several_out = arity(model)
     data = make_data("fit", model, inputs, targets, o.get("mask"), several_in, several_out,
-                 loss, need_targets=loss != "vae")
+                 loss, need_targets=loss != "vae", seed=seed_arg(o.get("seed", 0)))
+    if data.first is not None:
+        o["batch_size"] = dataset_options(o)
     if loss == "vae" and data.targets is None:
         data.targets = [data.inputs[0]]            # a VAE reconstructs its inputs
     graph = graph_arg("fit", o["graph"], data.n) if o.get("graph") is not None else None
+    if graph is not None and any(hasattr(a, "source") for a in data.inputs):
+        raise ApsiError("fit: graph= trains on every node at once, so its inputs must be in memory; "
+                        "load them with load_npy(path, mmap=false)")
     out_shape = check_params("fit", model, params, data)
     check_targets("fit", loss, data, out_shape, several_out)
     data.weights = training_weights(o, data, loss, several_out)
@@ -134,9 +140,20 @@ def fit_plan(model: Layer, params: object, inputs: object, targets: object, opti
         reduce_lr=plateau_arg(o.get("reduce_lr"), val is not None, names, opt, schedule),
         csv_log=csv_arg(o.get("csv_log")),
         checkpoint=path_arg("checkpoint", o.get("checkpoint")), resume=path_arg("resume", o.get("resume")),
-        on_epoch=callback_arg(o.get("on_epoch")), distributed=distributed_arg(o.get("distributed"), graph))
+        on_epoch=callback_arg(o.get("on_epoch")), distributed=distributed_arg(o.get("distributed"), graph),
+        checkpoint_every=every_arg(o.get("checkpoint_every"), o.get("checkpoint")))
     _check_lone_batch(model, plan)
     return plan
+
+
+def dataset_options(o):
+    """A dataset's calls are its batches: batch_size and what needs all samples at once do not apply."""
+    for key in ("batch_size", "validation_split", "sample_weight", "class_weight", "metrics",
+                "weighted_metrics", "graph"):
+        if o.get(key) is not None:
+            raise ApsiError(f"fit: {key}= is not used with a dataset (each call of its function is one "
+                            "batch); give the dataset's batches their size, or fit from arrays")
+    return 1
 
 
 def _check_lone_batch(model, plan):
