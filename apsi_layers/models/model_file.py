@@ -21,7 +21,7 @@ import zipfile
 import numpy as np
 
 from apsi_lang import permissions
-from apsi_lang.errors import ApsiError
+from apsi_lang.errors import ApsiError, PermissionDenied
 from apsi_lang.files import atomic_open
 from apsi_lang.values import Record, show
 
@@ -348,6 +348,8 @@ def build(shown, d, arrays, program_dir):
     try:
         _check_params(net, named, f"load_model: {shown}")
         params = tree.unflatten([(n, Tensor(_nn_dtype(a))) for n, a in named])
+    except PermissionDenied:
+        raise                 # a stored function that reached for a file: said as it is
     except ApsiError as e:
         raise ApsiError(f"{e.message} (the parameters do not match the model's description)") from None
     except (ValueError, TypeError, KeyError) as e:
