@@ -254,6 +254,7 @@ def adapt(model, params, data):
     if not chain:
         raise ApsiError(f"adapt: {model.label()} does not start with a preprocessing layer "
                         "(normalization, category_lookup, impute); there is nothing to adapt")
+    ops = registry.find("numpy").opset()        # adapt reads the data on the host, in float64
     done = []
     for path, layer in chain:
         learner = layer.learner()

@@ -10,8 +10,7 @@ from apsi_lang.values import Record, show
 from ..base import fmt
 from ..core import Embedding
 from ..losses import CLASS_LOSSES
-from .arrays import as_array
-from .data import Data
+from .arrays import Data, as_array  # noqa: F401  (Data: plan's and generate's name)
 from .model_checks import check_params, input_count, shapes_of
 
 
