@@ -4,6 +4,7 @@ from apsi_lang.errors import ApsiError
 from apsi_lang.values import show
 
 from . import options as opt
+from . import own_routes
 
 
 def serve_model(model, params=None, host="127.0.0.1", port=8000, max_batch=64, max_wait_ms=5, backend="numpy",
@@ -18,7 +19,7 @@ def serve_model(model, params=None, host="127.0.0.1", port=8000, max_batch=64, m
     max_batch = opt.count_arg(fn, "max_batch", max_batch, "the most rows one predict call takes")
     max_wait = opt.wait_arg(fn, max_wait_ms)
     path = opt.path_arg(fn, "path", path)
-    if path in ("/health", "/info", "/metrics"):
+    if path in own_routes.paths("model"):
         raise ApsiError(f"{fn}: path {path!r} is one of the server's own routes; choose another, "
                         "such as \"/predict\"")
     from apsi_layers.backends import registry
@@ -47,7 +48,8 @@ def serve_model(model, params=None, host="127.0.0.1", port=8000, max_batch=64, m
     batcher = Batcher(service.run, max_batch, max_wait, observer.batch)
     app = model_app(service, batcher, observer, opts, path,
                     {"path": path, "max_batch": max_batch, "max_wait_ms": max_wait_ms, "workers": workers})
-    server.run(fn, app, opts, f"{model.kind} (POST {path}, GET /health, /info, /metrics)", workers,
+    own = ", ".join(own_routes.paths("model"))
+    server.run(fn, app, opts, f"{model.kind} (POST {path}, GET {own})", workers,
                observer.join)
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from apsi_lang.errors import ApsiError, PermissionDenied
 from apsi_lang.values import show
 
-from . import http, jsonio
+from . import http, jsonio, own_routes
 from .deadlines import Deadlines
 from .http import Problem
 from .predict_route import predict_route
@@ -266,8 +266,8 @@ def model_app(service, batcher, observer, opts, path, extra_info):
     async def not_here(request):            # (POST {path} is answered before starlette: predict_route.py)
         return http.error(500, "internal error (routing) while answering; the server goes on")
 
-    routes = [Route(path, not_here, methods=["POST"]), Route("/health", health), Route("/info", info),
-              Route("/metrics", metrics)]
+    own = own_routes.bind("model", {"/health": health, "/info": info, "/metrics": metrics})
+    routes = [Route(path, not_here, methods=["POST"])] + [Route(p, handler) for p, handler in own]
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers=http.json_errors())
     direct = {("POST", path): predict_route(service, batcher, deadlines, opts)}
     return http.Observed(app, observer, {r.path for r in routes}, direct)

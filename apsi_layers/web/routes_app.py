@@ -11,12 +11,12 @@ import sys
 from apsi_lang.errors import ApsiError
 from apsi_lang.values import show
 
-from . import http, jsonio
+from . import http, jsonio, own_routes
 from .http import Problem
 from .values import BodyNotJson, Request, Response
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
-OWN = ("/metrics",)
+OWN = own_routes.paths("routes")
 
 
 def table(routes):
@@ -131,6 +131,7 @@ def routes_app(found, observer, opts):
     for path, handlers in by_path.items():
         for method, fn in handlers:
             routes.append(Route(path, endpoint(method, path, fn), methods=[method]))
-    routes.append(Route("/metrics", metrics))
+    own = own_routes.bind("routes", {"/metrics": metrics})
+    routes += [Route(path, handler) for path, handler in own]
     app = Starlette(routes=routes, exception_handlers=http.json_errors())
     return http.Observed(app, observer, {r.path for r in routes})
