@@ -249,7 +249,6 @@ def adapt(model, params, data):
 
     from .context import Ctx
 
-    ops = registry.find("numpy").opset()        # adapt runs on the NumPy op set
     chain = leading(model)
     if not chain:
         raise ApsiError(f"adapt: {model.label()} does not start with a preprocessing layer "
