@@ -19,6 +19,8 @@ import sys
 import time
 from pathlib import Path
 
+from machine import describe, load_line
+
 from apsi_lang import program
 
 CASES = {
@@ -321,6 +323,7 @@ def startup_times(apsi_cmd, py_cmd, n=11):
 
 def main():
     quick = "--quick" in sys.argv
+    print(describe())
     reps = 3 if quick else 7
     rows = []
     apsi_t, py_t = startup_times(apsi_command() + ["-e", "print(1)"], [sys.executable, "-c", "print(1)"])
@@ -334,6 +337,7 @@ def main():
     for name, a, p, target in rows:
         ok = "ok" if a / p <= target else "OVER"
         print(f"{name:32} {a * 1e3:9.1f}ms {p * 1e3:9.1f}ms {a / p:6.2f}x {target:6.1f}x {ok}")
+    print(load_line("load after"))
 
 
 if __name__ == "__main__":
