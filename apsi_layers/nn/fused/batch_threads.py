@@ -79,6 +79,22 @@ def over_batch(part, batch, nbytes):
         f.result()
 
 
+def over_rows(fn, *arrays):
+    """fn(*parts) on matching row slices of arrays of one shape (first axis split; fn reads some and
+    writes others, each element depending only on its own row): an elementwise chain or a reduction
+    over the last axis runs on every core with the bits of one call. Arrays of under two axes (whose
+    one axis may be the reduced one) or empty: one call."""
+    first = arrays[0]
+    if first.ndim < 2 or not first.size:
+        fn(*arrays)
+        return
+
+    def part(lo, hi):
+        fn(*(a[lo:hi] for a in arrays))
+
+    over_batch(part, first.shape[0], sum(a.nbytes for a in arrays))
+
+
 def copy_over_batch(dst, src, axis=0):
     """dst[...] = src (same shape; a strided view for src is the point), the batch axis split."""
     def part(lo, hi):
