@@ -70,3 +70,16 @@ def test_record_defaults_equality_and_frozen():
             raise AssertionError("bad arguments accepted")
         except TypeError:
             pass
+
+
+def test_print_one_compiles_no_regex():
+    # report.py's few dozen message patterns are compiled when an error needs them (they were 1/6 of
+    # start-up's own instructions); errors still get their Apsi wording
+    code = ("import re, sys\nbefore = len(re._cache)\nfrom apsi_cli.main import main\n"
+            "try:\n    main(['-e', 'print(1)'])\nexcept SystemExit:\n    pass\n"
+            "print(len(re._cache) - before)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.stdout.split() == ["1", "0"], r.stderr
+    r = subprocess.run([sys.executable, "-m", "apsi", "-e", "print(len(3))"], capture_output=True, text=True,
+                       timeout=60)
+    assert "len() of an int: only a list, str, tuple, map, set or tensor has a length" in r.stderr
