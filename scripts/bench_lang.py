@@ -2,7 +2,7 @@
 
     python scripts/bench_lang.py [--quick]
 
-Start-up: `apsi -e "print(1)"` against `python -c "print(1)"`, median of N runs (target ≤ 3×), after
+Start-up: `apsi -e "print(1)"` against `python -c "print(1)"`, median of N runs (target ≤ 2×), after
 one warm-up run, with bytecode caching on as in a normal install (pip writes .pyc files; a machine
 with PYTHONDONTWRITEBYTECODE=1 would otherwise recompile Apsi's sources at every start).
 Loops: each Apsi program against the same program in Python, both compiled once and executed in
