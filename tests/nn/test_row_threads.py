@@ -46,7 +46,7 @@ def _cases():
     return {
         "gelu": (_gelu, (x, rng.standard_normal(x.shape))),
         "gelu 1-d": (_gelu, (x[0, 0], rng.standard_normal(12))),
-        "layer_norm": (_ln, (x, rng.standard_normal(x.shape), rng.standard_normal(12), rng.standard_normal(12))),
+        "layer_norm": (_ln, (x, rng.standard_normal(x.shape), *rng.standard_normal((2, 12)))),
         "layer_norm 1-d": (_ln, (x[1, 1], rng.standard_normal(12), rng.standard_normal(12), None)),
         "attention causal": (_attention, (q, k, v, ga, causal)),
         "attention unmasked": (_attention, (q, k, v, ga, None)),
