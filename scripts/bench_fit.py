@@ -21,8 +21,6 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-from machine import describe, load_line
-
 ROOT = Path(__file__).resolve().parents[1]
 LR = 1e-3
 
@@ -175,6 +173,9 @@ def time_torch(name, env):
 
 
 def main():
+    sys.path.insert(0, str(Path(__file__).resolve().parent))     # scripts/machine.py, when loaded by path
+    from machine import describe, load_line
+
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", default=",".join(MODELS))
     ap.add_argument("--threads", type=int, default=None)

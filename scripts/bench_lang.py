@@ -19,8 +19,6 @@ import sys
 import time
 from pathlib import Path
 
-from machine import describe, load_line
-
 from apsi_lang import program
 
 CASES = {
@@ -322,6 +320,9 @@ def startup_times(apsi_cmd, py_cmd, n=11):
 
 
 def main():
+    sys.path.insert(0, str(Path(__file__).resolve().parent))     # scripts/machine.py, when loaded by path
+    from machine import describe, load_line
+
     quick = "--quick" in sys.argv
     print(describe())
     reps = 3 if quick else 7

@@ -19,8 +19,6 @@ import sys
 import time
 from pathlib import Path
 
-from machine import describe, load_line
-
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = 1.10
 
@@ -246,6 +244,9 @@ def measure(side, name, precision, device, threads):
 
 
 def main():
+    sys.path.insert(0, str(Path(__file__).resolve().parent))     # scripts/machine.py, when loaded by path
+    from machine import describe, load_line
+
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--models", default=",".join(SIZES))
