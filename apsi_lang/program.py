@@ -143,7 +143,12 @@ def _repr(value):
 
 
 def _print_value(value):
-    sys.stdout.write(show(value, quoted=True) + "\n")
+    text = show(value, quoted=True)
+    if text.startswith("<fn ") and callable(value):    # `fit` alone: its signature, not <fn fit>
+        from .help import shown_function
+
+        text = shown_function(value) or text
+    sys.stdout.write(text + "\n")
 
 
 def _augattr(obj, name, op, value):

@@ -7,8 +7,8 @@ are reworded in Apsi's terms (none, record, "an int is not a function").
 import re
 import sys
 
-from .compiler import apsi_name
 from .errors import ApsiError, ApsiSyntaxError
+from .names import apsi_name
 from .values import Record, a_type, no_address, show
 
 SOURCES = {}          # filename -> source lines, filled by the compiler's caller, for tracebacks

@@ -125,6 +125,8 @@ NN_EXPORTS = (
     "average", "ptp", "cov", "corrcoef", "arccosh", "logaddexp", "gammaln", "erfc", "logit", "expit",
     "digamma", "polygamma", "logspace", "geomspace", "cummax", "cummin", "convolve", "interp",
     "trapezoid", "nonzero", "argwhere", "digitize",
+    # issue 32 (apsi_layers/data): data larger than memory
+    "load_npy", "save_npy", "dataset", "windows", "csv_to_npy",
 )
 
 
@@ -172,3 +174,12 @@ def web_module():
     from apsi_layers.web import web_exports
 
     return web_exports()
+
+
+# The documentation help() and `apsi doc` show for each module (apsi_lang/doc_source.py): plain data,
+# read without importing the module itself.
+nn_module.docs = "apsi_layers.docs.nn"
+layers_module.docs = "apsi_layers.docs.layers"
+plot_module.docs = "apsi_layers.docs.plot"
+units_module.docs = "apsi_layers.docs.units"
+web_module.docs = "apsi_layers.docs.web"

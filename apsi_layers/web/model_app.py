@@ -44,7 +44,7 @@ class ModelService:
 
         self.model, self.params, self.backend, self.device = model, params, backend, device
         self.several_in, self.several_out = arity(model)
-        # torch: the permission is checked now, and the parameters go to the device once (keep)
+        # the permission is checked now; the backend may keep the parameters on its device (keep)
         self.torch = choose("serve_model", backend) == "torch"
         self.keep = {}
         self.checked = set()            # per-sample input shapes check_params accepted
@@ -94,7 +94,7 @@ class ModelService:
     def run(self, items):
         import numpy as np
 
-        from apsi_layers.layers.training.api import predict
+        from apsi_layers.layers.training.api import predict_kept
 
         if len(items) == 1:
             xs, mask = items[0].inputs, items[0].mask
@@ -110,8 +110,7 @@ class ModelService:
             options["graph"] = items[0].graph
         x = xs if self.several_in else xs[0]
         try:
-            y = self._predict_torch(x, options) if self.torch else predict(self.model, self.params, x,
-                                                                            **options)
+            y = predict_kept(self.model, self.params, x, self.keep, **options)
         except ApsiError:
             raise                           # (predict's checks, and error() in the model: 422)
         except (Exception, SystemExit) as e:
@@ -140,19 +139,6 @@ class ModelService:
         from apsi_layers.models.api import labelled
 
         return labelled(self.model, self.labels, outputs)
-
-    def _predict_torch(self, x, options):
-        """predict(…, backend="torch") with the parameters kept on the device between calls: the same
-        checks (predict_plan) and the same loop."""
-        from apsi_layers.backends.torch.runtime import load_torch
-        from apsi_layers.layers.training.plan import predict_plan
-
-        plan = predict_plan(self.model, self.params, x, options)
-        plan.backend = "torch"
-        load_torch()                        # (says how to install PyTorch when it is missing)
-        from apsi_layers.backends.torch.loop import predict_loop
-
-        return predict_loop(plan, keep=self.keep)
 
     # --- before listening ---------------------------------------------------------------------
     def warm_up(self, fn):

@@ -34,7 +34,7 @@ def training_weights(options, data, loss, several_outputs):
 
 def sample_weights(fn, arg, value, n):
     """One finite weight >= 0 per sample, as float64 [n]."""
-    from .data_checks import as_array
+    from .arrays import as_array
 
     w = as_array(fn, arg, value)
     if w.ndim != 1 or len(w) != n:
