@@ -16,6 +16,7 @@ ALL = (True, True, True)
 
 def _threads(monkeypatch, n):
     monkeypatch.setattr(bt, "MIN_BYTES", 0)           # split even these small arrays
+    monkeypatch.setattr(bt, "SPLIT_ROWS", True)       # (off by default: see batch_threads)
     monkeypatch.setitem(bt._pool, "size", n)
     monkeypatch.setitem(bt._pool, "executor", None)
 
@@ -65,6 +66,14 @@ def test_three_threads_give_the_bits_of_one(case, monkeypatch):
     assert len(one) == len(three)
     for a, b in zip(one, three):
         assert (a is None and b is None) or np.array_equal(a, b, equal_nan=True)
+
+
+def test_rows_stay_on_one_call_by_default(monkeypatch):
+    monkeypatch.setattr(bt, "MIN_BYTES", 0)
+    monkeypatch.setitem(bt._pool, "size", 3)
+    calls = []
+    bt.over_rows(lambda x: calls.append(len(x)), np.ones((6, 4)))
+    assert calls == [6]
 
 
 def test_the_split_really_runs_on_the_pool(monkeypatch):
