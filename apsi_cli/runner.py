@@ -140,8 +140,12 @@ def _read_program(path, verb="run"):
         return None, 2
     try:
         return p.read_text(encoding="utf-8-sig"), None  # a BOM from Windows editors is not code
-    except (OSError, UnicodeDecodeError) as e:
-        _err(f"apsi: cannot read '{path}': {e}")
+    except OSError as e:
+        _err(f"apsi: cannot read '{path}': {e.strerror or e}")
+        return None, 2
+    except UnicodeDecodeError as e:
+        _err(f"apsi: '{path}' is not UTF-8 text (byte {e.object[e.start]:#x} at position {e.start}); "
+             "save it as UTF-8")
         return None, 2
 
 

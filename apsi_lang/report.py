@@ -233,6 +233,9 @@ _REWORDS = [   # CPython's messages that name Python types or syntax, in Apsi's 
     (Pattern(r"sequence item (\d+): expected str instance, (\w+) found"),
      lambda m: f"join: item {m.group(1)} is {a_type_named(m.group(2))}, not a str: convert the items "
                "first, like \", \".join([str(x) for x in xs])"),
+    (Pattern(r"int too large to convert to float"),
+     lambda m: "an int too large for a float was given where a number is needed (floats end near "
+               "1.8e308): give a smaller number"),
     (Pattern(r"(max|min)\(\) (?:arg is an empty sequence|iterable argument is empty)"),
      lambda m: f"{m.group(1)}() of an empty list: check len(xs) first, or give default=…"),
     (Pattern(r"(.*) is not in list", re.S),

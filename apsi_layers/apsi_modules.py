@@ -137,8 +137,10 @@ def nn_module():
     from apsi_layers import nn
 
     # NumPy's "invalid value encountered in log" would reach Apsi users as a Python warning; in Apsi,
-    # NaN and inf are reported by grad and the optimizers instead, naming the op that made them.
-    warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"apsi_layers\.")
+    # NaN and inf are reported by grad and the optimizers instead, naming the op that made them. NumPy's
+    # own Python functions (np.prod, np.cumsum, np.logspace) warn from numpy's modules, with the path of
+    # its installation and a line of its source.
+    warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"(apsi_layers|numpy)\.")
 
     exports = {name: getattr(nn, name) for name in NN_EXPORTS}
     exports.update(_tensor_aware(nn))

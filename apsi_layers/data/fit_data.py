@@ -57,7 +57,7 @@ def read_whole(m, fn):
 def dataset_data(fn, ds, seed, ids_vocab, nan_ok=False):
     """Data whose inputs and targets are the columns of a dataset's calls; call 0 is made now, so
     shapes are checked (and errors met) before training."""
-    from apsi_layers.layers.training.data_checks import Data
+    from apsi_layers.layers.training.arrays import Data
 
     first = ds.call(0, seed, 0, fn)
     if len(first) < 2 and fn == "fit":

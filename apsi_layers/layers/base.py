@@ -93,6 +93,12 @@ class Layer:
                             f"init(seed=0, input_shape=[features]) or inputs=N on the first layer")
         return shape
 
+    def written_input(self):
+        """The input shape as the program wrote it (inputs=), not one init(input_shape=) added later:
+        what the text that rebuilds the layer holds (model files describe it so)."""
+        given = getattr(self, "given_inputs", None)
+        return None if given is None else shape_arg(self.kind, "inputs", given)
+
     def __repr__(self):
         args = [show(v, True) for v in self.positional()]
         args += [f"{k}={show(v, True)}" for k, v in self.settings.items()]

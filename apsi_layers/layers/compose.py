@@ -240,8 +240,9 @@ class Dag(Layer):
         super().__init__(name)
         self.written = (inputs, outputs)
         self.input_names, shapes = _dag_inputs(inputs)
+        self.written_shapes = None
         if shapes is not None:
-            self.declared_input = shapes[0] if len(shapes) == 1 else shapes
+            self.declared_input = self.written_shapes = shapes[0] if len(shapes) == 1 else shapes
         if not isinstance(nodes, Record) or not vars(nodes):
             raise ApsiError("dag: nodes must be a record {name: [layer, inputs], ...}, e.g. "
                             "nodes={h: [dense(8), \"x\"], out: [dense(1), \"h\"]}")
@@ -278,6 +279,9 @@ class Dag(Layer):
     def children(self):
         return [(key, layer) for key, (node, layer, _, _) in zip(self.keys, self.nodes, strict=True)
                 if key == node]
+
+    def written_input(self):
+        return self.written_shapes
 
     def __repr__(self):
         """The call that makes it, as written (inputs with their shapes, a node's one input or list)."""

@@ -244,7 +244,7 @@ def starts_with_impute(model):
 def adapt(model, params, data):
     """The parameter tree with the state of each preprocessing layer the model starts with learnt
     from `data` (a tensor, a mapped .npy array or a dataset: its x), read once per layer, streamed."""
-    from apsi_layers.backends.numpy.ops import OPSET
+    from apsi_layers.backends import registry
     from apsi_layers.nn.tensor import Tensor
 
     from .context import Ctx
@@ -253,6 +253,7 @@ def adapt(model, params, data):
     if not chain:
         raise ApsiError(f"adapt: {model.label()} does not start with a preprocessing layer "
                         "(normalization, category_lookup, impute); there is nothing to adapt")
+    ops = registry.find("numpy").opset()        # adapt reads the data on the host, in float64
     done = []
     for path, layer in chain:
         learner = layer.learner()
@@ -262,7 +263,7 @@ def adapt(model, params, data):
         for piece in _pieces(data):
             x = piece
             for p, before in done:
-                x = before.apply(_at(params, p), x, Ctx(OPSET, training=False))
+                x = before.apply(_at(params, p), x, Ctx(ops, training=False))
             learner.add(np.asarray(x.data))
         state = learner.state(None)
         params = _put(params, path, Record(**{k: Tensor(np.asarray(v, dtype=np.float64))
@@ -276,7 +277,7 @@ def _pieces(data):
     from apsi_layers.data.predict_source import pieces
     from apsi_layers.nn.tensor import Tensor
 
-    from .training.data_checks import as_array
+    from .training.arrays import as_array
 
     if is_source(data):
         yield from pieces(data)

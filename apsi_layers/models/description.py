@@ -63,8 +63,9 @@ class Writer:
                 node["plugin"] = plugin
         if layer.name != layer.kind:
             node["name"] = layer.name
-        if layer.declared_input is not None:
-            node["inputs"] = self.value(layer.declared_input, here)
+        written = layer.written_input()     # as written: the root's init(input_shape=) is input_shape
+        if written is not None:
+            node["inputs"] = self.value(written, here)
         return node
 
     def value(self, v, where):

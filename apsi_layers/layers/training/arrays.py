@@ -1,5 +1,8 @@
-"""A data argument as a NumPy array of numbers, or a message saying where a nested list goes wrong.
-Shared by the data checks (data_checks.py) and the sample weights (weights.py)."""
+"""A data argument as a NumPy array of numbers, or a message saying where a nested list goes wrong;
+and Data, what fit's and predict's data become. Shared by the data checks (data_checks.py), the sample
+weights (weights.py), the data sources (apsi_layers/data/) and preprocessing's adapt."""
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -25,3 +28,15 @@ def as_array(fn, arg, value):
         raise ApsiError(f"{fn}: {arg} must be a tensor or a (nested) list of numbers of equal lengths"
                         f"{what}")
     return arr
+
+
+@dataclass
+class Data:
+    """Inputs (a list: one array per model input), targets (one per output, or None), row count."""
+
+    inputs: list
+    targets: list | None
+    n: int
+    mask: np.ndarray | None = None
+    weights: np.ndarray | None = None       # one per sample (sample_weight=, class_weight=), or None
+    first: list | None = None               # a dataset's call 0 ([x, y]), made when fit was checked

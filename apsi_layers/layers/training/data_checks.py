@@ -2,8 +2,6 @@
 (shapes that disagree, labels out of range, NaN/inf named by argument, row and column, empty data)."""
 
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from apsi_lang.errors import ApsiError
@@ -12,20 +10,8 @@ from apsi_lang.values import Record, show
 from ..base import fmt
 from ..core import Embedding
 from ..losses import CLASS_LOSSES
-from .arrays import as_array
+from .arrays import Data, as_array  # noqa: F401  (Data: plan's and generate's name)
 from .model_checks import check_params, input_count, shapes_of
-
-
-@dataclass
-class Data:
-    """Inputs (a list: one array per model input), targets (one per output, or None), row count."""
-
-    inputs: list
-    targets: list | None
-    n: int
-    mask: np.ndarray | None = None
-    weights: np.ndarray | None = None       # one per sample (sample_weight=, class_weight=), or None
-    first: list | None = None               # a dataset's call 0 ([x, y]), made when fit was checked
 
 
 def wants_ids(model):
