@@ -106,6 +106,100 @@ EXAMPLES = {
     'summary': 'use layers\nsummary(mlp(4, 2, hidden=[8]))',
 }
 
+def _shape(make, input_shape, x):
+    """An example that builds `make`, runs it on `x` and prints the output's shape."""
+    return (f"use layers\nuse nn\nlet net = {make}\nlet p = net.init(seed=0, input_shape={input_shape})\n"
+            f"print(predict(net, p, {x}).shape)")
+
+
+def _graph(make):
+    """A graph layer on a 4-node ring of 3 features."""
+    return (f"use layers\nuse nn\nlet edges = array([[0, 1, 2, 3], [1, 2, 3, 0]], dtype=\"int\")\n"
+            f"let net = {make}\n"
+            f"print(predict(net, net.init(seed=0, input_shape=[3]), ones(4, 3), graph=edges).shape)")
+
+
+EXAMPLES.update({
+    'embedding': _shape('embedding(10, 4)', '[3]', 'array([[1, 2, 3]], dtype="int")'),
+    'conv1d': _shape('conv1d(4, 3, padding="same")', '[2, 10]', 'randn(5, 2, 10, seed=0)'),
+    'conv2d': _shape('conv2d(8, 3, stride=2)', '[1, 9, 9]', 'randn(2, 1, 9, 9, seed=0)'),
+    'max_pool1d': _shape('max_pool1d(2)', '[2, 8]', 'randn(1, 2, 8, seed=0)'),
+    'max_pool2d': _shape('max_pool2d(2)', '[1, 4, 4]', 'randn(1, 1, 4, 4, seed=0)'),
+    'avg_pool1d': _shape('avg_pool1d(size=3, stride=1)', '[2, 8]', 'randn(1, 2, 8, seed=0)'),
+    'avg_pool2d': _shape('avg_pool2d(2)', '[1, 4, 4]', 'randn(1, 1, 4, 4, seed=0)'),
+    'global_avg_pool': _shape('global_avg_pool()', '[3, 5]', 'randn(2, 3, 5, seed=0)'),
+    'flatten': _shape('sequential(flatten(), dense(2))', '[3, 4]', 'randn(5, 3, 4, seed=0)'),
+    'dropout': _shape('sequential(dense(4, inputs=2), dropout(0.2))', 'none', 'ones(3, 2)'),
+    'batch_norm': _shape('sequential(dense(4, inputs=2), batch_norm())', 'none', 'randn(8, 2, seed=0)'),
+    'layer_norm': _shape('layer_norm()', '[6]', 'randn(2, 6, seed=0)'),
+    'rms_norm': _shape('rms_norm(eps=1e-6)', '[6]', 'randn(2, 6, seed=0)'),
+    'activation': _shape('sequential(dense(3, inputs=2), activation("relu"))', 'none', 'randn(4, 2, seed=0)'),
+    'lambda_layer': _shape('lambda_layer(fn(x) => x * 2)', '[3]', 'ones(2, 3)'),
+    'lstm_layer': _shape('lstm_layer(8, return_sequences=true)', '[5, 3]', 'randn(2, 5, 3, seed=0)'),
+    'gru_layer': _shape('gru_layer(8)', '[5, 3]', 'randn(2, 5, 3, seed=0)'),
+    'attention': _shape('attention(2, causal=true)', '[5, 8]', 'randn(1, 5, 8, seed=0)'),
+    'transformer_block': _shape('transformer_block(2, hidden=16)', '[5, 8]', 'randn(1, 5, 8, seed=0)'),
+    'positions': _shape('positions(16)', '[5, 8]', 'randn(1, 5, 8, seed=0)'),
+    'normalization': ('use layers\nuse nn\nlet net = sequential(normalization(), dense(1), inputs=2)\n'
+                      'let x = randn(20, 2, seed=0) * 10 + 3\n'
+                      'print(predict(net, adapt(net, net.init(seed=0), x), x).shape)'),
+    'category_lookup': ('use layers\nuse nn\nlet net = sequential(category_lookup(2), inputs=1)\n'
+                        'let x = array([[5], [7], [5], [9]])\n'
+                        'print(predict(net, adapt(net, net.init(seed=0), x), x))'),
+    'impute': ('use layers\nuse nn\nlet net = sequential(impute(), inputs=2)\n'
+               'let x = array([[1, nan], [3, 4]])\n'
+               'print(predict(net, adapt(net, net.init(seed=0), x), x))'),
+    'adapt': ('use layers\nuse nn\nlet net = sequential(normalization(), dense(1), inputs=2)\n'
+              'let p = adapt(net, net.init(seed=0), randn(50, 2, seed=0) * 4 + 1)\n'
+              'print(p.normalization.state.mean)'),
+    'gcn_layer': _graph('gcn_layer(2)'),
+    'sage_layer': _graph('sage_layer(2)'),
+    'gat_layer': _graph('gat_layer(2, heads=2)'),
+    'gin_layer': _graph('gin_layer(2)'),
+    'sequential': _shape('sequential(dense(4, activation="relu"), dense(1))', '[3]', 'ones(2, 3)'),
+    'residual': _shape('residual(dense(3))', '[3]', 'ones(2, 3)'),
+    'parallel': _shape('parallel(dense(3), dense(5), merge="concat")', '[2]', 'ones(4, 2)'),
+    'merge': ('use layers\nuse nn\n'
+              'let net = dag(inputs={a: [3], b: [3]}, nodes={s: [merge("add"), ["a", "b"]]}, outputs="s")\n'
+              'print(predict(net, net.init(seed=0), [ones(2, 3), ones(2, 3)]))'),
+    'dag': ('use layers\nuse nn\nlet net = dag(inputs={x: [2]}, outputs="y",\n'
+            '              nodes={h: [dense(4), "x"], y: [dense(1), "h"]})\n'
+            'print(predict(net, net.init(seed=0), ones(3, 2)).shape)'),
+    'mlp': _shape('mlp(2, 3, hidden=[16, 16])', 'none', 'ones(4, 2)'),
+    'resnet_mlp': _shape('resnet_mlp(4, 2, width=16, blocks=2)', 'none', 'ones(3, 4)'),
+    'cnn_classifier': _shape('cnn_classifier([1, 8, 8], 10, filters=[4], hidden=8)', 'none',
+                             'randn(2, 1, 8, 8, seed=0)'),
+    'lstm_classifier': _shape('lstm_classifier(3, 2, units=8)', '[5, 3]', 'randn(4, 5, 3, seed=0)'),
+    'transformer_lm': _shape('transformer_lm(20, d=16, heads=2, layers=1, context=8)', 'none',
+                             'array([[1, 2, 3]], dtype="int")'),
+    'gcn_classifier': _graph('gcn_classifier(3, 2, hidden=[4])'),
+    'vae': ('use layers\nuse nn\nlet v = vae(6, 2, hidden=[8])\nlet p = v.init(seed=0)\n'
+            'print(predict(v, p, rand(3, 6, seed=1)).shape)'),
+    'generate': ('use layers\nuse nn\nlet lm = transformer_lm(10, d=16, heads=2, layers=1, context=8)\n'
+                 'print(generate(lm, lm.init(seed=0), [1, 2], steps=4, temperature=0))'),
+    'param_count': 'use layers\nlet net = mlp(2, 3, hidden=[8])\nprint(param_count(net.init(seed=0)))',
+    'plot_history': ('use layers\nuse nn\nlet net = mlp(2, 1, hidden=[4])\n'
+                     'let r = fit(net, net.init(seed=0), ones(8, 2), zeros(8), loss="mse", epochs=2, verbose=false)\n'
+                     'print(plot_history(r, "loss.svg"))'),
+    'rank': 'use layers\nprint(rank(), world_size())',
+    'world_size': 'use layers\nprint(world_size())',
+    'save_model': ('use layers\nuse nn\nlet net = mlp(2, 3, hidden=[4])\n'
+                   'print(save_model("m.apsim", net, net.init(seed=0), labels=["a", "b", "c"]))'),
+    'load_model': ('use layers\nuse nn\nlet net = mlp(2, 3, hidden=[4])\n'
+                   'save_model("m.apsim", net, net.init(seed=0), labels=["a", "b", "c"])\n'
+                   'print(load_model("m.apsim").labels)'),
+    'predict_labels': ('use layers\nuse nn\nlet net = mlp(2, 3, hidden=[4])\n'
+                       'save_model("m.apsim", net, net.init(seed=0), labels=["a", "b", "c"])\n'
+                       'print(predict_labels(load_model("m.apsim"), randn(2, 2, seed=1)))'),
+    'predict_proba': ('use layers\nuse nn\nlet net = mlp(2, 3, hidden=[4])\n'
+                      'save_model("m.apsim", net, net.init(seed=0), labels=["a", "b", "c"])\n'
+                      'print(predict_proba(load_model("m.apsim"), randn(2, 2, seed=1)).shape)'),
+    'model_from_checkpoint': ('use layers\nuse nn\nlet net = mlp(2, 1, hidden=[4])\n'
+                              'fit(net, net.init(seed=0), ones(8, 2), zeros(8), loss="mse", checkpoint="c.ckpt", verbose=false)\n'
+                              'print(param_count(model_from_checkpoint("c.ckpt", net).params))'),
+    'devices': 'use layers\nprint(devices()[0].name)',
+})
+
 PARAGRAPHS = {
     "fit": ("`fit(model, params, inputs, targets, …)` returns a record: `params` (the trained tree, float64 `nn` "
             "tensors like `init` gives), `history` (the mean loss of each epoch), `val_history`, `metrics` and "
