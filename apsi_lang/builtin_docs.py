@@ -41,6 +41,10 @@ TABLES = (
 EXAMPLES = {
     "print": 'print("loss", 0.25, sep=" = ")\nprint("to the error stream", file="stderr")',
     "help": "help(print)\nhelp(nn)",
+    'getenv': 'try:\n    print(getenv("HOME", "unset"))   # apsi --allow-env=HOME\ncatch e:\n    print(e.message)',
+    'run_command': 'try:\n    let r = run_command(["echo", "hi"])   # apsi --allow-run=echo\n    print(r.code, r.stdout)\ncatch e:\n    print(e.message)',
+    'pyimport': 'try:\n    let math = pyimport("math")   # apsi --allow-python\n    print(math.factorial(5))\ncatch e:\n    print(e.message)',
+    'fetch_text': 'try:\n    print(len(fetch_text("https://example.com")))   # apsi --allow-net=example.com\ncatch e:\n    print(e.message)',
     "eprint": 'eprint("warning: few samples")\nprint("stdout")',
     "len": 'print(len([1, 2, 3]), len("héllo"), len({"a": 1}))',
     "range": "print(list(range(3)), list(range(10, 0, -3)))",

@@ -100,6 +100,10 @@ TABLES = (
 MODULE = 'models built from layers, trained with fit on NumPy (or PyTorch) and run with predict; ready-made models (mlp, cnn_classifier, transformer_lm, …) (docs/layers.md).'
 
 EXAMPLES = {
+    'torch_module': 'use layers\ntry:\n    let net = mlp(2, 1, hidden=[4])\n    let m = torch_module(net, net.init(seed=0))   # apsi --allow-python, with PyTorch\n    print(m)\ncatch e:\n    print(e.message)',
+    'params_from_torch': 'use layers\ntry:\n    let net = mlp(2, 1, hidden=[4])\n    let m = torch_module(net, net.init(seed=0))   # apsi --allow-python\n    print(param_count(params_from_torch(net, m)))\ncatch e:\n    print(e.message)',
+    'export_onnx': 'use layers\ntry:\n    let net = mlp(2, 1, hidden=[4])\n    print(export_onnx(net, net.init(seed=0), "m.onnx"))   # --allow-python; torch, onnx, onnxscript\ncatch e:\n    print(e.message)',
+    'check_torch': 'use layers\ntry:\n    print(check_torch(device="cpu"))   # apsi --allow-python, with PyTorch\ncatch e:\n    print(e.message)',
     'fit': 'use layers\nuse nn\nlet x = randn(64, 2, seed=0)\nlet y = array([i % 2 for i in range(64)])\nlet net = mlp(2, 2, hidden=[8])\nlet r = fit(net, net.init(seed=0), x, y, loss="cross_entropy", epochs=3, verbose=false)\nprint(len(r.history), r.best_epoch)',
     'predict': 'use layers\nuse nn\nlet net = mlp(2, 3)\nlet p = net.init(seed=0)\nprint(predict(net, p, randn(4, 2, seed=1)).shape)',
     'dense': 'use layers\nlet net = sequential(dense(8, activation="relu", inputs=3), dense(1))\nprint(net)',

@@ -20,7 +20,13 @@ TABLES = (
 
 MODULE = 'figures as PNG or SVG: line, scatter, hist and image, and plot_history (docs/plot.md).'
 
-EXAMPLES = {}
+EXAMPLES = {
+    'figure': ('use plot\nuse nn\nlet x = linspace(0, 6, 50)\nlet f = figure(width=400, height=300, title="waves")\n'
+               'f.line(x, sin(x), label="sin")\nf.legend()\nprint(f.save("waves.svg"))'),
+    'plot_history': ('use plot\nuse layers\nuse nn\nlet net = mlp(2, 1, hidden=[4])\n'
+                     'let r = fit(net, net.init(seed=0), ones(8, 2), zeros(8), loss="mse", epochs=2, verbose=false)\n'
+                     'print(plot_history(r, "loss.png", title="training"))'),
+}
 
 PARAGRAPHS = {
     'figure': "`figure(width=640, height=480, rows=1, cols=1, title=none)`: an image of `width` × `height` pixels (16 to 8000 each, at most 40 million pixels) holding `rows` × `cols` panels (at most 64). With one panel, the figure's drawing calls draw in it. With several, draw in a panel: `f.panel(i)` (numbered row by row from 0; -1 is the last) or `f.panel(row, col)`:",

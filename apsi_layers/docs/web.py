@@ -22,7 +22,11 @@ TABLES = (
 
 MODULE = 'serve a model (serve_model, with dynamic batching) or Apsi functions (serve) over HTTP (docs/web.md).'
 
-EXAMPLES = {}
+EXAMPLES = {
+    'serve': 'use web\ntry:\n    serve({"/hello": fn(req) => {hi: "there"}}, port=8000)   # --allow-net=127.0.0.1:8000; Ctrl-C stops\ncatch e:\n    print(e.message)',
+    'serve_model': 'use layers\nuse web\ntry:\n    let net = mlp(2, 3, hidden=[8])\n    serve_model(net, net.init(seed=0), port=8000)   # --allow-net=127.0.0.1:8000\ncatch e:\n    print(e.message)',
+    'response': 'use web\nprint(response({created: 1}, status=201, headers={"X-Run": "a"}))',
+}
 
 PARAGRAPHS = {
     'serve': 'Any Apsi functions as HTTP handlers:',
