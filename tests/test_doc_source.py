@@ -118,6 +118,38 @@ def test_the_defaults_the_docs_write_are_the_codes():
     assert checked > 100 and wrong == [], wrong
 
 
+def test_each_option_table_is_the_functions_parameters():
+    """An options table (fit's, dense's, adam's, …) names only real parameters, every one that has a
+    default (a function taking **options names its own), with the code's default as help shows it."""
+    import inspect
+
+    checked, wrong = 0, []
+    for src, table in all_tables():
+        if table.options_of is None:
+            continue
+        fn = apsi_help._value_of(doc_source.Entry(table.options_of, src.module, None, [], [], None))
+        params = inspect.signature(fn).parameters
+        named = {row[0].strip("`"): row[1] for row in table.rows}
+        if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+            continue
+        with_default = [n for n, p in params.items() if p.default is not inspect.Parameter.empty]
+        wrong += [f"{table.options_of}: {n} is not a parameter" for n in named if n not in params]
+        wrong += [f"{table.options_of}: {n} is missing" for n in with_default if n not in named]
+        for n in set(named) & set(with_default):
+            checked += 1
+            if named[n] not in ("none", f"`{apsi_help._default(params[n].default)}`"):
+                wrong.append(f"{table.options_of}: {n} = {named[n]}, code {params[n].default!r}")
+    assert checked >= 40 and wrong == [], wrong
+
+
+def test_help_on_a_layer_value_uses_the_name_the_program_wrote(tmp_path):
+    """`dropout` is the Python function dropout_layer: help and the REPL say dropout."""
+    p = apsi(["-e", "use layers\nhelp(dropout)\ndropout"], tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("dropout(rate=0.5, name=none)    (use layers)\n"), p.stdout
+    assert "<fn dropout(rate=0.5, name=none)>  help(dropout) tells more" in p.stdout
+
+
 def apsi(args, cwd, stdin=None):
     env = {k: v for k, v in os.environ.items() if not k.startswith("APSI_")}
     return subprocess.run([sys.executable, "-m", "apsi", *args], cwd=cwd, capture_output=True, text=True,
@@ -212,7 +244,7 @@ def test_help_in_a_program_shows_signature_paragraph_options_and_example(tmp_pat
     assert "\noptions (default):\n  loss = required" in out and "\n  epochs = 1: passes over the data" in out
     assert "\nexample:\n  use layers\n" in out
     assert "dense(units, activation=none, bias=true, inputs=none, name=none)    (use layers)" in out
-    assert "[..., F] → [..., units]" in flat and "\n  bias = true\n" in out
+    assert "[..., F] → [..., units]" in flat and "\n  bias = true: whether to add b" in out
     assert "\nuse nn\nfloat64 NumPy tensors" in out and "grad" in out
     assert not [w for w in INTERNALS if w in out], [w for w in INTERNALS if w in out]
 

@@ -230,6 +230,42 @@ TABLES = (
               ('`nadam(lr=2e-3, b1=0.9, b2=0.999, eps=1e-8, weight_decay=0, momentum_decay=4e-3, decoupled_weight_decay=false)`', '`NAdam`'),
               ('`radam(lr=1e-3, b1=0.9, b2=0.999, eps=1e-8, weight_decay=0, decoupled_weight_decay=false)`', '`RAdam`'),
           )),
+    Table('docs/nn.md', 'option', 'sgd',
+          ('Option', 'Default', 'Meaning'),
+          (
+              ('`lr`', '`0.001`', 'the learning rate'),
+              ('`momentum`', '`0.0`', "the velocity's decay (0: plain SGD)"),
+              ('`nesterov`', '`false`', '`true`: Nesterov momentum (needs momentum > 0 and dampening 0)'),
+              ('`weight_decay`', '`0.0`', 'L2: `weight_decay · p` added to the gradient'),
+              ('`dampening`', '`0.0`', 'the share of the new gradient held back from the velocity'),
+          )),
+    Table('docs/nn.md', 'option', 'adam',
+          ('Option', 'Default', 'Meaning'),
+          (
+              ('`lr`', '`0.001`', 'the learning rate'),
+              ('`b1`', '`0.9`', 'the decay of the first moment (the mean of the gradients)'),
+              ('`b2`', '`0.999`', 'the decay of the second moment (the mean of their squares)'),
+              ('`eps`', '`1e-08`', 'added to the root of the second moment, against division by zero'),
+              ('`weight_decay`', '`0.0`', 'L2: `weight_decay · p` added to the gradient (adamw decouples it)'),
+              ('`amsgrad`', '`false`', '`true`: divide by the largest second moment so far'),
+          )),
+    Table('docs/nn.md', 'option', 'adamw',
+          ('Option', 'Default', 'Meaning'),
+          (
+              ('`lr`', '`0.001`', 'the learning rate'),
+              ('`b1`', '`0.9`', 'the decay of the first moment'),
+              ('`b2`', '`0.999`', 'the decay of the second moment'),
+              ('`eps`', '`1e-08`', 'added to the root of the second moment, against division by zero'),
+              ('`weight_decay`', '`0.01`', 'decoupled: each step `p *= 1 - lr · weight_decay`, apart from the gradient'),
+              ('`amsgrad`', '`false`', '`true`: divide by the largest second moment so far'),
+          )),
+    Table('docs/nn.md', 'option', 'cross_entropy',
+          ('Option', 'Default', 'Meaning'),
+          (
+              ('`logits`', 'required', 'scores `[…, classes]` (not probabilities: the softmax is inside)'),
+              ('`labels`', 'required', 'int class ids `[…]` in 0..classes−1'),
+              ('`label_smoothing`', '`0.0`', "the share of the target spread evenly over all classes, as torch's"),
+          )),
 )
 
 MODULE = 'float64 NumPy tensors with reverse-mode automatic differentiation (grad, jacobian, hessian), optimizers, losses, learning-rate schedules, parameter trees and parameter files (docs/nn.md).'

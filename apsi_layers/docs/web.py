@@ -6,6 +6,7 @@ TABLES = (
     Table('docs/web.md', 'option', 'serve_model',
           ('option', 'default', 'meaning'),
           (
+              ('`params`', 'none', 'the parameter tree for `model`; none when `model` is a record `load_model` gave (it brings its own params and labels)'),
               ('`host`', '`"127.0.0.1"`', 'the address to listen on: `"127.0.0.1"` this machine only, `"0.0.0.0"` every network'),
               ('`port`', '`8000`', 'the TCP port (1–65535)'),
               ('`max_batch`', '`64`', 'the most rows one `predict` call takes (dynamic batching, below)'),
