@@ -52,7 +52,17 @@ def _name_of(value):
     if getattr(type(value), "__apsi_type__", None) == "layer":
         return getattr(value, "kind", None)
     name = getattr(value, "__name__", None)
-    return name if isinstance(name, str) and callable(value) else None
+    if not (isinstance(name, str) and callable(value)):
+        return None
+    return name if doc_source.lookup(name) else _exported_as(value) or name
+
+
+def _exported_as(fn):
+    """The name a loaded module exports `fn` by, where its Python name differs (`dropout` is
+    dropout_layer); only modules already loaded: a value in hand came from one of them."""
+    from .modules import loaded
+
+    return next((name for exports in loaded() for name, value in exports.items() if value is fn), None)
 
 
 def _overview():
@@ -165,7 +175,9 @@ def shown_function(fn):
     """How a function shows as a top-level value: its signature, and help's hint where it is
     documented; None for a lambda or what has no signature (it shows as <fn NAME>)."""
     name = getattr(fn, "__name__", None)
-    line = signature(fn) if isinstance(name, str) and name.isidentifier() else None
+    if isinstance(name, str) and name.isidentifier():
+        name = _name_of(fn)
+    line = signature(fn, name) if isinstance(name, str) and name.isidentifier() else None
     if line is None:
         return None
     return f"<fn {line}>" + (f"  help({name}) tells more" if doc_source.lookup(name) else "")

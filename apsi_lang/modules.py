@@ -45,6 +45,11 @@ def names(name, program_dir):
     return set(_compiled_file(name, path)[1])
 
 
+def loaded():
+    """The exports of each module loaded so far, loading nothing more (help names a value by them)."""
+    return list(_loaded.values())
+
+
 def load(name, program_dir):
     """The exports of module `name` as a dict (runs an Apsi module the first time); raises ApsiError
     when it can't be found or loaded."""

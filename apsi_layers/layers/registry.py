@@ -33,8 +33,6 @@ def register(name=None):
                 _built.add(key)
             return fn(*args, **kwargs)
 
-        # the Apsi name, not the Python one: help(dropout) and the REPL name what a program wrote
-        construct.__name__ = construct.__qualname__ = key
         if key in LAYERS and LAYERS[key].__wrapped__ is not fn:
             raise ValueError(f"two layers are registered as {key!r}: {LAYERS[key].__module__} and "
                              f"{fn.__module__}")
