@@ -89,6 +89,30 @@ def _start(threading, target):
     return None
 
 
+def big_stack_executor(name):
+    """A one-thread concurrent.futures executor whose thread has the stack the program's thread has
+    (see _start), so code it runs (the model's own Apsi functions, served by `use web`) meets
+    "too many nested calls" at the recursion limit instead of overflowing an 8 MiB stack and killing
+    the process. The thread is started now, while the stack size is set."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    executor = ThreadPoolExecutor(1, thread_name_prefix=name)
+    for size in stack_sizes():
+        try:
+            old = threading.stack_size(size)
+        except (ValueError, RuntimeError, OverflowError):
+            continue
+        try:
+            executor.submit(lambda: None).result()
+            return executor
+        except (RuntimeError, MemoryError):
+            continue
+        finally:
+            threading.stack_size(old)
+    return executor
+
+
 def stack_sizes():
     """Stack sizes to try, largest first: the machine's memory (capped at 64 GiB), half of it, and
     STACK_BYTES, which any system grants."""

@@ -42,7 +42,7 @@ def serve_model(model, params, host="127.0.0.1", port=8000, max_batch=64, max_wa
                         "balancer (docs/web.md, Scaling out)")
     service.warm_up(fn)
     observer = Observer(opts.log, board=Board(workers) if workers > 1 else None)
-    batcher = Batcher(service.run, max_batch, max_wait, observer.batch)
+    batcher = Batcher(service.run, max_batch, max_wait, observer.batch, service.failure)
     app = model_app(service, batcher, observer, opts, path,
                     {"path": path, "max_batch": max_batch, "max_wait_ms": max_wait_ms, "workers": workers})
     server.run(fn, app, opts, f"{model.kind} (POST {path}, GET /health, /info, /metrics)", workers,

@@ -4,9 +4,15 @@ Decoding: objects become maps, arrays lists, null none; NaN and Infinity are not
 (as read_json does). Encoding takes only Apsi's plain data (maps with text keys, records, lists,
 tuples, text, numbers, bools, none) and tensors (as nested lists), so nothing else leaves the server.
 Floats are written with Python's shortest round-trip repr: a client reading them gets the same bits.
+
+A number of more than MAX_DIGITS digits is refused before parsing: converting one takes time that
+grows with the square of its length, and a program's run lifts Python's own limit on it
+process-wide (apsi_lang/program.py), so a single 600,000-digit integer would hold the event loop
+for seconds. Text that UTF-8 cannot hold (a lone surrogate such as "\ud800") is refused by name.
 """
 
 import json
+import re
 
 from apsi_lang.errors import ApsiError
 from apsi_lang.values import Record, a_type
@@ -20,6 +26,9 @@ def parse(body):
         return None, f"the body is not UTF-8 text (byte {e.start})"
     if not text or text.isspace():
         return None, "the body is empty; send JSON"
+    if len(body) > MAX_DIGITS and _LONG_NUMBER.search(body):
+        return None, (f"the body holds a number of more than {MAX_DIGITS} digits; send numbers as "
+                      "floats or shorter ints")
     try:
         if text.startswith("\ufeff"):         # (as json.loads says it)
             raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
@@ -30,6 +39,11 @@ def parse(body):
         return None, "the JSON is nested too deeply"
     except ValueError as e:                 # NaN/Infinity, a number too long to convert
         return None, f"the body is not valid JSON: {e}"
+
+
+MAX_DIGITS = 4300          # Python's default limit on the digits of an int read from text
+# (the look-behind makes the search start only where a run of digits starts: linear in the body)
+_LONG_NUMBER = re.compile(rb"(?<![0-9])[0-9]{%d}" % (MAX_DIGITS + 1))
 
 
 def _no_constant(name):
@@ -47,7 +61,17 @@ def dumps(value, where):
         data = plain(value, where)
     except RecursionError:
         raise ApsiError(f"{where}: the value is nested too deeply for JSON (or holds itself)") from None
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return utf8(json.dumps(data, ensure_ascii=False, separators=(",", ":")), where)
+
+
+def utf8(text, where):
+    """Text as UTF-8 bytes; ApsiError naming `where` for text UTF-8 cannot hold (a lone surrogate)."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        bad = ascii(text[e.start])[1:-1]
+        raise ApsiError(f"{where}: the text holds {bad}, half of a surrogate pair, which UTF-8 cannot "
+                        "send; send whole characters") from None
 
 
 def plain(value, where):

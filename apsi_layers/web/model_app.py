@@ -49,6 +49,7 @@ class ModelService:
         self.keep = {}
         self.checked = set()            # per-sample input shapes check_params accepted
         self.output_shape = None
+        self.graph_model = _has_graph_layer(model)
 
     # --- on the event loop: one request ---------------------------------------------------------
     def prepare(self, body):
@@ -68,10 +69,29 @@ class ModelService:
                 self.checked.add(shapes)
         except ApsiError as e:
             raise Problem(422, e.message) from None
-        graph = body.get("graph")
+        graph = self._graph(body.get("graph"), data.n)
         mask = None if data.mask is None else data.mask.shape[1:]
         return Pending(inputs=data.inputs, mask=data.mask, graph=graph, n=data.n, key=(shapes, mask),
                        alone=graph is not None)
+
+    def _graph(self, graph, rows):
+        """predict's graph= for a request, checked before anything is allocated for it: only a model
+        with graph layers takes one, and its node count is the number of rows sent (a client must not
+        choose a size the server then allocates)."""
+        if graph is None:
+            return None
+        if not self.graph_model:
+            raise Problem(422, "predict: this model has no graph layers: send no \"graph\" field")
+        from apsi_layers.layers.context import graph_arg
+
+        try:
+            edges, nodes = graph_arg("predict", graph, rows)
+        except ApsiError as e:
+            raise Problem(422, e.message) from None
+        if nodes != rows:
+            raise Problem(422, f"predict: the graph has {nodes} nodes but {rows} input rows were sent; "
+                               "a graph has one node per input row")
+        return [edges, nodes]
 
     def _inputs(self, value):
         """A map of named inputs becomes the list predict takes, in the model's order."""
@@ -109,20 +129,7 @@ class ModelService:
         if items[0].graph is not None:
             options["graph"] = items[0].graph
         x = xs if self.several_in else xs[0]
-        try:
-            y = self._predict_torch(x, options) if self.torch else predict(self.model, self.params, x,
-                                                                            **options)
-        except ApsiError:
-            raise                           # (predict's checks, and error() in the model: 422)
-        except (Exception, SystemExit) as e:
-            # a bug in the program's own code in the model (a lambda_layer's function) is not the
-            # server's: name its line; and exit() there must not take the server down with it
-            message = http.program_error(e, "the model")
-            if message is None and isinstance(e, SystemExit):
-                message = "the model called exit(); a request cannot stop the server"
-            if message is None:
-                raise
-            raise Problem(500, message) from None
+        y = self._predict_torch(x, options) if self.torch else predict(self.model, self.params, x, **options)
         outs = [np.asarray(t.data) for t in y] if self.several_out else [np.asarray(y.data)]
         results, start = [], 0
         for it in items:
@@ -130,6 +137,22 @@ class ModelService:
             results.append(rows if self.several_out else rows[0])
             start += it.n
         return results
+
+    def failure(self, e):
+        """What the client is told when a predict call failed on its request alone: the program's own
+        code in the model (a lambda_layer's function) failing, exit() there included, is the server's
+        500 naming its file and line (its Apsi traceback goes to stderr); predict's own checks are the
+        client's 422; anything else is a bug (500, its kind)."""
+        if isinstance(e, Problem):
+            return e
+        message = http.program_error(e, "the model")
+        if message is not None:
+            return Problem(500, message)
+        if isinstance(e, ApsiError):
+            return e                        # (predict's checks: 422)
+        if isinstance(e, SystemExit):
+            return Problem(500, "the model called exit(); a request cannot stop the server")
+        return e
 
     def _predict_torch(self, x, options):
         """predict(…, backend="torch") with the parameters kept on the device between calls: the same
@@ -155,7 +178,7 @@ class ModelService:
         if not shapes or not all(isinstance(s, tuple) for s in shapes):
             return                          # the model learns its input shape from data: no warm-up
         # a graph model predicts on one node with no edges
-        graph = np.zeros((2, 0), dtype=np.int64) if _has_graph_layer(self.model) else None
+        graph = [np.zeros((2, 0), dtype=np.int64), 1] if self.graph_model else None
         # a length the model leaves open (a sequence's steps, none) is tried as 1 and 2 steps: the output
         # lengths that follow it are open too
         tries = (1, 2) if any(d is None for s in shapes for d in s) else (1,)
@@ -164,9 +187,15 @@ class ModelService:
             xs = [np.zeros((1, *(steps if d is None else d for d in s))) for s in shapes]
             item = Pending(inputs=xs, mask=None, graph=graph, n=1, key=(), alone=True)
             try:
-                out = self.run([item])[0]
+                try:
+                    out = self.run([item])[0]
+                except (Exception, SystemExit) as e:
+                    raise self.failure(e) from None
             except PermissionDenied:
                 raise
+            except Problem as e:
+                raise ApsiError(f"{fn}: a first predict, on zeros of the model's input shape, failed: "
+                                f"{e.message}") from None
             except ApsiError as e:
                 raise ApsiError(f"{fn}: a first predict, on zeros of the model's input shape, failed: "
                                 f"{e.message}") from None
