@@ -138,7 +138,7 @@ def _wait(thread, done):
             done.wait()
             return
         except KeyboardInterrupt as e:
-            if _stopped_gently(done):
+            if _stopped_gently(done, e):
                 continue                     # the service stopped; the program goes on
             _interrupt(thread, type(e))
             waiting = [True]
@@ -166,25 +166,36 @@ def stopping(stop, grace):
         _service = previous
 
 
-def _stopped_gently(done):
+SAME_SIGNAL_SECONDS = 1.0          # a second SIGTERM this soon after the first is the same request
+
+
+def _stopped_gently(done, first):
     """Ask the service to stop; True once it has (the program then goes on, and a later Ctrl-C stops
-    it as usual), False when it did not within its grace time or a second Ctrl-C came."""
+    it as usual), False when it did not within its grace time or a second Ctrl-C came. A SIGTERM that
+    follows a first one within SAME_SIGNAL_SECONDS is the same request: GNU timeout (and a kill of the
+    process group) sends it to the process and then to its group, so it often arrives twice."""
     import time
+
+    from .signals import Terminated
 
     service = _service
     if service is None:
         return False
     stop, grace = service
     stop()
-    deadline = time.monotonic() + grace
-    try:
-        while _service is service and not done.is_set():
-            if time.monotonic() > deadline:
+    began = time.monotonic()
+    deadline = began + grace
+    while True:
+        try:
+            while _service is service and not done.is_set():
+                if time.monotonic() > deadline:
+                    return False
+                done.wait(0.05)
+            return True
+        except KeyboardInterrupt as again:       # a second Ctrl-C: stop it the hard way
+            if not (isinstance(first, Terminated) and isinstance(again, Terminated)
+                    and time.monotonic() - began < SAME_SIGNAL_SECONDS):
                 return False
-            done.wait(0.05)
-    except KeyboardInterrupt:                # a second Ctrl-C: stop it the hard way
-        return False
-    return True
 
 
 def _hold_signals(waiting):

@@ -202,3 +202,19 @@ def test_serve_answers_what_it_cannot_send_with_a_json_500_and_logs_a_client_tha
     assert '"POST /echo" 499 ' in err, err
     _no_python_traceback(err)
     assert "Traceback" not in err and "ClientDisconnect" not in err, err
+
+
+def test_sigterm_sent_twice_at_once_as_gnu_timeout_does_is_one_gentle_stop(start):
+    """GNU timeout sends SIGTERM to the program and then to its process group: arriving twice, the
+    second was taken for an impatient second signal, and the stop cut the server short (a
+    CancelledError traceback, exit 143)."""
+    import signal
+
+    server = start(PLAIN)
+    assert httpx.post(f"{server.url}/predict", json={"inputs": [[1, 2, 3, 4]]}).status_code == 200
+    server.proc.send_signal(signal.SIGTERM)
+    time.sleep(0.05)
+    code, _, err = server.stop(signal.SIGTERM)
+    assert code == 0, err
+    assert "serve_model: stopped; the requests in flight were answered" in err
+    assert "CancelledError" not in err and "Traceback" not in err, err
