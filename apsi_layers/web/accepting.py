@@ -58,16 +58,40 @@ class Turns:
         return all(count <= c for i, c in enumerate(self.counts) if i != self.mine)
 
 
-class Loop(asyncio.SelectorEventLoop):
+def _base_loop():
+    """uvloop's event loop where it is installed (as uvicorn's loop="auto" chooses), else asyncio's."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.SelectorEventLoop
+    return uvloop.Loop
+
+
+class Loop(_base_loop()):
     """For uvicorn's `loop=` setting: the event loop whose servers accept through Acceptor."""
 
     async def create_server(self, protocol_factory, host=None, port=None, *, sock=None, **kw):
         if sock is None:                # (uvicorn always passes the socket server.py bound)
             return await super().create_server(protocol_factory, host, port, **kw)
-        kw["start_serving"] = False     # (server.close() still stops it: it removes the reader)
+        kw["start_serving"] = False
         server = await super().create_server(protocol_factory, sock=sock, **kw)
-        Acceptor(self, sock, protocol_factory, _turns).start()
-        return server
+        acceptor = Acceptor(self, sock, protocol_factory, _turns)
+        acceptor.start()
+        return _Listening(server, acceptor)
+
+
+class _Listening:
+    """The server uvicorn keeps: closing it stops the Acceptor first."""
+
+    def __init__(self, server, acceptor):
+        self.server, self.acceptor = server, acceptor
+
+    def close(self):
+        self.acceptor.close()
+        self.server.close()
+
+    def __getattr__(self, name):
+        return getattr(self.server, name)
 
 
 class Acceptor:
@@ -77,14 +101,24 @@ class Acceptor:
         self.pending = 0                # accepted, not yet handed to a protocol
         self.waited_since = None        # when this worker began leaving a connection to another
         self.reported = -LOG_EVERY
+        self.closed = False
+        self.retry = None               # the timer that starts accepting again after a pause
 
     def start(self):
-        if self.sock.fileno() != -1:            # (closed meanwhile: the server has stopped)
+        self.retry = None
+        if not self.closed:
             self.loop.add_reader(self.sock.fileno(), self._ready)
+
+    def close(self):
+        if not self.closed:
+            self.closed = True
+            self.loop.remove_reader(self.sock.fileno())
+            if self.retry is not None:
+                self.retry.cancel()
 
     def _pause(self, seconds):
         self.loop.remove_reader(self.sock.fileno())
-        self.loop.call_later(seconds, self.start)
+        self.retry = self.loop.call_later(seconds, self.start)
 
     def _ready(self):
         for _ in range(PER_WAKE):

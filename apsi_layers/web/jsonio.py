@@ -12,7 +12,6 @@ for seconds. Text that UTF-8 cannot hold (a lone surrogate such as "\ud800") is 
 """
 
 import json
-import re
 
 from apsi_lang.errors import ApsiError
 from apsi_lang.values import Record, a_type
@@ -26,7 +25,7 @@ def parse(body):
         return None, f"the body is not UTF-8 text (byte {e.start})"
     if not text or text.isspace():
         return None, "the body is empty; send JSON"
-    if len(body) > MAX_DIGITS and _LONG_NUMBER.search(body):
+    if len(body) > MAX_DIGITS and _LONG_RUN in body.translate(_DIGITS):
         return None, (f"the body holds a number of more than {MAX_DIGITS} digits; send numbers as "
                       "floats or shorter ints")
     try:
@@ -42,8 +41,10 @@ def parse(body):
 
 
 MAX_DIGITS = 4300          # Python's default limit on the digits of an int read from text
-# (the look-behind makes the search start only where a run of digits starts: linear in the body)
-_LONG_NUMBER = re.compile(rb"(?<![0-9])[0-9]{%d}" % (MAX_DIGITS + 1))
+# (every digit as "0" and every other byte as " ", then one substring search: both at C speed, linear in
+# the body; a regular expression took as long as parsing the JSON)
+_DIGITS = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))
+_LONG_RUN = b"0" * (MAX_DIGITS + 1)
 
 
 def _no_constant(name):
