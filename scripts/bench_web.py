@@ -42,7 +42,8 @@ KINDS = ("apsi", "fastapi", "litserve")
 APSI = """use layers
 use web
 let net = mlp({inputs}, {out}, hidden=[{hidden}])
-serve_model(net, net.init(seed=0), port={port}, log=false, max_batch={batch}, max_wait_ms={wait}, workers={workers})
+serve_model(net, net.init(seed=0), port={port}, log=false, max_batch={batch}, max_wait_ms={wait},
+            workers={workers})
 """
 
 COMMON = textwrap.dedent("""
@@ -51,7 +52,8 @@ COMMON = textwrap.dedent("""
     from apsi_layers.layers import mlp, predict
 
     PORT, WORKERS = int(os.environ["PEER_PORT"]), int(os.environ["PEER_WORKERS"])
-    NET = mlp(int(os.environ["PEER_INPUTS"]), {out}, hidden=[int(h) for h in os.environ["PEER_HIDDEN"].split(",")])
+    HIDDEN = [int(h) for h in os.environ["PEER_HIDDEN"].split(",")]
+    NET = mlp(int(os.environ["PEER_INPUTS"]), {out}, hidden=HIDDEN)
     PARAMS = NET.init(seed=0)
 """).format(out=OUT)
 
@@ -136,8 +138,9 @@ def available(kind):
 def start(kind, folder, port, workers, a, env):
     folder.mkdir(parents=True, exist_ok=True)
     if kind == "apsi":
-        (folder / "serve.apsi").write_text(APSI.format(inputs=a.inputs, out=OUT, hidden=a.hidden, port=port,
-                                                       batch=a.max_batch, wait=a.max_wait_ms, workers=workers))
+        source = APSI.format(inputs=a.inputs, out=OUT, hidden=a.hidden, port=port, batch=a.max_batch,
+                             wait=a.max_wait_ms, workers=workers)
+        (folder / "serve.apsi").write_text(source)
         cmd = [sys.executable, "-m", "apsi", f"--allow-net=127.0.0.1:{port}", "serve.apsi"]
     else:
         (folder / "peer.py").write_text(FASTAPI if kind == "fastapi" else LITSERVE)
@@ -207,11 +210,13 @@ def wrk(port, clients, seconds, body_file, pid):
     used = cpu_seconds(pid) - before if before is not None else None
     rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
     total = int(re.search(r"(\d+) requests in", out).group(1))
-    lat = {q: float(v) * UNITS[u] for q, v, u in re.findall(r"^\s+(50|99)%\s+([\d.]+)(us|ms|s)\s*$", out, re.M)}
+    found = re.findall(r"^\s+(50|99)%\s+([\d.]+)(us|ms|s)\s*$", out, re.M)
+    lat = {q: float(v) * UNITS[u] for q, v, u in found}
     bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     errors = re.search(r"Socket errors: (.*)", out)
     return {"rate": rate, "p50": lat.get("50"), "p99": lat.get("99"), "bad": int(bad.group(1)) if bad else 0,
-            "socket": errors.group(1) if errors else "", "cpu": used * 1000 / total if used and total else None}
+            "socket": errors.group(1) if errors else "",
+            "cpu": used * 1000 / total if used and total else None}
 
 
 def cpu_model():
@@ -252,10 +257,11 @@ def main():
     env.setdefault("OPENBLAS_NUM_THREADS", "1")
     env["PYTHONPATH"] = os.pathsep.join(p for p in [str(ROOT), env.get("PYTHONPATH", "")] if p)
     rows_list = [int(r) for r in a.rows.split(",")]
-    print(f"CPU: {cpu_model()}, {os.cpu_count()} logical CPUs; load average {os.getloadavg()[0]:.2f} at the start")
+    print(f"CPU: {cpu_model()}, {os.cpu_count()} logical CPUs; load average {os.getloadavg()[0]:.2f} at "
+          "the start")
     print(f"model mlp({a.inputs}, {OUT}, hidden=[{a.hidden}]), float64, OPENBLAS_NUM_THREADS="
-          f"{env['OPENBLAS_NUM_THREADS']}; wrk -t1, {a.seconds} s per run, {a.repeat} runs per server per point, "
-          f"the servers in turn; serve_model max_batch={a.max_batch} max_wait_ms={a.max_wait_ms:g}")
+          f"{env['OPENBLAS_NUM_THREADS']}; wrk -t1, {a.seconds} s per run, {a.repeat} runs per server per "
+          f"point, the servers in turn; serve_model max_batch={a.max_batch} max_wait_ms={a.max_wait_ms:g}")
     results = {}            # (workers, rows, clients) -> {kind: [run, ...]}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
@@ -275,7 +281,7 @@ def main():
                     procs[kind] = (port, start(kind, tmp / f"{kind}{workers}", port, workers, a, env))
                 answers = {k: ask(port, bodies[rows_list[-1]].read_bytes()) for k, (port, _) in procs.items()}
                 check(answers)
-                for kind, (port, proc) in procs.items():            # (warm-up)
+                for port, proc in procs.values():                   # (warm-up)
                     wrk(port, 16, 1, bodies[rows_list[0]], proc.pid)
                 for rows in rows_list:
                     for clients in [int(c) for c in a.clients.split(",")]:

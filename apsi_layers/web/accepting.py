@@ -27,7 +27,7 @@ OUT_OF = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
 BACKOFF = 0.25                  # seconds without accepting after running out of descriptors
 LOG_EVERY = 10.0                # seconds between two reports of it
 TURN_WAIT = 0.002               # seconds a worker leaves a connection to a less busy one
-TURN_PATIENCE = 0.02            # ... at most, before it takes the connection itself
+TURN_PATIENCE = 0.1             # ... at most, before it takes the connection itself
 PER_WAKE = 64                   # connections taken per wake-up at most (others then get a turn)
 
 _turns = None                   # this worker's Turns, in a worker process

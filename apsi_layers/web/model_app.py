@@ -146,7 +146,9 @@ class ModelService:
         if graph is not None:
             options["graph"] = graph
         x = xs if self.several_in else xs[0]
-        return self._predict_torch(x, options) if self.torch else predict(self.model, self.params, x, **options)
+        if self.torch:
+            return self._predict_torch(x, options)
+        return predict(self.model, self.params, x, **options)
 
     def _predict_checked(self, xs, mask, graph):
         """predict's NumPy run on data predict's checks have passed (prepare), without checking again."""
