@@ -58,6 +58,7 @@ def collect(perms=None):
     _recommendation(r, plan, torch, hw)
     _index(r)
     _config(r, perms or {})
+    _leftovers(r)
     _confinement(r)
     return r
 
@@ -349,7 +350,7 @@ def _config(r, perms):
     if cfg.path:
         from apsi_lang import trust
 
-        state = trust.state(cfg.path)
+        state = cfg.trust           # of the bytes load() parsed, not of a second read
         r.sections["config"]["trust"] = state
         if state == trust.TRUSTED:
             r.check("config", "apsi.toml", OK, f"{cfg.path} (trusted)")
@@ -370,6 +371,24 @@ def _config(r, perms):
         detail += f"; by flags: {', '.join(flags)}"
     detail += f"; not granted: {', '.join(others) or 'none'}"
     r.check("permissions", "Permissions", INFO, detail)
+
+
+def _leftovers(r):
+    """Temporary files of atomic writes whose writer was killed (kill -9, a power cut): the next write
+    of the same file removes them; until then the doctor lists them (apsi_lang/files.py)."""
+    from apsi_lang import config, files
+
+    found = config.find(Path.cwd())
+    root = found.parent if found else Path.cwd()
+    left = files.leftovers(root)
+    if not left:
+        r.check("leftovers", "Temporary files", OK, f"none left by interrupted writes in {root}")
+        return
+    shown = "; ".join(f"{p} ({size / 2**20:.1f} MB)" for p, size in left[:5])
+    more = f" and {len(left) - 5} more" if len(left) > 5 else ""
+    r.check("leftovers", "Temporary files", WARN,
+            f"{len(left)} left by writes that were cut off (kill -9, a crash): {shown}{more}",
+            "delete them, or write the same file again from Apsi (that removes its own leftovers)")
 
 
 def _confinement(r):

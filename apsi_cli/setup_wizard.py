@@ -104,7 +104,7 @@ def _write_config(yes):
         click.echo(f"This folder is inside the project at {above.parent}: its {above} applies here too, "
                    "and a new apsi.toml here would shadow it (its settings would stop applying here).")
         if _ask(yes, f"Add permissions to {above} instead?", True):
-            _edit_config(above, _choose_permissions(yes))
+            _edit_config(above, _choose_permissions(yes), yes)
             return
         if not _ask(yes, f"Write a separate apsi.toml in {Path.cwd()} anyway?", False):
             return
@@ -115,7 +115,7 @@ def _write_config(yes):
     text = ("# Written by `apsi setup`. Permissions for Apsi programs in this folder and below.\n"
             "[run]\n"
             f"allow = [{allow}]\n")
-    if _write(here, text):
+    if _write(here, text.encode("utf-8"), yes, vouched=True):     # every grant in it was chosen here
         click.echo(f"Wrote {here}.")
 
 
@@ -138,16 +138,21 @@ def _choose_permissions(yes):
         click.echo(f"  unknown: {', '.join(unknown)}; choose from {', '.join(PERMISSIONS)}")
 
 
-def _edit_config(path, chosen):
-    """Add `chosen` to [run] allow in an existing apsi.toml, changing nothing else in it."""
+def _edit_config(path, chosen, yes):
+    """Add `chosen` to [run] allow in an existing apsi.toml, changing nothing else in it. The file is
+    read once: its trust is judged on the bytes that are edited (issue 29)."""
     import re
     import tomllib
 
-    text = path.read_text(encoding="utf-8")
+    from apsi_lang import config, trust
+    from apsi_lang.errors import ConfigError
+
     try:
+        data = config.read_bytes(path)
+        text = data.decode("utf-8")
         have = list(tomllib.loads(text).get("run", {}).get("allow", []))
-    except tomllib.TOMLDecodeError as e:
-        click.echo(f"! {path} is not valid TOML ({e}); it is left as it is")
+    except (ConfigError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        click.echo(f"! {path} cannot be edited ({e}); it is left as it is")
         return
     new = [p for p in chosen if p not in have]
     if not new:
@@ -173,20 +178,33 @@ def _edit_config(path, chosen):
     if not ok:
         click.echo(f"! could not edit {path} safely; add {', '.join(new)} to [run] allow yourself")
         return
-    if _write(path, edited):
+    # the rest of the file keeps the trust it had: trusted before, its grants were vouched for already
+    if _write(path, edited.encode("utf-8"), yes, vouched=trust.state(path, data) == trust.TRUSTED):
         click.echo(f"Added {', '.join(new)} to [run] allow in {path}.")
 
 
-def _write(path, text):
+def _write(path, data, yes, vouched):
+    """Write `data` to the apsi.toml at `path`, show every grant it holds (as `apsi trust` does), and
+    trust exactly these bytes: when every grant in them was chosen or trusted already (`vouched`), or
+    when the user says so having seen them. A file changed by someone else meanwhile stays untrusted."""
+    from apsi_lang import config, trust
     from apsi_lang.files import atomic_open
 
-    try:
-        with atomic_open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-        from apsi_lang import trust
+    from .trust_cmd import show_grants
 
-        trust.trust(path)        # you chose these grants here: the file is trusted as written
+    try:
+        with atomic_open(path, "wb") as f:
+            f.write(data)
     except OSError as e:
         click.echo(f"! could not write {path}: {e.strerror}; the setup goes on without it")
         return False
+    click.echo(f"{path} grants:")
+    show_grants(config.read(path, data))
+    if vouched or (not yes and click.confirm("Trust this file's exact contents?", default=False)):
+        try:
+            trust.trust(path, data)
+        except OSError as e:
+            click.echo(f"! could not record the trust ({e.strerror}); run: apsi trust {path.parent}")
+    else:
+        click.echo(f"  Not trusted: it grants nothing until you review it and run: apsi trust {path.parent}")
     return True

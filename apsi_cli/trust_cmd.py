@@ -29,19 +29,26 @@ def trust(path, yes, revoke):
         click.echo(f"{found}: no longer trusted; it grants nothing")
         return
     try:
-        cfg = config.read(found)
+        data = config.read_bytes(found)       # once: what is shown is what is recorded (issue 29)
+        cfg = config.read(found, data)
     except ConfigError as e:
         raise click.ClickException(f"{e} (fix it before trusting it)") from None
     doubt = config.distrust(found)
     if doubt:
         raise click.ClickException(f"{found}: {doubt}; it cannot be trusted where others could change it")
-    click.echo(f"{found} ({record.state(found)}) grants:")
-    for line in grant_lines(cfg) or ["nothing (no permissions, no package index)"]:
-        click.echo(f"  {line}")
+    click.echo(f"{found} ({record.state(found, data)}) grants:")
+    show_grants(cfg)
     if not yes and not click.confirm("Trust this file's exact contents?", default=False):
         raise click.ClickException("not trusted; the file grants nothing")
-    record.trust(found)
-    click.echo(f"trusted {found} (as it is now: a change needs `apsi trust` again)")
+    record.trust(found, data)
+    click.echo(f"trusted {found} (the contents shown: if it has changed since, or changes later, it "
+               "grants nothing until `apsi trust` again)")
+
+
+def show_grants(cfg):
+    """Every grant of a Config, one line each (apsi trust and apsi setup show the same)."""
+    for line in grant_lines(cfg) or ["nothing (no permissions, no package index)"]:
+        click.echo(f"  {line}")
 
 
 def grant_lines(cfg):

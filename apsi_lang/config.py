@@ -39,6 +39,7 @@ class Config:
     names: dict = field(default_factory=dict)          # env/run/net -> names granted
     deny: tuple = ()                                    # permissions denied whole
     deny_scopes: dict = field(default_factory=dict)     # permission -> denied paths or names
+    trust: str | None = None                            # load(): the trust state of the bytes parsed
 
     @property
     def root(self):
@@ -70,15 +71,18 @@ def load(start):
         return Config(warnings=[f"ignoring {path}: {doubt}, so it grants nothing (as git ignores a "
                                 "repository it does not trust). Move the project to a folder only you "
                                 "can write, or fix the owner and mode (chmod o-w)."])
-    cfg = read(path)
+    # one read: the bytes that are parsed are the bytes whose hash is compared with the trusted one
+    # (two reads let a program that may write apsi.toml swap its text in between: issue 29)
+    data = read_bytes(path)
+    cfg = read(path, data)
     from . import trust
 
-    verdict = trust.state(path)
-    if verdict == trust.TRUSTED or not cfg.grants_anything():
+    cfg.trust = trust.state(path, data)
+    if cfg.trust == trust.TRUSTED or not cfg.grants_anything():
         return cfg
     # untrusted or changed: the file still marks the project's root, but grants nothing
-    why = "has changed since you trusted it" if verdict == trust.CHANGED else "is not trusted yet"
-    return Config(path=path, warnings=cfg.warnings + [
+    why = "has changed since you trusted it" if cfg.trust == trust.CHANGED else "is not trusted yet"
+    return Config(path=path, trust=cfg.trust, warnings=cfg.warnings + [
         f"{path} {why}, so it grants nothing; review and trust it with: apsi trust {path.parent}"])
 
 
@@ -110,16 +114,28 @@ def distrust(path):
     return None
 
 
-def read(path):
+def read_bytes(path):
+    """The file's bytes, read once (ConfigError if it cannot be read)."""
+    try:
+        return Path(path).read_bytes()
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read it: {e.strerror}") from None
+
+
+def read(path, data=None):
+    """The Config an apsi.toml's text says, trusted or not. `data`: the file's bytes, read by the
+    caller so that what it hashes or shows is exactly what is parsed here."""
     import tomllib  # only when there is an apsi.toml: keeps start-up light
 
     path = Path(path)
+    if data is None:
+        data = read_bytes(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: not valid TOML: {e}") from None
-    except OSError as e:
-        raise ConfigError(f"{path}: cannot read it: {e.strerror}") from None
     cfg = Config(path=path)
     for section, value in data.items():
         if section not in KNOWN:

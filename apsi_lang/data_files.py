@@ -145,7 +145,7 @@ def list_dir(path="."):
 def make_dir(path):
     """Create a folder (and the folders above it); nothing happens when it exists."""
     path = _path("make_dir", path)
-    resolved = permissions.require("write", what=f"make_dir({show(path, True)})", path=path)
+    resolved = permissions.check_path("write", path, f"make_dir({show(path, True)})", folder=True)
     try:
         os.makedirs(resolved, exist_ok=True)
     except FileExistsError:
@@ -165,10 +165,14 @@ def append_text(path, text):
 def delete(path):
     """Delete a file or an empty folder."""
     path = _path("delete", path)
-    # a link is deleted itself, not what it points to: its folder is resolved, its name is not
-    target = permissions.check_path("write", path, f"delete({show(path, True)})", follow=False)
+    # a link is deleted itself, not what it points to: its folder is resolved, its name is not. A
+    # folder is judged as a folder (writable.py) and only removed as one, a file only as a file.
+    literal = permissions.expand_home(path)
+    folder = os.path.isdir(literal) and not os.path.islink(literal.rstrip("/") or "/")
+    target = permissions.check_path("write", path, f"delete({show(path, True)})", follow=False,
+                                    folder=folder)
     try:
-        if os.path.isdir(target) and not os.path.islink(target):
+        if folder:
             os.rmdir(target)
         else:
             os.remove(target)

@@ -7,6 +7,7 @@ project is written through (the link stays, its target changes) and what was che
 """
 
 import os
+import re
 import stat
 from contextlib import contextmanager
 
@@ -33,8 +34,9 @@ def atomic_open(path, mode="w", encoding=None):
             keep &= ~0o111                              # … but not its execute bits (see below)
     except FileNotFoundError:
         keep = 0o666 & ~umask()
-    fd, tmp = _temporary(folder)
-    PENDING.add(tmp)
+    name = os.path.basename(path)
+    remove_stale(folder, name)
+    fd, tmp = _temporary(folder, name)
     try:
         os.fchmod(fd, keep)
         with os.fdopen(fd, mode, encoding=encoding) as f:
@@ -69,17 +71,116 @@ def _may_keep_execute(path):
     return not grants.denies("write", path) and grants.explicitly("write", permissions.resolve(path))
 
 
-def _temporary(folder):
+def _temporary(folder, name):
     """A new file beside the target, opened write-only (tempfile.mkstemp opens read-write, which the
-    kernel's confinement refuses where only writing is granted), never through a link."""
+    kernel's confinement refuses where only writing is granted), never through a link. Its name says
+    whose it is: `.NAME.HOST-PID.RANDOM.tmp`, so a later write of NAME can tell a leftover of a writer
+    that died (kill -9) from one in progress. Listed in PENDING before it exists, so another thread's
+    remove_stale never takes it for a leftover."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW
     for _ in range(100):
-        tmp = os.path.join(folder, f".{os.urandom(6).hex()}.tmp")
+        tmp = os.path.join(folder, f"{_prefix(name)}{_host()}-{os.getpid()}.{os.urandom(6).hex()}.tmp")
+        PENDING.add(tmp)
         try:
             return os.open(tmp, flags, 0o600), tmp
         except FileExistsError:
+            PENDING.discard(tmp)
             continue
+        except BaseException:
+            PENDING.discard(tmp)
+            raise
     raise FileExistsError(f"no free temporary name in {folder}")
+
+
+# ---- temporary files left by writers that died -------------------------------------------------------
+
+_HOST = []
+
+
+def _host():
+    """4 hex digits of this machine's name (a pid means nothing on another machine sharing the folder);
+    found on the first write, not at start-up."""
+    if not _HOST:
+        import hashlib
+        import socket
+
+        _HOST.append(hashlib.sha256(socket.gethostname().encode("utf-8", "replace")).hexdigest()[:4])
+    return _HOST[0]
+
+STALE_AFTER = 24 * 3600      # seconds: older than this, a temporary file is a leftover whoever wrote it
+_TAIL = re.compile(r"([0-9a-f]{4})-(\d+)\.[0-9a-f]{12}\.tmp")
+# any temporary file of an atomic write: this naming, and the one before it (.RANDOM.tmp)
+LEFTOVER = re.compile(r"\..+\.[0-9a-f]{4}-\d+\.[0-9a-f]{12}\.tmp|\.[0-9a-f]{12}\.tmp")
+_seen = {}                   # folder -> temporary files found there by its first write in this process
+
+
+def _prefix(name):
+    """`.NAME.` for the target's name, or `.~HASH.` for a name too long to repeat (255 bytes at most)."""
+    if len(os.fsencode(name)) <= 100:
+        return f".{name}."
+    import hashlib
+
+    return f".~{hashlib.sha256(os.fsencode(name)).hexdigest()[:16]}."
+
+
+def remove_stale(folder, name):
+    """Delete the temporary files of earlier writes of `name` in `folder` whose writer is gone: a
+    process on this machine that no longer exists, or any writer more than a day ago. The folder is
+    listed once per process (a loop writing many files into one folder lists it once)."""
+    if folder not in _seen:
+        try:
+            _seen[folder] = [e for e in os.listdir(folder) if LEFTOVER.fullmatch(e)]
+        except OSError:           # a folder granted for writing only cannot be listed: nothing to do
+            _seen[folder] = []
+    prefix = _prefix(name)
+    for entry in list(_seen[folder]):
+        tail = _TAIL.fullmatch(entry[len(prefix):]) if entry.startswith(prefix) else None
+        path = os.path.join(folder, entry)
+        if tail and path not in PENDING and _writer_gone(path, tail.group(1), int(tail.group(2))):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+            _seen[folder].remove(entry)
+
+
+def _writer_gone(path, host, pid):
+    import time
+
+    try:
+        if time.time() - os.lstat(path).st_mtime > STALE_AFTER:
+            return True
+    except OSError:
+        return False
+    if host != _host():
+        return False              # another machine's (a shared folder): only age tells
+    if pid == os.getpid():
+        return True               # this process's, and not in PENDING: an earlier process with this pid
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:               # alive, or not ours to ask about (another user, the confinement)
+        return False
+    return False
+
+
+def leftovers(root, limit=20000):
+    """(path, size) of the temporary files of atomic writes under `root` that nothing removed (for
+    `apsi doctor`); at most `limit` entries are looked at, and .git and node_modules are skipped."""
+    found, seen = [], 0
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in (".git", "node_modules")]
+        seen += len(names) + len(dirs)
+        for n in names:
+            if LEFTOVER.fullmatch(n) and os.path.join(folder, n) not in PENDING:
+                try:
+                    found.append((os.path.join(folder, n), os.lstat(os.path.join(folder, n)).st_size))
+                except OSError:
+                    pass
+        if seen > limit:
+            break
+    return found
 
 
 def open_checked(resolved, mode="r", encoding=None):

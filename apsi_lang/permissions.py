@@ -3,10 +3,9 @@
 Permissions: python, read, write, net, env, run. They come from command-line flags and apsi.toml.
 Reading and writing inside the project folder (the folder of the nearest apsi.toml, else the
 program's folder) needs nothing; outside it, `read`/`write` must be granted (whole, or for paths).
-Inside it, files that grant permissions or run code are protected (`protected_reason`): writing
-apsi.toml, *.apsi, *.py (and compiled or native Python modules), scripts, the files that tell pip,
-pytest or make what to run, or anything named with, or under a folder named with, a leading '.'
-(.git/, .venv/, .bashrc) needs `write` granted for that path (docs/permissions.md has the list).
+Inside it, a program may write without `write` only data files whose name and place no common tool
+reads as code or settings (the allow-list in writable.py, used by `protected_reason`); anything else
+(apsi.toml, programs, scripts, Makefile, test_x.txt, .git/) needs `write` granted for that path.
 
 Paths are `str` only. `check_path` resolves a path once (`~`, `..`, symlinks) and returns the
 resolved path, which the caller opens, so what is checked is what is opened; messages show the path
@@ -69,20 +68,21 @@ class Grants:
         grants = self.read_paths if permission == "read" else self.write_paths
         return permission in self.granted or any(_inside(target, Path(r)) for r in grants)
 
-    def refusal(self, permission, written, target):
+    def refusal(self, permission, written, target, folder=False):
         """None when `permission` covers `target` (resolved from `written`); else why not:
-        "denied", "outside", or why the file is protected."""
+        "denied", "outside", or why the file is protected (folder=True: a folder, see writable.py)."""
         if self.denies(permission, written):
             return "denied"
         if self.explicitly(permission, target):
             return None
+        inside = _inside(target, self.project_root)
+        if inside and resolve(self.project_root) == Path("/"):
+            return "root"
         if permission == "write":
-            reason = protected_reason(written, target, self.project_root)
+            reason = protected_reason(written, target, self.project_root, folder)
             if reason:
                 return reason
-        if _inside(target, self.project_root):
-            return "root" if resolve(self.project_root) == Path("/") else None
-        return "outside"
+        return None if inside else "outside"
 
     def denies(self, permission, path=None, name=None):
         """True when a --deny-… flag or a deny key refuses this (denials win over grants)."""
@@ -134,41 +134,14 @@ def expand_home(path):
     return path
 
 
-# Inside the project, what grants permissions or runs code: apsi.toml, programs and scripts, Python
-# sources and the compiled or native modules `python -m apsi` would import from the folder (and the
-# libraries a Windows program loads from it), and the files that tell pip, pytest or make what to run.
-PROTECTED_NAMES = {
-    "apsi.toml": "apsi.toml grants permissions",
-    "pyproject.toml": "it tells pip and other tools which code to build and run",
-    "setup.cfg": "it tells pip and other tools which code to build and run",
-    "tox.ini": "it tells tox and pytest which commands to run",
-    "pytest.ini": "it tells pytest which code to load",
-    "requirements.txt": "pip installs what it lists",
-    "makefile": "make runs the commands in it",
-    "gnumakefile": "make runs the commands in it",
-    "justfile": "just runs the commands in it",
-    "package.json": "npm runs the scripts it lists",
-    "pyvenv.cfg": "it makes the folder a Python environment",
-    "entry_points.txt": "Python's import system runs the code it names",
-    "activate": "a shell sources it",
-    "procfile": "it names the commands a platform runs",
-    "dockerfile": "docker build runs the commands in it",
-    "environment.yml": "conda installs what it lists",
-    "matplotlibrc": "matplotlib loads the backend module it names",
-}
-# Folders Python's import machinery reads from a folder on sys.path: a planted distribution's
-# entry points (`zzz-1.0.dist-info/entry_points.txt`) ran code on a later `use` (issue 15).
-PROTECTED_FOLDER_SUFFIXES = (".dist-info", ".egg-info", ".egg-link", ".egg")
-PROTECTED_SUFFIXES = (".apsi", ".py", ".pyc", ".pyo", ".pyw", ".pyz", ".pth", ".so", ".pyd", ".dll",
-                      ".dylib", ".sh", ".bash", ".zsh", ".fish", ".ps1", ".bat", ".cmd", ".ipynb")
+def protected_reason(written, target, root, folder=False):
+    """Why writing `written` (resolving to `target`) inside the project needs --allow-write, or None
+    (the rule itself is apsi_lang/writable.py: an allow-list). Every name that leads there counts:
+    the name as written (with its folder resolved, so an absolute path through a link such as
+    /proc/self/cwd is judged by the same names), and the file it reaches (a link named x.apsi, or a
+    link to apsi.toml). folder=True: a folder is made or deleted (make_dir, delete)."""
+    from . import writable
 
-
-def protected_reason(written, target, root):
-    """Why writing `written` (resolving to `target`) inside the project needs --allow-write, or None.
-    Every name that leads there counts: the name as written (with its folder resolved, so an absolute
-    path through a link such as /proc/self/cwd is judged by the same names), and the file it reaches
-    (a link named x.apsi, or a link to apsi.toml). Names are compared ignoring case and trailing dots
-    and spaces, as case-insensitive file systems (macOS, Windows) do."""
     root = resolve(root)
     lexical = Path(os.path.abspath(expand_home(written)))
     named = resolve(lexical.parent) / lexical.name
@@ -181,41 +154,17 @@ def protected_reason(written, target, root):
             if path == target:
                 return "the project folder itself"
             continue
-        reason = _protected_name(parts) or _in_environment(root, parts)
+        reason = writable.reason(parts, folder) or writable.environment(root, parts)
         if reason:
             return reason
     return None
 
 
-def _protected_name(parts):
-    name = parts[-1].casefold().rstrip(" .")
-    if name in PROTECTED_NAMES:
-        return PROTECTED_NAMES[name]
-    if name.endswith(PROTECTED_SUFFIXES) or name.startswith("activate."):
-        return "programs, scripts and Python files run code"
-    folders = [p for p in parts[:-1] if p.casefold().rstrip(" .").endswith(PROTECTED_FOLDER_SUFFIXES)]
-    if folders or name.endswith(PROTECTED_FOLDER_SUFFIXES):
-        return f"'{(folders or [parts[-1]])[0]}' tells Python's import system which code to run"
-    hidden = [p for p in parts if p.startswith(".") or p.casefold().rstrip(" .") == "__pycache__"]
-    if hidden:
-        return f"'{hidden[0]}' holds tools' settings or code (files named with a leading '.' and " \
-               "what is under such folders are protected)"
-    return None
-
-
-def _in_environment(root, parts):
-    """Files in the bin/ (Scripts/ on Windows) folder of a virtual environment inside the project
-    (venv/bin/python, venv/bin/activate): a shell runs or sources them."""
-    for i, part in enumerate(parts[:-1]):
-        if part.casefold() in ("bin", "scripts") and (root.joinpath(*parts[:i]) / "pyvenv.cfg").exists():
-            return f"'{'/'.join(parts[:i + 1])}' holds a Python environment's programs"
-    return None
-
-
-def check_path(permission, path, what, follow=True):
+def check_path(permission, path, what, follow=True, folder=False):
     """The resolved path (a str) that `permission` ('read' or 'write') allows at `path`; raises
     PermissionDenied (or ApsiError for a path that is not a string). Open what this returns.
-    follow=False: the last part is not followed if it is a link (to delete the link itself)."""
+    follow=False: the last part is not followed if it is a link (to delete the link itself).
+    folder=True: the path names a folder to make or delete, judged as a folder (writable.py)."""
     from .errors import ApsiError
 
     if type(path) is not str:
@@ -232,7 +181,7 @@ def check_path(permission, path, what, follow=True):
     else:
         literal = os.path.abspath(expand_home(path))
         target = resolve(os.path.dirname(literal)) / os.path.basename(literal)
-    reason = _current.refusal(permission, path, target)
+    reason = _current.refusal(permission, path, target, folder)
     if reason is None:
         return str(target)
     raise PermissionDenied(denial_message(permission, what, path, reason=reason), permission)

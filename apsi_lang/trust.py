@@ -21,8 +21,9 @@ def store():
     return Path(base) / "apsi" / "trusted.json"
 
 
-def digest(path):
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+def digest(path, data=None):
+    """SHA-256 of `data` (the bytes a caller read, parsed and showed) or else of the file now."""
+    return hashlib.sha256(Path(path).read_bytes() if data is None else data).hexdigest()
 
 
 def _key(path):
@@ -37,20 +38,23 @@ def _records():
     return data if isinstance(data, dict) else {}
 
 
-def state(path):
-    """TRUSTED when this exact content was trusted, CHANGED when another content was, else UNTRUSTED."""
+def state(path, data=None):
+    """TRUSTED when this exact content was trusted, CHANGED when another content was, else UNTRUSTED.
+    `data`: the bytes the caller read and will use (config.load parses them): judge those, never a
+    second read of the file, which another process may have changed in between."""
     recorded = _records().get(_key(path))
     if recorded is None:
         return UNTRUSTED
     try:
-        return TRUSTED if recorded == digest(path) else CHANGED
+        return TRUSTED if recorded == digest(path, data) else CHANGED
     except OSError:
         return UNTRUSTED
 
 
-def trust(path):
-    """Record the file's current contents as trusted (atomic write of the record)."""
-    _write({**_records(), _key(path): digest(path)})
+def trust(path, data):
+    """Record `data`, the exact bytes of the file that were shown to the user, as trusted (atomic
+    write of the record). If the file holds other bytes by now, they stay untrusted."""
+    _write({**_records(), _key(path): digest(path, data)})
 
 
 def revoke(path):

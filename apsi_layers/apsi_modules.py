@@ -117,6 +117,11 @@ NN_EXPORTS = (
     "bernoulli",
     # metrics as plain functions (issue 19; nn/metrics.py, shared with fit's metrics=)
     "accuracy", "r2_score", "confusion_matrix", "precision_recall_f1", "roc_auc",
+    # issue 35 (nn/toolbox.py lists them): statistics, special functions, sequences, index finders
+    "nanmax", "nanmin", "nanargmax", "nanargmin", "nanvar", "nanstd", "nanmedian", "nanquantile",
+    "average", "ptp", "cov", "corrcoef", "arccosh", "logaddexp", "gammaln", "erfc", "logit", "expit",
+    "digamma", "polygamma", "logspace", "geomspace", "cummax", "cummin", "convolve", "interp",
+    "trapezoid", "nonzero", "argwhere", "digitize",
 )
 
 

@@ -12,9 +12,11 @@ os.environ["XDG_CONFIG_HOME"] = _CONFIG
 
 def trust_toml(path):
     """The user's `apsi trust`, for tests whose apsi.toml must grant what it says."""
+    from pathlib import Path
+
     from apsi_lang import trust
 
-    trust.trust(path)
+    trust.trust(path, Path(path).read_bytes())
 
 
 @pytest.fixture
@@ -25,4 +27,17 @@ def python_allowed():
     before = permissions.current()
     permissions.set_current(permissions.Grants(granted=frozenset({"python"})))
     yield
+    permissions.set_current(before)
+
+
+@pytest.fixture
+def project_with_python(tmp_path, monkeypatch):
+    """The test runs in tmp_path as its project folder (writes there need no grant), with `python`
+    granted (the torch backend); the previous grants restored after."""
+    from apsi_lang import permissions
+
+    monkeypatch.chdir(tmp_path)
+    before = permissions.current()
+    permissions.set_current(permissions.Grants(granted=frozenset({"python"}), project_root=tmp_path))
+    yield tmp_path
     permissions.set_current(before)

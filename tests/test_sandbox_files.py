@@ -69,7 +69,7 @@ def test_4_a_git_fsmonitor_line(tmp_path, call):
 def test_4_an_apsi_py_that_python_m_apsi_would_run(tmp_path):
     prog = _program(tmp_path, 'write_text("apsi.py", "print(\\"planted code ran\\")")\n')
     rc, out, err = cli([prog], tmp_path)
-    assert rc == 1 and "programs, scripts and Python files run code" in err
+    assert rc == 1 and "programs and Python files run code" in err
     assert not (tmp_path / "apsi.py").exists()
     assert _once(["--allow-write=apsi.py", prog], tmp_path).returncode == 0      # granted: written …
     assert "planted code ran" in _once([prog], tmp_path).stdout                   # … and this is why

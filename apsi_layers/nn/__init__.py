@@ -72,6 +72,9 @@ from .elementwise import (
 )
 from .elementwise import round as round_
 from .extend import defop
+
+# issue 35: NumPy/SciPy's statistics, special functions, sequences and index finders (toolbox.py lists them)
+from .indices import argwhere, digitize, nonzero
 from .linalg import (
     cholesky,
     cond,
@@ -147,8 +150,24 @@ from .scans import (
     var,
 )
 from .schedules import cosine_lr, exp_lr, step_lr, warmup_lr
+from .sequences import convolve, cummax, cummin, geomspace, interp, logspace, trapezoid
 from .shape import broadcast_to, concat, expand_dims, reshape, stack, take_along, transpose
 from .sorting import argsort, bincount, histogram, isin, searchsorted, sort, topk, unique
+from .special import arccosh, digamma, erfc, expit, gammaln, logaddexp, logit, polygamma
+from .statistics import (
+    average,
+    corrcoef,
+    cov,
+    nanargmax,
+    nanargmin,
+    nanmax,
+    nanmedian,
+    nanmin,
+    nanquantile,
+    nanstd,
+    nanvar,
+    ptp,
+)
 from .tensor import Tensor, as_tensor
 from .tree import clip_by_global_norm, flatten, global_norm, param_count, tree_map, unflatten
 

@@ -136,3 +136,14 @@ def _install_numlib():
 
 
 _install_numlib()
+
+
+def _install_toolbox():
+    """Issue 35: the rules' polygamma and convolve, plain (RAW) and differentiable (GRAPH)."""
+    from . import sequences, special
+
+    _raw.RAW.convolve, _raw.RAW.polygamma = np.convolve, special.polygamma_values
+    GRAPH.__dict__.update(polygamma=special.polygamma, convolve=sequences.convolve)
+
+
+_install_toolbox()

@@ -77,8 +77,7 @@ def save_params(path, params, all_ranks=False):
         # the order of every leaf, so the loaded tree's fields come back in the saved order
         order = [name for name, _ in tree.flatten(params)]
         extra = json.dumps({"order": order, "values": meta}, ensure_ascii=False).encode()
-    with _as_written(path, shown):
-        _atomic_savez(path, arrays, extra)
+    write_npz(path, shown, f'save_params("{shown}")', arrays, extra)
     return shown
 
 
@@ -94,15 +93,19 @@ def _as_written(resolved, shown):
                         e.kind) from None
 
 
-def _atomic_savez(path, arrays, meta):
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise ApsiError(f"save_params: the folder {folder} does not exist; create it first")
+def write_npz(resolved, shown, what, arrays, meta):
+    """Write an .npz atomically at `resolved` (what permissions.require returned) for save_params and
+    fit's checkpoints; `what` names the call (save_params("m.npz")). Messages name the file as the
+    program wrote it (`shown`), never `resolved`: that would show the project's absolute folder
+    (/home/<user>/…), which a program without env or read may not learn."""
+    if not os.path.isdir(os.path.dirname(os.path.abspath(resolved))):
+        raise ApsiError(f'{what}: the folder "{os.path.dirname(shown) or "."}" does not exist; create it '
+                        "first with make_dir")
     try:
-        with atomic_open(path, "wb") as f:
+        with atomic_open(resolved, "wb") as f:
             _write_npz(f, arrays, meta)
     except OSError as e:
-        raise ApsiError(f"save_params: cannot write {path}: {e.strerror or e}") from None
+        raise ApsiError(f"{what}: cannot write it: {e.strerror or e}") from None
 
 
 def _write_npz(f, arrays, meta):

@@ -62,16 +62,24 @@ def flip_last(x):
     return getitem(x, (Ellipsis, slice(None, None, -1)))
 
 
+def scan_input(name, x, axis):
+    """(x as a tensor, its axis as an int) for a running function, axis none flattening x; or
+    (None, the foreign version's result) for a torch tensor or a quantity."""
+    try:
+        x = as_tensor(x, name)
+    except Foreign:
+        return None, foreign.call(name, x, axis=axis)
+    if axis is None:
+        x, axis = reshape(x, [-1]), 0
+    return x, axis_of(name, x, axis)
+
+
 def _scan(name, numpy_fn, doc):
     """A running reduction along `axis` (none: over the flattened tensor) with its rule `name`."""
     def scan(x, axis=None):
-        try:
-            x = as_tensor(x, name)
-        except Foreign:
-            return foreign.call(name, x, axis=axis)
-        if axis is None:
-            x, axis = reshape(x, [-1]), 0
-        axis = axis_of(name, x, axis)
+        x, axis = scan_input(name, x, axis)
+        if x is None:
+            return axis
         return apply(name, lambda d, axis: numpy_fn(d, axis=axis), (x,), {"axis": axis})
     scan.__name__ = scan.__qualname__ = name
     scan.__doc__ = doc

@@ -277,3 +277,10 @@ from .linalg_vjps import LINALG_RULES  # noqa: E402
 RULES.update(LINALG_RULES)
 for _name, _rules in LINALG_RULES.items():
     register_name(_name, _rules)
+
+# Issue 35's special functions and convolve: rules in toolbox_vjps.py.
+from .toolbox_vjps import TOOLBOX_RULES  # noqa: E402
+
+RULES.update(TOOLBOX_RULES)
+for _name, _rules in TOOLBOX_RULES.items():
+    register_name(_name, _rules)

@@ -69,7 +69,8 @@ OPS = {
     "gru": "gru(x, h0, w_ih, w_hh, b_ih, b_hh, mask=None) -> (ys, h_T): as lstm, torch's GRU formulas",
     "attention": ("attention(q, k, v, mask=None, causal=False): q [B, Hd, Tq, D], k/v [B, Hd, Tk, D]; scale "
                   "1/sqrt(D); mask a boolean tensor broadcastable to [B, Hd, Tq, Tk], true = may attend"),
-    "softmax_cross_entropy": "softmax_cross_entropy(logits [..., C], labels int [...]) -> mean over labels",
+    "softmax_cross_entropy": ("softmax_cross_entropy(logits [..., C], labels int [...], weights=None) -> mean "
+                              "over labels; weights [rows] give sum(w * loss) / count (Keras's reduction)"),
     "bce_with_logits": "bce_with_logits(logits, targets) -> mean, numerically stable",
     "dropout": "dropout(x, rate, rng): inverted dropout (kept values scaled by 1/(1-rate)); rng from ops.rng",
     "normal": "normal(shape, rng) -> standard normal samples (no gradient), e.g. VAE reparameterisation",

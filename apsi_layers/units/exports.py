@@ -121,6 +121,9 @@ def units_exports():
         Catalogue.__apsi_attrs__ = R.names()
     nn_impls.install()
     nn_impls.IMPLS.update(autodiff.IMPLS)
+    from . import toolbox_impls  # issue 35's statistics, special functions, curves
+
+    nn_impls.IMPLS.update(toolbox_impls.IMPLS)
     from apsi_lang import csv_read
 
     csv_read.QUANTITY = quantity            # read_csv(units=true): "speed [km/h]" columns

@@ -88,7 +88,7 @@ def two_processes(tmp_path, n, batch_size, opt, how="launch", variant="plain", s
 # caller and test_fsdp_checkpoints_and_resumes_as_one_process)
 @pytest.mark.parametrize("n, batch_size, opt, variant, shard", [
     (37, 5, "adam", "plain", "auto"), (33, 3, "sgd", "mask", "auto"),
-    (37, 5, "adam", "mask", "auto"), (33, 3, "sgd", "mask", "fsdp")])
+    (37, 5, "adam", "mask", "auto"), (33, 3, "sgd", "mask", "fsdp"), (37, 5, "sgd", "weights", "auto")])
 def test_two_processes_equal_one_with_twice_the_batch(tmp_path, n, batch_size, opt, variant, shard):
     started = one_process(tmp_path, n, batch_size * 2, opt, variant)
     folder, r0, r1 = two_processes(tmp_path, n, batch_size, opt, variant=variant, shard=shard)

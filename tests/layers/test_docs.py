@@ -18,6 +18,7 @@ EXPECTED = [
     "(2, 3)\n(4, 2)\ntensor([[ 0.5 , -0.75]])\nlambda_layer(<fn <lambda>>) tensor([[2.]])",
     '["ea.w", "ea.b", "score.w", "score.b"]\n(1, 8)',
     "4 4 true",              # the workflow options
+    "4 4 4 1 true",          # weights, task, reduce_lr, csv_log
     None,                    # summary: checked below
 ]
 

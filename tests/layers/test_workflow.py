@@ -5,7 +5,7 @@ formulas, validation_split, early stopping, on_epoch, r.opt, and stops that keep
 import numpy as np
 import pytest
 
-from apsi_lang import interactive, permissions
+from apsi_lang import interactive
 from apsi_lang.errors import ApsiError
 from apsi_layers import nn
 from apsi_layers.layers import fit, mlp, predict
@@ -21,12 +21,8 @@ BACKENDS = [("numpy", None), pytest.param("torch", "fp64", marks=pytest.mark.tor
 
 
 @pytest.fixture(autouse=True)
-def grants(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    before = permissions.current()
-    permissions.set_current(permissions.Grants(granted=frozenset({"python"}), project_root=tmp_path))
-    yield
-    permissions.set_current(before)
+def grants(project_with_python):
+    return project_with_python
 
 
 def _opts(backend, precision, **extra):

@@ -280,10 +280,15 @@ def test_setup_in_a_subfolder_edits_the_projects_apsi_toml(target, machine, tmp_
     toml.write_text('# my project\n[run]\nread = ["../data"]\nallow = ["net"]\n\n[pkg]\n')
     toml.chmod(0o640)                                  # not the default: it must be kept
     monkeypatch.chdir(project / "src")
-    r = CliRunner().invoke(cli, ["setup"], input="n\ny\npython\n", terminal_width=200)
+    # issue 29: the file was never trusted, so the wizard shows all it grants and asks (y) before trusting
+    r = CliRunner().invoke(cli, ["setup"], input="n\ny\npython\ny\n", terminal_width=200)
     assert r.exit_code == 0, r.output
     assert f"This folder is inside the project at {project}" in r.output
     assert f'Added python to [run] allow in {toml}.' in r.output
+    assert "allow = ['net', 'python']" in r.output and "read = [" in r.output
+    from apsi_lang import trust
+
+    assert trust.state(toml) == trust.TRUSTED
     assert toml.read_text() == '# my project\n[run]\nread = ["../data"]\nallow = ["net", "python"]\n\n[pkg]\n'
     assert stat.S_IMODE(os.stat(toml).st_mode) == 0o640
     assert not (project / "src" / "apsi.toml").exists()

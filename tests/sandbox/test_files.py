@@ -320,8 +320,12 @@ def test_deleting_apsi_toml_would_change_the_grants_so_it_is_protected(project):
 def test_a_link_is_deleted_itself_not_its_target(project):
     (project / "apsi.toml").write_text("")
     trust_toml(project / "apsi.toml")
-    os.symlink("apsi.toml", project / "shortcut")
-    run('delete("shortcut")')
+    os.symlink("apsi.toml", project / "shortcut.txt")
+    run('delete("shortcut.txt")')
+    assert (project / "apsi.toml").exists() and not (project / "shortcut.txt").is_symlink()
+    os.symlink("apsi.toml", project / "shortcut")         # issue 29: a name that is not data needs write
+    refused('delete("shortcut")', "write", match="only data files")
+    run('delete("shortcut")', "write")
     assert (project / "apsi.toml").exists() and not (project / "shortcut").is_symlink()
     os.symlink("inside.txt", project / "alias.apsi")                # a link with a protected name
     refused('delete("alias.apsi")', "write", match="protected")

@@ -14,14 +14,17 @@ def mode(path):
     return stat.S_IMODE(os.stat(path).st_mode)
 
 
-@pytest.mark.parametrize("flags, keeps", [([], False), (["--allow-write"], True),
-                                          (["--allow-write=configure"], True)])
-def test_rewriting_an_executable_keeps_its_execute_bits_only_with_write(project, flags, keeps):
-    script = project / "configure"
+@pytest.mark.parametrize("name, flags, keeps", [("run.txt", [], False),
+                                                ("configure", ["--allow-write"], True),
+                                                ("configure", ["--allow-write=configure"], True)])
+def test_rewriting_an_executable_keeps_its_execute_bits_only_with_write(project, name, flags, keeps):
+    """Issue 29: without write, `configure` (not a data file) cannot be written at all; a data file
+    that someone made executable (run.txt) loses its execute bits when a program rewrites it."""
+    script = project / name
     for _ in range(2):                     # cli runs twice: with the kernel's wall and without
         script.write_text("#!/bin/sh\necho original\n")
         script.chmod(0o755)
-    code, out, err = cli([*flags, "-e", 'write_text("configure", "#!/bin/sh\\necho planted\\n")'], project)
+    code, out, err = cli([*flags, "-e", f'write_text("{name}", "#!/bin/sh\\necho planted\\n")'], project)
     assert code == 0, err
     assert "planted" in script.read_text()
     assert bool(mode(script) & 0o111) is keeps, oct(mode(script))
@@ -50,3 +53,10 @@ def test_a_plain_bin_folder_is_not_protected(project):
     (project / "bin").mkdir()
     code, out, err = cli(["-e", 'write_text("bin/data.txt", "ok")'], project)
     assert code == 0, err
+
+
+def test_configure_is_not_data_so_it_needs_write(project):
+    (project / "configure").write_text("#!/bin/sh\necho original\n")
+    code, out, err = cli(["-e", 'write_text("configure", "#!/bin/sh\\necho planted\\n")'], project)
+    assert code == 1 and "only data files may be written without permission" in err, err
+    assert "--allow-write=configure" in err and "original" in (project / "configure").read_text()

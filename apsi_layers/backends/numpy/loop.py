@@ -14,6 +14,7 @@ from apsi_layers.layers.context import Ctx, Graph
 from apsi_layers.layers.losses import loss_value
 from apsi_layers.layers.training.batches import loss_positions, plain_batches, rows, seeds
 from apsi_layers.layers.training.finite import check_trained, constant_loss
+from apsi_layers.layers.training.weights import position_weights, weight_keep
 from apsi_layers.nn import tree
 from apsi_layers.nn.nonfinite import NonFiniteError
 from apsi_layers.nn.optim import checked_lr
@@ -89,7 +90,7 @@ class NumpySession:
         """Optimizer steps so far (opt=r.opt continues the count, and the schedule with it)."""
         return self.opt.steps
 
-    def _objective(self, trainable, xb, yb, maskb, keep, lead):
+    def _objective(self, trainable, xb, yb, maskb, keep, lead, wb):
         plan, ops = self.plan, self.ops
         full = list(self.leaves_)
         for j, i in enumerate(self.train):
@@ -97,7 +98,7 @@ class NumpySession:
         params = tree.unflatten_like(plan.params, full) if full else plan.params
         ctx = Ctx(ops, training=True, rng=self.noise, graph=self.graph, mask=maskb)
         out = plan.model.apply(params, xb if plan.several_inputs else xb[0], ctx)
-        value = loss_value(ops, plan.loss, out, yb if plan.several_outputs else yb[0], keep, lead)
+        value = loss_value(ops, plan.loss, out, yb if plan.several_outputs else yb[0], keep, lead, wb)
         if not isinstance(plan.loss, str) and not (type(value) is Tensor and value.tape is not None):
             raise constant_loss(plan.loss)
         v = float(np.asarray(value.data if type(value) is Tensor else value))
@@ -126,12 +127,14 @@ class NumpySession:
         yb = [Tensor(a) for a in ys]
         maskb = None if data.mask is None else Tensor(data.mask if full else data.mask[idx])
         keep_t = None if keep is None else ops.indices(keep)
+        wb = _batch_weights(data.weights, data.mask, idx, full, weight_keep(plan.loss, keep), lead)
         trainable = [self.leaves_[i] for i in self.train]
         try:
-            (value, (ctx, used)), grads = self.step_fn(trainable, xb, yb, maskb, keep_t, lead)
+            (value, (ctx, used)), grads = self.step_fn(trainable, xb, yb, maskb, keep_t, lead, wb)
             if plan.clip is not None:
                 grads = tree.clip_by_global_norm(grads, plan.clip)
-            lr = None if self.schedule is None else _lr(self.schedule, self.steps)
+            lr = self.lr_override if self.lr_override is not None else (
+                None if self.schedule is None else _lr(self.schedule, self.steps))
             self.last_lr = lr
             if self.inplace is not None and trainable:
                 self.inplace.step(trainable, grads, lr=lr)
@@ -188,7 +191,11 @@ class NumpySession:
     def set_noise_state(self, meta, array):
         self.noise.bit_generator.state = meta
 
-    last_lr = None
+    last_lr = lr_override = None
+
+    def set_lr(self, lr):
+        """reduce_lr's rate for the steps from now on (there is no schedule then)."""
+        self.lr_override = float(lr)
 
     def current_lr(self):
         """The rate of the last step (a schedule is not called again: it may print or count)."""
@@ -216,6 +223,14 @@ def restore_opt(opt, steps, states, names, shapes):
     opt._state = [{k: (np.array(v) if np.ndim(v) else float(v)) for k, v in s.items()} for s in states]
     # fit steps the optimizer over the list of trainable leaves, whose names are their positions
     opt._names, opt._shapes = [str(i) for i in range(len(names))], [tuple(s) for s in shapes]
+
+
+def _batch_weights(weights, mask, idx, full, keep, lead):
+    """The batch's loss-position weights as a constant tensor, or None when the fit is unweighted."""
+    if weights is None:
+        return None
+    return Tensor(position_weights(weights if full else weights[idx],
+                                   None if mask is None else (mask if full else mask[idx]), keep, lead))
 
 
 def _lr(schedule, step):
@@ -255,7 +270,9 @@ def _val_loss(plan, ops, leaves, graph):
                                Ctx(ops, training=False, graph=graph, mask=maskb))
         yb = [_tensor(a) for a in ys]
         value = loss_value(ops, plan.loss, out, yb if plan.several_outputs else yb[0],
-                           None if keep is None else ops.indices(keep), lead)
+                           None if keep is None else ops.indices(keep), lead,
+                           _batch_weights(data.weights, data.mask, idx, full, weight_keep(plan.loss, keep),
+                                          lead))
         total += float(np.asarray(value.data if type(value) is Tensor else value)) * weight
         count += weight
     return total / count

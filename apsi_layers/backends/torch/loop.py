@@ -18,6 +18,7 @@ from apsi_layers.backends.torch.ops import NumpyStreamOps, TorchOps
 from apsi_layers.layers.context import Ctx, Graph
 from apsi_layers.layers.training.batches import kept_count, plain_batches, seeds
 from apsi_layers.layers.training.finite import NonFiniteError, check_trained, constant_loss
+from apsi_layers.layers.training.weights import weight_keep
 from apsi_layers.nn import tree
 from apsi_layers.nn.tensor import Tensor
 
@@ -112,6 +113,7 @@ class TorchSession:
         self.xs = [s.tensor(a) for a in data.inputs]
         self.ys = [s.tensor(a) for a in data.targets]
         self.mask = None if data.mask is None else s.tensor(data.mask)
+        self.w = None if data.weights is None else s.tensor(data.weights)
         # a graph trains on every node at once: the loss positions are the same each step, found once
         self.fixed = _loss_positions(self.mask, self.ys) if s.graph is not None else None
 
@@ -121,12 +123,12 @@ class TorchSession:
 
     _steps = 0
 
-    def _objective(self, params, xb, yb, maskb, keep, lead):
+    def _objective(self, params, xb, yb, maskb, keep, lead, wb):
         plan, s = self.plan, self.s
         ctx = Ctx(s.ops, training=True, rng=self.noise, graph=s.graph, mask=maskb)
         with s.autocast():
             out = s.model.apply(params, _x(plan, xb), ctx)
-            value = loss_value(s.ops, plan.loss, out, _y(plan, yb), keep, lead)
+            value = loss_value(s.ops, plan.loss, out, _y(plan, yb), keep, lead, wb)
         if not isinstance(plan.loss, str) and not (isinstance(value, torch.Tensor) and value.requires_grad):
             raise constant_loss(plan.loss)
         new_state = []
@@ -154,8 +156,11 @@ class TorchSession:
                 yb = [y if full else y.index_select(0, rows) for y in self.ys]
                 maskb = self.mask if self.mask is None or full else self.mask.index_select(0, rows)
                 keep, lead, yb = self.fixed if self.fixed is not None else _loss_positions(maskb, yb)
+                wb = _weights_at(self.w if self.w is None or full else self.w.index_select(0, rows),
+                                 maskb, weight_keep(plan.loss, keep), lead)
                 losses.append(_step(plan, self.opt, self.scaler, self.forward, self.trees, self.leaves_,
-                                    self.weights, self.state_idx, self.steps, (xb, yb, maskb, keep, lead)))
+                                    self.weights, self.state_idx, self.steps,
+                                    (xb, yb, maskb, keep, lead, wb)))
                 sizes.append(weight)
                 if self.opt is None:
                     self._steps += 1
@@ -185,8 +190,10 @@ class TorchSession:
                 yb = [y.index_select(0, rows) for y in self.ys]
                 maskb = None if self.mask is None else self.mask.index_select(0, rows)
                 keep, lead, yb = _loss_positions(maskb, yb)
+                wb = _weights_at(None if self.w is None else self.w.index_select(0, rows), maskb,
+                                 weight_keep(plan.loss, keep), lead)
                 value = _step(plan, self.opt, self.scaler, self.forward, self.trees, self.leaves_,
-                              self.weights, self.state_idx, self.steps, (xb, yb, maskb, keep, lead),
+                              self.weights, self.state_idx, self.steps, (xb, yb, maskb, keep, lead, wb),
                               scale=weight)
                 # Σ over ranks of kept · loss: weight · total / world is this rank's kept count
                 dtype = torch.float64 if value.dtype == torch.float64 else torch.float32
@@ -259,6 +266,12 @@ class TorchSession:
     def current_lr(self):
         """The rate of the last step (a schedule is not called again: it may print or count)."""
         return float(self.opt.torch.param_groups[0]["lr"]) if self.opt is not None else 0.0
+
+    def set_lr(self, lr):
+        """reduce_lr's rate for the steps from now on (there is no schedule to overwrite it)."""
+        if self.opt is not None:
+            for group in self.opt.torch.param_groups:
+                group["lr"] = float(lr)
 
     def optimizer(self):
         from apsi_layers.backends.numpy.loop import restore_opt
@@ -343,6 +356,14 @@ def _loss_positions(maskb, yb):
     return keep, lead, picked
 
 
+def _weights_at(wb, maskb, keep, lead):
+    """The batch's sample weights at its loss positions (as weights.position_weights, on the device)."""
+    if wb is None or keep is None:
+        return wb
+    spread = wb.reshape(tuple(wb.shape) + (1,) * (lead - 1)).expand(tuple(maskb.shape))
+    return spread.reshape(-1).index_select(0, keep)
+
+
 def _epoch_loss(losses, sizes, epoch, step):
     """The epoch's mean loss, read from the device once; a NaN or infinite step stops training."""
     # stacked in the loss's own dtype and made float64 on the host (MPS has no float64)
@@ -364,19 +385,21 @@ def _val_loss(plan, s, leaves):
     xs = [s.tensor(a) for a in data.inputs]
     ys = [s.tensor(a) for a in data.targets]
     mask = None if data.mask is None else s.tensor(data.mask)
+    w = None if data.weights is None else s.tensor(data.weights)
     values, weights = [], []
     with torch.no_grad(), s.autocast():
         for idx in plain_batches(data.n, plan.batch_size, s.graph):
             sl = slice(int(idx[0]), int(idx[-1]) + 1)
             maskb = None if mask is None else mask[sl]
             keep, lead, yb = _loss_positions(maskb, [y[sl] for y in ys])
+            wb = _weights_at(None if w is None else w[sl], maskb, weight_keep(plan.loss, keep), lead)
             # as on NumPy: the mean over the kept positions of the whole validation set
             weight = len(idx) if keep is None else int(np.count_nonzero(data.mask[sl]))
             if weight == 0:
                 continue
             ctx = Ctx(s.ops, training=False, graph=s.graph, mask=maskb)
             out = s.model.apply(params, _x(plan, [x[sl] for x in xs]), ctx)
-            values.append(loss_value(s.ops, plan.loss, out, _y(plan, yb), keep, lead))
+            values.append(loss_value(s.ops, plan.loss, out, _y(plan, yb), keep, lead, wb))
             weights.append(weight)
     # one read from the device; weighted in float64 on the host
     return float(np.dot(convert.to_host(torch.stack(values)), weights)) / sum(weights)

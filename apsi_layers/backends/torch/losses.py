@@ -15,11 +15,12 @@ from apsi_layers.layers import losses
 FUNCTIONAL = {"mse": F.mse_loss, "mae": F.l1_loss, "huber": F.huber_loss}
 
 
-def loss_value(ops, loss, pred, target, keep=None, lead=1):
-    """The batch loss, as layers.losses.loss_value computes it, with F's kernels where there are any."""
-    fn = FUNCTIONAL.get(loss) if isinstance(loss, str) else None
+def loss_value(ops, loss, pred, target, keep=None, lead=1, weight=None):
+    """The batch loss, as layers.losses.loss_value computes it, with F's kernels where there are any
+    (weighted losses are the op-set formula: F's reductions have no per-row weights)."""
+    fn = FUNCTIONAL.get(loss) if isinstance(loss, str) and weight is None else None
     if fn is None:
-        return losses.loss_value(ops, loss, pred, target, keep, lead)
+        return losses.loss_value(ops, loss, pred, target, keep, lead, weight)
     if isinstance(pred, list | tuple):              # several outputs: the sum of their losses
         total = None
         for p, t in zip(pred, target, strict=True):

@@ -181,7 +181,9 @@ _with_linalg()
 def install():
     """Let nn's functions accept torch tensors (idempotent)."""
     from .nn_numlib import NUMLIB_IMPLS  # numlib (issue 19)
+    from .nn_toolbox import TOOLBOX_IMPLS  # statistics, special functions, sequences (issue 35)
 
     IMPLS.update(NUMLIB_IMPLS)
+    IMPLS.update(TOOLBOX_IMPLS)
     if torch.Tensor not in foreign.TYPES:
         foreign.register((torch.Tensor,), IMPLS, "torch")

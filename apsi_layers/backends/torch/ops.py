@@ -283,11 +283,16 @@ class TorchOps:
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask | ~anywhere)
         return out * anywhere.to(out.dtype)
 
-    def softmax_cross_entropy(self, logits, labels):
+    def softmax_cross_entropy(self, logits, labels, weights=None):
         if not isinstance(labels, torch.Tensor):
             labels = self.indices(labels)
         c = logits.shape[-1]
-        return F.cross_entropy(logits.reshape(-1, c), labels.reshape(-1))
+        if weights is None:
+            return F.cross_entropy(logits.reshape(-1, c), labels.reshape(-1))
+        # Keras's sum_over_batch_size: sum(w * loss) / count (F's weight= divides by the weights' sum)
+        each = F.cross_entropy(logits.reshape(-1, c), labels.reshape(-1), reduction="none")
+        w = weights.reshape(tuple(weights.shape) + (1,) * (labels.ndim - weights.ndim))
+        return (each * w.expand(labels.shape).reshape(-1).to(each.dtype)).sum() / each.numel()
 
     def bce_with_logits(self, logits, targets):
         if not isinstance(targets, torch.Tensor):

@@ -38,7 +38,7 @@ def path_arg(option, value):
 
 def save(shown, snapshot):
     """Write `snapshot` (meta dict, leaves, opt states, best leaves, noise array) to the path."""
-    from apsi_layers.nn.params_io import _atomic_savez
+    from apsi_layers.nn.params_io import write_npz
 
     path = permissions.require("write", what=f'fit(checkpoint="{shown}")', path=shown)
     arrays = {"meta": np.frombuffer(json.dumps(snapshot["meta"]).encode("utf-8"), dtype=np.uint8)}
@@ -51,10 +51,7 @@ def save(shown, snapshot):
         arrays[f"best/{i}"] = a
     if snapshot.get("noise") is not None:
         arrays["noise"] = snapshot["noise"]
-    try:
-        _atomic_savez(path, arrays, None)
-    except ApsiError as e:
-        raise ApsiError(e.message.replace("save_params", "fit(checkpoint=…)").replace(path, shown)) from None
+    write_npz(path, shown, f'fit(checkpoint="{shown}")', arrays, None)
 
 
 def load(shown):
@@ -103,7 +100,9 @@ def check_same_run(shown, meta, signature):
                        ("shapes", "the parameter shapes"), ("n", "the number of samples"),
                        ("batch_size", "batch_size"), ("seed", "seed"), ("loss", "the loss"),
                        ("opt", "the optimizer"), ("backend", "the backend"), ("precision", "precision"),
-                       ("val", "the validation data's size"), ("metrics", "metrics")):
+                       ("val", "the validation data's size"), ("metrics", "metrics"),
+                       ("weights", "sample_weight/class_weight"), ("val_weights", "val's sample_weight"),
+                       ("task", "task"), ("reduce_lr", "reduce_lr")):
         if meta.get(key) != signature.get(key):
             raise ApsiError(f"fit: resume={shown!r} was written by another run: {label} differs "
                             f"(checkpoint: {_short(meta.get(key))}, now: {_short(signature.get(key))}); "

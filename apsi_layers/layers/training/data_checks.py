@@ -24,6 +24,7 @@ class Data:
     targets: list | None
     n: int
     mask: np.ndarray | None = None
+    weights: np.ndarray | None = None       # one per sample (sample_weight=, class_weight=), or None
 
 
 def as_array(fn, arg, value):
@@ -252,12 +253,18 @@ def _target(fn, loss, y, out, mask):
 def val_data(model, params, val, several_in, several_out, loss, out_shape, graph):
     if val is None:
         return None
+    if isinstance(val, dict) and all(isinstance(k, str) and k.isidentifier() for k in val):
+        val = Record(**val)                    # (from Python, or an Apsi map with these keys)
     if isinstance(val, Record):
         fields = vars(val)
-        if set(fields) - {"x", "y", "mask"} or not {"x", "y"} <= set(fields):
-            raise ApsiError("fit: val as a record needs the fields x and y (and optionally mask), e.g. "
-                            f"val={{x: x_val, y: y_val, mask: m_val}}; got fields {', '.join(fields)}")
-        val = [fields["x"], fields["y"]] + ([fields["mask"]] if "mask" in fields else [])
+        if set(fields) - {"x", "y", "mask", "sample_weight"} or not {"x", "y"} <= set(fields):
+            raise ApsiError("fit: val as a record needs the fields x and y (and optionally mask and "
+                            "sample_weight), e.g. val={x: x_val, y: y_val, mask: m_val}; got fields "
+                            f"{', '.join(fields)}")
+        weights = fields.get("sample_weight")
+        val = [fields["x"], fields["y"], fields.get("mask")]
+    else:
+        weights = None
     if not isinstance(val, list | tuple) or len(val) not in (2, 3):
         raise ApsiError("fit: val must be [inputs, targets] or [inputs, targets, mask] (validation data), "
                         "e.g. val=[x_val, y_val]")
@@ -269,6 +276,11 @@ def val_data(model, params, val, several_in, several_out, loss, out_shape, graph
                  several_in, several_out, loss, need_targets=True)
     check_params("fit (val)", model, params, data)
     check_targets("fit (val)", loss, data, out_shape, several_out)
+    if weights is not None:
+        from .weights import sample_weights
+
+        w = sample_weights("fit (val)", "sample_weight", weights, data.n)
+        data.weights = None if np.all(w == 1.0) else w
     return data
 
 
@@ -290,7 +302,9 @@ def split_data(fraction, data, val, graph):
     def part(sl):
         mask = None if data.mask is None else data.mask[sl]
         targets = None if data.targets is None else [t[sl] for t in data.targets]
-        return Data(inputs=[a[sl] for a in data.inputs], targets=targets, n=len(range(data.n)[sl]), mask=mask)
+        weights = None if data.weights is None else data.weights[sl]      # as Keras splits them
+        return Data(inputs=[a[sl] for a in data.inputs], targets=targets, n=len(range(data.n)[sl]), mask=mask,
+                    weights=None if weights is None or np.all(weights == 1.0) else weights)
 
     train, held = part(slice(0, cut)), part(slice(cut, None))
     if held.mask is not None and held.mask.ndim and not held.mask.any():

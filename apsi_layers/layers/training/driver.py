@@ -24,7 +24,7 @@ from apsi_lang.values import Record
 
 from . import checkpoint as ckpt
 from . import metrics as metric_fns
-from . import stopping
+from . import plateau, stopping
 from .batches import epoch_batches, seeds
 from .finite import NonFiniteError
 from .progress import progress
@@ -41,6 +41,8 @@ class Run:
         self.best = None                  # the best epoch's leaves (early stopping's restore_best)
         self.epoch_leaves = None          # the leaves after the last finished epoch (see _keep)
         self.saved = None                 # the epoch the checkpoint file holds (None: not written yet)
+        self.lrs = []                     # each epoch's learning rate (its last step's)
+        self.plateau = plateau.State()    # reduce_lr's state
 
     def add(self, loss, val, m, vm):
         self.epoch += 1
@@ -80,7 +82,11 @@ def fit_loop(plan, session):
                 run.epoch_leaves = session.leaves()
             show.epoch(epoch, loss, val, m, vm)
             logs = _logs(loss, val, m, vm, session, time.perf_counter() - started)
+            run.lrs.append(logs["lr"])
             stop = _early_stop(plan, session, run, logs)
+            _reduce_lr(plan, session, run, logs)
+            if plan.csv_log is not None and writes:
+                plateau.write_csv(plan.csv_log, run)
             if plan.checkpoint is not None:
                 snap = _snapshot(plan, session, run, shuffle)       # on every rank: FSDP's gathers
                 if writes:                                         # are collectives
@@ -120,10 +126,12 @@ def _metrics(plan, session):
     metrics= asks for them (the extra forward pass costs about a third of an epoch)."""
     if not plan.metrics:
         return {}, {}
-    m = metric_fns.compute(plan.metrics, plan.loss, session.outputs(plan.data), plan.data)
+    m = metric_fns.compute(plan.metrics, plan.task, session.outputs(plan.data), plan.data,
+                           plan.data.weights)
     if plan.val is None:
         return m, {}
-    return m, metric_fns.compute(plan.metrics, plan.loss, session.outputs(plan.val), plan.val)
+    return m, metric_fns.compute(plan.metrics, plan.task, session.outputs(plan.val), plan.val,
+                                 plan.val.weights)
 
 
 def _logs(loss, val, m, vm, session, seconds):
@@ -144,6 +152,14 @@ def _early_stop(plan, session, run, logs):
     if improved and rule.restore_best:
         run.best = session.leaves()
     return stop
+
+
+def _reduce_lr(plan, session, run, logs):
+    if plan.reduce_lr is None:
+        return
+    lr = plateau.update(plan.reduce_lr, run.plateau, logs)
+    if lr is not None:
+        session.set_lr(lr)
 
 
 def _callback(fn, epoch, logs):
@@ -199,7 +215,18 @@ def signature(plan, backend):
             "loss": plan.loss if isinstance(plan.loss, str) else getattr(plan.loss, "__name__", "fn"),
             "opt": [opt.name, {k: v for k, v in opt.hyper.items() if isinstance(v, int | float | bool)}],
             "backend": backend, "precision": plan.precision or ("fp64" if backend == "numpy" else "fp32"),
-            "val": None if plan.val is None else plan.val.n, "metrics": [n for n, _ in plan.metrics]}
+            "val": None if plan.val is None else plan.val.n, "metrics": [n for n, _ in plan.metrics],
+            "weights": _digest(plan.data.weights), "val_weights": _digest(plan.val and plan.val.weights),
+            "task": plan.task, "reduce_lr": None if plan.reduce_lr is None else vars(plan.reduce_lr)}
+
+
+def _digest(weights):
+    """The sample weights as a short fingerprint (a resume with other weights is another run)."""
+    if weights is None:
+        return None
+    import hashlib
+
+    return hashlib.sha256(np.ascontiguousarray(weights, dtype=np.float64).tobytes()).hexdigest()[:16]
 
 
 def _global_batch(plan):
@@ -221,6 +248,7 @@ def _snapshot(plan, session, run, shuffle):
                 noise=noise_meta, stop=[run.stop.best, run.stop.best_epoch, run.stop.wait],
                 opt_started=opt_states is not None, opt_leaves=len(opt_states or []))
     meta["metric_values"] = run.metrics
+    meta["lrs"], meta["plateau"] = run.lrs, run.plateau.saved()
     return {"meta": meta, "leaves": session.leaves(), "opt": opt_states, "best": run.best, "noise": noise}
 
 
@@ -247,6 +275,11 @@ def _resume(plan, session, run, shuffle):
         best, best_epoch, wait = meta["stop"]
         run.stop = stopping.Progress(None if best is None else float(best),
                                      None if best_epoch is None else int(best_epoch), int(wait))
+        # (checkpoints from before reduce_lr have neither: their rates are unknown)
+        run.lrs = [None if v is None else float(v) for v in meta.get("lrs", [None] * run.epoch)]
+        run.plateau = plateau.restored(meta.get("plateau", [None, 0, 0, None]))
+        if plan.reduce_lr is not None and run.plateau.lr is not None:
+            session.set_lr(run.plateau.lr)
     except (TypeError, ValueError, KeyError, AttributeError, RuntimeError):
         raise ckpt.damaged(plan.resume) from None
     run.best = snap["best"]
@@ -267,10 +300,13 @@ def _result(plan, session, run, stopped, seconds):
     if rule is not None and rule.restore_best and run.best is not None and stopped != "nan":
         session.set_leaves(run.best)
     params = session.trained(check=stopped != "nan")
+    opt = session.optimizer()
+    if plan.reduce_lr is not None and run.plateau.lr is not None:
+        opt.lr = run.plateau.lr            # reduce_lr's rate: opt=r.opt continues with it, as in Keras
     fields = dict(params=params, history=run.history, val_history=run.val_history,
                   metrics=metric_fns.as_record(run.metrics),
-                  val_metrics=metric_fns.as_record(run.val_metrics),
-                  opt=session.optimizer(), device=session.device, backend=session.backend,
+                  val_metrics=metric_fns.as_record(run.val_metrics), lr_history=list(run.lrs),
+                  opt=opt, device=session.device, backend=session.backend,
                   steps=session.steps, seconds=seconds, epochs=run.epoch,
                   stopped=stopped, interrupted=stopped == "interrupted",
                   stopped_epoch=run.epoch if stopped in ("early", "callback") else None,

@@ -17,7 +17,7 @@ from ..norm import BatchNorm
 from ..suggest import unknown
 from .checkpoint import path_arg
 from .data_checks import Data, check_targets, make_data, split_data, val_data
-from .metrics import metrics_arg
+from .metrics import check_targets_fit, metrics_arg, task_arg
 from .model_checks import arity, check_model, check_params
 from .option_checks import (
     batch_size_arg,
@@ -33,11 +33,14 @@ from .option_checks import (
     seed_arg,
     verbose_arg,
 )
+from .plateau import csv_arg, plateau_arg
 from .stopping import rule_arg
+from .weights import training_weights
 
 FIT_OPTIONS = ("loss", "opt", "epochs", "batch_size", "seed", "clip", "schedule", "graph", "mask", "val",
                "verbose", "backend", "device", "precision", "compile", "metrics", "validation_split",
-               "early_stopping", "checkpoint", "resume", "on_epoch", "distributed")
+               "early_stopping", "checkpoint", "resume", "on_epoch", "distributed", "sample_weight",
+               "class_weight", "weighted_metrics", "task", "reduce_lr", "csv_log")
 PREDICT_OPTIONS = ("graph", "mask", "batch_size", "backend", "device", "precision", "compile")
 
 
@@ -69,6 +72,9 @@ class FitPlan:
     resume: str | None = None                       # the checkpoint to continue from
     on_epoch: object = None                         # fn(epoch, logs) called after every epoch
     distributed: bool = False                       # DDP over torchrun's processes (resolved from "auto")
+    task: str | None = None                         # how outputs become classes (metrics.TASKS)
+    reduce_lr: object = None                        # a plateau.Plateau rule, or None
+    csv_log: str | None = None                      # the CSV file of every epoch's logs
 
 
 @dataclass
@@ -105,20 +111,29 @@ def fit_plan(model, params, inputs, targets, options):
     graph = graph_arg("fit", o["graph"], data.n) if o.get("graph") is not None else None
     out_shape = check_params("fit", model, params, data)
     check_targets("fit", loss, data, out_shape, several_out)
+    data.weights = training_weights(o, data, loss, several_out)
     val = val_data(model, params, o.get("val"), several_in, several_out, loss, out_shape, graph)
     if o.get("validation_split") is not None:
         data, val = split_data(o["validation_split"], data, val, graph)
-    metrics = metrics_arg(o.get("metrics"), loss, several_out)
+    task = task_arg(o.get("task"), loss)
+    metrics = metrics_arg(o.get("metrics"), loss, task, several_out)
+    metrics += metrics_arg(o.get("weighted_metrics"), loss, task, several_out, weighted=True,
+                           taken=[n for n, _ in metrics])
+    check_targets_fit(metrics, task, data, out_shape)
+    names = [n for n, _ in metrics]
+    opt, schedule = optimizer_arg(o.get("opt")), schedule_arg(o.get("schedule"))
     plan = FitPlan(
-        model=model, params=params, data=data, loss=loss, opt=optimizer_arg(o.get("opt")),
-        schedule=schedule_arg(o.get("schedule")), epochs=positive("fit", "epochs", o.get("epochs", 1)),
+        model=model, params=params, data=data, loss=loss, opt=opt, schedule=schedule,
+        epochs=positive("fit", "epochs", o.get("epochs", 1)),
         batch_size=batch_size_arg("fit", o.get("batch_size", 32)), seed=seed_arg(o.get("seed", 0)),
         clip=clip_arg(o.get("clip")), graph=graph, val=val, verbose=verbose_arg(o.get("verbose")),
         backend=o.get("backend", "numpy"), device=o.get("device"),
         precision=precision_arg("fit", o.get("precision")), compile=compile_arg("fit", o.get("compile")),
         several_inputs=several_in, several_outputs=several_out,
         output_shape=out_shape, metrics=metrics,
-        early_stopping=rule_arg(o.get("early_stopping"), val is not None, [n for n, _ in metrics]),
+        early_stopping=rule_arg(o.get("early_stopping"), val is not None, names), task=task,
+        reduce_lr=plateau_arg(o.get("reduce_lr"), val is not None, names, opt, schedule),
+        csv_log=csv_arg(o.get("csv_log")),
         checkpoint=path_arg("checkpoint", o.get("checkpoint")), resume=path_arg("resume", o.get("resume")),
         on_epoch=callback_arg(o.get("on_epoch")), distributed=distributed_arg(o.get("distributed"), graph))
     _check_lone_batch(model, plan)

@@ -52,29 +52,35 @@ def rule_arg(value, has_val, metric_names):
         if extra:
             raise ApsiError(f"fit: early_stopping has no field {extra[0]!r}; the fields are "
                             f"{', '.join(KEYS)}")
+    monitor, mode, patience, delta = watch_fields("early_stopping", fields, has_val, metric_names, 5, 0.0)
+    restore = fields.get("restore_best", True)
+    if not isinstance(restore, bool):
+        raise ApsiError(f"fit: early_stopping restore_best must be true or false, not {show(restore, True)}")
+    return Rule(monitor, patience, float(delta), mode, restore)
+
+
+def watch_fields(option, fields, has_val, metric_names, patience, min_delta):
+    """(monitor, mode, patience, min_delta) of early_stopping= or reduce_lr=, checked."""
     monitor = fields.get("monitor", "val_loss" if has_val else "loss")
     known = ["loss"] + list(metric_names)
     known += ["val_" + k for k in known] if has_val else []
     if monitor not in known:
         why = " (there is no validation data: give val= or validation_split=)" \
-            if monitor.startswith("val_") and not has_val else ""
-        raise ApsiError(f"fit: early_stopping monitor={show(monitor, True)} is not one of "
+            if isinstance(monitor, str) and monitor.startswith("val_") and not has_val else ""
+        raise ApsiError(f"fit: {option} monitor={show(monitor, True)} is not one of "
                         f"{', '.join(known)}{why}")
-    patience = fields.get("patience", 5)
+    patience = fields.get("patience", patience)
     if isinstance(patience, bool) or not isinstance(patience, int) or patience < 0:
-        raise ApsiError(f"fit: early_stopping patience must be an int >= 0, not {show(patience, True)}")
-    delta = fields.get("min_delta", 0.0)
+        raise ApsiError(f"fit: {option} patience must be an int >= 0, not {show(patience, True)}")
+    delta = fields.get("min_delta", min_delta)
     if isinstance(delta, bool) or not isinstance(delta, int | float) or not delta >= 0:
-        raise ApsiError(f"fit: early_stopping min_delta must be a number >= 0, not {show(delta, True)}")
+        raise ApsiError(f"fit: {option} min_delta must be a number >= 0, not {show(delta, True)}")
     mode = fields.get("mode", "auto")
     if mode not in ("auto", "min", "max"):
-        raise ApsiError(f'fit: early_stopping mode must be "min", "max" or "auto", not {show(mode, True)}')
+        raise ApsiError(f'fit: {option} mode must be "min", "max" or "auto", not {show(mode, True)}')
     if mode == "auto":
-        mode = "max" if monitor.removeprefix("val_") in MAXIMISE else "min"
-    restore = fields.get("restore_best", True)
-    if not isinstance(restore, bool):
-        raise ApsiError(f"fit: early_stopping restore_best must be true or false, not {show(restore, True)}")
-    return Rule(monitor, patience, float(delta), mode, restore)
+        mode = "max" if monitor.removeprefix("val_").removeprefix("weighted_") in MAXIMISE else "min"
+    return monitor, mode, patience, float(delta)
 
 
 def update(rule, state, epoch, logs):

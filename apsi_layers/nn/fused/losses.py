@@ -11,7 +11,7 @@ from ..xp import sigmoid
 from .record import fused, tensor
 
 
-def _ce_forward(logits, labels, training):
+def _ce_forward(logits, labels, weights, training):
     classes = logits.shape[-1]
     z = logits.reshape(-1, classes)
     lab = labels.reshape(-1)
@@ -20,25 +20,37 @@ def _ce_forward(logits, labels, training):
     e = np.exp(shift)
     total = e.sum(axis=1, keepdims=True)
     rows = np.arange(n)
-    loss = (np.log(total[:, 0]) - shift[rows, lab]).sum() / n
-    saved = (e, total, rows, lab, logits.shape) if training else None
+    each = np.log(total[:, 0]) - shift[rows, lab]
+    w = None if weights is None else _per_label(weights, labels.shape)
+    loss = (each if w is None else each * w).sum() / n
+    saved = (e, total, rows, lab, logits.shape, w) if training else None
     return np.asarray(loss), saved
 
 
+def _per_label(weights, shape):
+    """Row weights [P] spread over the labels [P, ...] they weigh, flattened as the labels are."""
+    w = weights.reshape(weights.shape + (1,) * (len(shape) - weights.ndim))
+    return np.broadcast_to(w, shape).reshape(-1)
+
+
 def _ce_backward(g, saved, needs):
-    e, total, rows, lab, shape = saved
+    e, total, rows, lab, shape, w = saved
     grad = e / total                                  # softmax (saved e stays as it was: a jacobian
                                                       # runs backward once per output element)
     grad[rows, lab] -= 1.0
     grad *= g / lab.size
-    return grad.reshape(shape), None
+    if w is not None:
+        grad *= w[:, None]
+    return grad.reshape(shape), None, None
 
 
-_ce = fused("softmax_cross_entropy", _ce_forward, _ce_backward, 2)
+_ce = fused("softmax_cross_entropy", _ce_forward, _ce_backward, 3)
 
 
-def softmax_cross_entropy(logits, labels):
-    """Mean over the labels of -log softmax(logits)[label]; logits [..., C], int labels [...]."""
+def softmax_cross_entropy(logits, labels, weights=None):
+    """Mean over the labels of -log softmax(logits)[label]; logits [..., C], int labels [...].
+    weights (one per row of labels, or None): each label's loss times its row's weight, summed and
+    divided by the number of labels (Keras's "sum_over_batch_size"), not by the sum of weights."""
     logits = tensor(logits, "softmax_cross_entropy", "logits")
     if logits.ndim < 1:
         raise ApsiError("softmax_cross_entropy: logits need a class axis (last), got a scalar")
@@ -48,7 +60,8 @@ def softmax_cross_entropy(logits, labels):
                         f"{logits.shape} need labels of shape {logits.shape[:-1]}")
     if lab.size == 0:
         raise ApsiError("softmax_cross_entropy: no labels (the batch is empty)")
-    return _ce(logits, Tensor(lab))
+    w = None if weights is None else tensor(weights, "softmax_cross_entropy", "weights")
+    return _ce(logits, Tensor(lab), w)
 
 
 def _bce_forward(x, t, training):
