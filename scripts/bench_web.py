@@ -208,8 +208,11 @@ def wrk(port, clients, seconds, body_file, pid):
     out = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, BENCH_BODY=str(body_file)),
                          timeout=seconds + 60).stdout
     used = cpu_seconds(pid) - before if before is not None else None
-    rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
-    total = int(re.search(r"(\d+) requests in", out).group(1))
+    rate, total = re.search(r"Requests/sec:\s+([\d.]+)", out), re.search(r"(\d+) requests in", out)
+    if rate is None or total is None:           # (wrk failed: the run is shown as 0 and the bench goes on)
+        print(f"  wrk did not measure: {out.strip()[-300:]!r}")
+        return {"rate": 0.0, "p50": None, "p99": None, "bad": 0, "socket": "", "cpu": None}
+    rate, total = float(rate.group(1)), int(total.group(1))
     found = re.findall(r"^\s+(50|99)%\s+([\d.]+)(us|ms|s)\s*$", out, re.M)
     lat = {q: float(v) * UNITS[u] for q, v, u in found}
     bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
@@ -339,6 +342,29 @@ def summary(results, kinds):
             cells.append(f"{statistics.median(ratios):.2f}x [{min(ratios):.2f}-{max(ratios):.2f}]"
                          if ratios else "-")
         print(f"{workers:>7} {rows:>4} {clients:>7} | " + " | ".join(f"{c:>22}" for c in cells))
+    targets(results, others)
+
+
+def targets(results, others):
+    """Issue 30's targets, judged on this run: by every pair, and by the median pair."""
+    def ratios(point, k):
+        return [a["rate"] / b["rate"] for a, b in zip(point["apsi"], point[k]) if b["rate"]]
+
+    if "fastapi" in others:
+        print("target >= 2x fastapi, 1 row, 16 and 64 clients:")
+        for (workers, rows, clients), point in results.items():
+            if rows == 1 and clients in (16, 64):
+                r = ratios(point, "fastapi")
+                verdict = "met by every pair" if min(r) >= 2 else "met by the median" if \
+                    statistics.median(r) >= 2 else "NOT met"
+                print(f"  workers={workers} clients={clients}: {verdict}")
+    below = [(key, k, statistics.median(r), min(r)) for key, point in results.items() for k in others
+             if (r := ratios(point, k)) and min(r) < 1]
+    print("target never below a reference: " + ("met by every pair at every point" if not below else
+                                                 f"NOT met by every pair at {len(below)} point(s):"))
+    for (workers, rows, clients), k, med, low in below:
+        print(f"  workers={workers} rows={rows} clients={clients} vs {k}: median {med:.2f}x, lowest pair "
+              f"{low:.2f}x")
 
 
 if __name__ == "__main__":
