@@ -129,9 +129,7 @@ class Acceptor:
                 conn, _ = self.sock.accept()
             except (BlockingIOError, InterruptedError, ConnectionAbortedError):
                 return
-            except OSError as e:
-                if e.errno not in OUT_OF:
-                    raise
+            except OSError as e:            # (out of descriptors; or another failure: not a spin either)
                 self._out_of(e)
                 return
             conn.setblocking(False)
@@ -163,13 +161,15 @@ class Acceptor:
         self.connections = getattr(protocol, "connections", self.connections)
 
     def _out_of(self, e):
-        """No descriptor for the connection: serve the open ones, and try again in BACKOFF seconds."""
+        """accept() failed (most often: no descriptor for the connection): serve the open ones, and try
+        again in BACKOFF seconds."""
         self._pause(BACKOFF)
         now = time.monotonic()
         if now - self.reported >= LOG_EVERY:
             self.reported = now
+            advice = ("allow more open files (ulimit -n), or fewer idle connections" if e.errno in OUT_OF
+                      else "the system refused it")
             logging.getLogger("uvicorn.error").warning(
                 f"cannot accept new connections: {e.strerror} (this process holds {len(self.connections)} "
-                "connections); they wait until some close, and the open ones are served meanwhile; "
-                f"allow more open files (ulimit -n), or fewer idle connections (said at most every "
-                f"{LOG_EVERY:g} s)")
+                f"connections); they wait until some close, and the open ones are served meanwhile; "
+                f"{advice} (said at most every {LOG_EVERY:g} s)")
