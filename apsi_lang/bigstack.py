@@ -23,7 +23,8 @@ A service running on the program's thread (use web's server) stops more gently t
 raised into it: it registers `stopping(stop, grace)` while it runs; the first Ctrl-C or SIGTERM calls
 stop() and waits up to `grace` seconds for the program to go on by itself (requests in flight are
 answered, the call that served returns, the program ends normally). A second one, or a service that
-does not stop in time, gets the exception as above.
+does not stop in time, gets the exception as above (a SIGTERM repeated within SAME_SIGNAL_SECONDS is
+not a second one: GNU timeout sends it twice).
 """
 
 import contextlib
