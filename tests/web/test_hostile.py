@@ -218,3 +218,18 @@ def test_sigterm_sent_twice_at_once_as_gnu_timeout_does_is_one_gentle_stop(start
     assert code == 0, err
     assert "serve_model: stopped; the requests in flight were answered" in err
     assert "CancelledError" not in err and "Traceback" not in err, err
+
+
+def test_numbers_longer_than_4300_digits_are_found_wherever_they_sit():
+    """The check looks at one slice per 2150 bytes first: a run of 4301 digits must be found at every
+    offset, and one of 4300 must pass."""
+    from apsi_layers.web import jsonio
+
+    for digits in (4299, 4300, 4301, 4302, 9000):
+        for pad in (0, 1, 7, 2149, 2150, 2151, 3000):
+            body = b" " * pad + b'{"inputs": [[' + b"7" * digits + b"]]}" + b" " * 50
+            value, problem = jsonio.parse(body)
+            if digits > 4300:
+                assert value is None and problem.startswith("the body holds a number of more than 4300"), pad
+            else:
+                assert problem is None and value["inputs"][0][0] == int("7" * digits)
