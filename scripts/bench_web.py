@@ -5,8 +5,10 @@ The references, each server in its own process, serving the same model with the 
 (apsi_layers.layers.predict, OPENBLAS_NUM_THREADS=1 unless set):
 - fastapi: a hand-written FastAPI endpoint on uvicorn (a plain `def`, which FastAPI runs in its thread
   pool), one predict per request; `uvicorn.run("peer:app", workers=N)` for N workers;
-- litserve: a LitServe API (LitServer with max_batch_size and batch_timeout as serve_model's max_batch
-  and max_wait_ms, workers_per_device=N and num_api_servers=N).
+- litserve: a LitServe API with dynamic batching (max_batch_size and batch_timeout as serve_model's
+  max_batch and max_wait_ms; LitServe counts requests where serve_model counts rows, so its batches may
+  hold more rows), workers_per_device=N inference processes and num_api_servers=N HTTP processes (with
+  one worker LitServe runs two processes: it can use two cores where serve_model uses one).
 Neither is a dependency of Apsi. Install them where the bench runs (`pip install fastapi litserve`, and
 Debian's `apt-get install wrk`); a reference that is missing is skipped and said so.
 
@@ -103,9 +105,9 @@ LITSERVE = COMMON + textwrap.dedent("""
 
 
     if __name__ == "__main__":
-        server = ls.LitServer(API(), accelerator="cpu", workers_per_device=WORKERS,
-                              max_batch_size=int(os.environ["PEER_BATCH"]),
-                              batch_timeout=float(os.environ["PEER_WAIT"]) / 1000)
+        wait = float(os.environ["PEER_WAIT"]) / 1000
+        api = API(max_batch_size=int(os.environ["PEER_BATCH"]), batch_timeout=wait)
+        server = ls.LitServer(api, accelerator="cpu", workers_per_device=WORKERS)
         server.run(host="127.0.0.1", port=PORT, num_api_servers=WORKERS, generate_client_file=False,
                    log_level="warning")
 """)
@@ -267,7 +269,7 @@ def main():
           f"point, the servers in turn; serve_model max_batch={a.max_batch} max_wait_ms={a.max_wait_ms:g}")
     results = {}            # (workers, rows, clients) -> {kind: [run, ...]}
     with tempfile.TemporaryDirectory() as tmp:
-        tmp = Path(tmp)
+        tmp = Path(os.environ.get("BENCH_KEEP") or tmp)     # (BENCH_KEEP=dir keeps each server's stderr)
         rng = __import__("random").Random(0)
         bodies = {}
         for rows in rows_list:
