@@ -7,6 +7,8 @@
     apsi check FILE…                     compile without running (for editors and CI)
     apsi check-torch [--device cpu]      every layer on NumPy and PyTorch, compared in float64
     apsi trust [PATH] [--yes]            trust an apsi.toml (until then it grants nothing)
+    apsi kernel install [--user] [PERMISSIONS]   the Jupyter kernelspec (notebooks keep the sandbox)
+    apsi lsp                             the language server for editors (stdio)
     apsi run|pkg|doctor|setup …          subcommands, imported only when used
 """
 
@@ -25,6 +27,11 @@ LAZY_COMMANDS = {
     "setup": ("apsi_cli.setup_wizard:setup", "The setup wizard: hardware, PyTorch build, apsi.toml."),
     "launch": ("apsi_cli.launch_cmd:launch",
                "Run a program on several processes (torchrun) for fit(…, distributed=true)."),
+    "kernel": ("apsi_cli.kernel_cmd:kernel",
+               "Install the Jupyter kernel: apsi kernel install [--user] [PERMISSIONS]."),
+    "lsp": ("apsi_cli.lsp_cmd:lsp", "The language server for editors (stdio)."),
+    "serve": ("apsi_cli.serve_cmd:serve",
+              "Serve a model file over HTTP (apsi serve model.apsim --port 8000 --allow-net=…)."),
     "trust": ("apsi_cli.trust_cmd:trust", "Review an apsi.toml and trust it (it grants nothing until then)."),
 }
 

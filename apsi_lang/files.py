@@ -108,9 +108,10 @@ def _host():
     return _HOST[0]
 
 STALE_AFTER = 24 * 3600      # seconds: older than this, a temporary file is a leftover whoever wrote it
-_TAIL = re.compile(r"([0-9a-f]{4})-(\d+)\.[0-9a-f]{12}\.tmp")
+# patterns as text: re compiles them on the first write, not at start-up
+_TAIL = r"([0-9a-f]{4})-(\d+)\.[0-9a-f]{12}\.tmp"
 # any temporary file of an atomic write: this naming, and the one before it (.RANDOM.tmp)
-LEFTOVER = re.compile(r"\..+\.[0-9a-f]{4}-\d+\.[0-9a-f]{12}\.tmp|\.[0-9a-f]{12}\.tmp")
+LEFTOVER = r"\..+\.[0-9a-f]{4}-\d+\.[0-9a-f]{12}\.tmp|\.[0-9a-f]{12}\.tmp"
 _seen = {}                   # folder -> temporary files found there by its first write in this process
 
 
@@ -129,19 +130,19 @@ def remove_stale(folder, name):
     listed once per process (a loop writing many files into one folder lists it once)."""
     if folder not in _seen:
         try:
-            _seen[folder] = [e for e in os.listdir(folder) if LEFTOVER.fullmatch(e)]
+            _seen[folder] = [e for e in os.listdir(folder) if re.fullmatch(LEFTOVER, e)]
         except OSError:           # a folder granted for writing only cannot be listed: nothing to do
             _seen[folder] = []
     prefix = _prefix(name)
     for entry in list(_seen[folder]):
-        tail = _TAIL.fullmatch(entry[len(prefix):]) if entry.startswith(prefix) else None
+        tail = re.fullmatch(_TAIL, entry[len(prefix):]) if entry.startswith(prefix) else None
         path = os.path.join(folder, entry)
         if tail and path not in PENDING and _writer_gone(path, tail.group(1), int(tail.group(2))):
             try:
                 os.unlink(path)
-            except OSError:
+                _seen[folder].remove(entry)
+            except (OSError, ValueError):     # gone already (another thread, another process)
                 pass
-            _seen[folder].remove(entry)
 
 
 def _writer_gone(path, host, pid):
@@ -173,7 +174,7 @@ def leftovers(root, limit=20000):
         dirs[:] = [d for d in dirs if d not in (".git", "node_modules")]
         seen += len(names) + len(dirs)
         for n in names:
-            if LEFTOVER.fullmatch(n) and os.path.join(folder, n) not in PENDING:
+            if re.fullmatch(LEFTOVER, n) and os.path.join(folder, n) not in PENDING:
                 try:
                     found.append((os.path.join(folder, n), os.lstat(os.path.join(folder, n)).st_size))
                 except OSError:

@@ -109,6 +109,12 @@ def _compiled_file(name, path):
     return _compiled[key]
 
 
+def forget_files():
+    """Forget the Apsi module files compiled so far (the language server checks files being edited:
+    a sibling changed since). Installed modules, which are Python, stay loaded."""
+    _compiled.clear()
+
+
 def display_path(path):
     """How messages name a module file: as `use` found it (not where a link leads), relative to the
     current folder when inside it."""

@@ -16,6 +16,8 @@ Other packages call `require(name, what=...)` to check and raise, or `allowed(na
 """
 
 import os
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -181,7 +183,7 @@ def check_path(permission, path, what, follow=True, folder=False):
     else:
         literal = os.path.abspath(expand_home(path))
         target = resolve(os.path.dirname(literal)) / os.path.basename(literal)
-    reason = _current.refusal(permission, path, target, folder)
+    reason = current().refusal(permission, path, target, folder)
     if reason is None:
         return str(target)
     raise PermissionDenied(denial_message(permission, what, path, reason=reason), permission)
@@ -196,8 +198,26 @@ _DEFAULT = Grants()
 _current = _DEFAULT
 
 
+# Grants in force for the code running in this thread or task only, over the program's: a function
+# from a model file runs under none (confined), whatever the program that loaded it may do.
+_override = ContextVar("apsi_grants_override", default=None)
+
+
 def current():
-    return _current
+    override = _override.get()
+    return _current if override is None else override
+
+
+@contextmanager
+def confined():
+    """Run the block with no permissions granted (the project folder stays the program's): what a
+    program run without any flag or apsi.toml may do, and no more. For code that came from a file
+    (a model file's Apsi functions), so it never gains what the program that loaded it was granted."""
+    token = _override.set(Grants(project_root=current().project_root, home=current().home))
+    try:
+        yield
+    finally:
+        _override.reset(token)
 
 
 def sandboxed():
@@ -223,7 +243,7 @@ def set_current(grants):
 
 def allowed(permission, path=None, name=None):
     """True when `permission` (for `path` or `name`, if given) is granted; never raises for a denial."""
-    return _current.allows(permission, path, name)
+    return current().allows(permission, path, name)
 
 
 def require(permission, what, path=None, name=None):
@@ -232,14 +252,14 @@ def require(permission, what, path=None, name=None):
     returns the resolved path to open (see check_path)."""
     if path is not None and permission in PATH_PERMISSIONS:
         return check_path(permission, path, what)
-    if _current.allows(permission, None, name):
+    if current().allows(permission, None, name):
         return None
     raise PermissionDenied(denial_message(permission, what, None, name), permission)
 
 
 def denial_message(permission, what, path=None, name=None, reason="outside"):
     """The message for a refusal; a path appears as the program wrote it."""
-    if reason == "denied" or _current.denies(permission, path, name):
+    if reason == "denied" or current().denies(permission, path, name):
         return (f"{what} is denied by --deny-{permission} (or a deny key in apsi.toml): a denial wins "
                 "over every grant")
     flag = f"--allow-{permission}"
@@ -261,7 +281,7 @@ def denial_message(permission, what, path=None, name=None, reason="outside"):
         where = f" ({path} is outside the project folder)"
         flag = f"--allow-{permission} (or --allow-{permission}={folder})"
     elif name is not None and permission in NAME_PERMISSIONS:
-        scoped = _current.scoped(permission)
+        scoped = current().scoped(permission)
         if scoped:
             where = f" ({name} is not among the granted {', '.join(scoped)})"
         flag = f"--allow-{permission}={name} (or --allow-{permission} for all)"

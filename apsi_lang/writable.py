@@ -20,6 +20,10 @@ DATA_KINDS = {
     ".npz": "NumPy arrays in a zip (save_params); Apsi writes no pickles, np.load refuses them by default",
     ".npy": "one NumPy array (no pickles, as .npz)",
     ".ckpt": "fit's checkpoint: a zip of .npy arrays and JSON, as .npz",
+    ".apsim": "a model file (save_model): a zip of JSON and .npy arrays; its Apsi functions are stored as "
+              "source and compiled again in the sandbox, never run as Python",
+    ".onnx": "an ONNX model (export_onnx): a protobuf graph of the standard's operators and their weights; "
+             "ONNX Runtime computes it, nothing in it is run as code",
     ".csv": "comma-separated text (write_text of rows)",
     ".tsv": "tab-separated text",
     ".json": "JSON data (write_json)",

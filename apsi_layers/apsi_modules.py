@@ -100,6 +100,9 @@ NN_EXPORTS = (
     "dot", "vdot", "outer", "inner", "einsum", "tensordot", "trace", "diag", "tril", "triu", "kron",
     "norm", "inv", "pinv", "solve", "lstsq", "det", "slogdet", "cholesky", "qr", "eigh", "eigvalsh",
     "svd", "matrix_power", "cond",
+    # NumPy's and SciPy's other linear algebra (issue 35; nn/linalg_more.py)
+    "diagonal", "swapaxes", "cross", "multi_dot", "svdvals", "matrix_rank", "solve_triangular",
+    "cho_solve", "lu", "expm", "logm", "sqrtm", "eig", "eigvals",
     # numlib (issue 19): NumPy's elementwise functions
     "sign", "floor", "ceil", "trunc", "mod", "expm1", "log2", "log10", "tan", "arcsin", "arccos",
     "arctan", "arctan2", "sinh", "cosh", "arcsinh", "arctanh", "erf", "hypot", "isnan", "isinf",

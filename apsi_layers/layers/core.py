@@ -154,7 +154,8 @@ class Lambda(Layer):
     several_inputs = True
 
     def __init__(self, fn, output_shape=None, torch_fn=None, name=None):
-        super().__init__(name)
+        # output_shape is an option like any other: it prints, and a model file keeps it
+        super().__init__(name, None, output_shape=None if output_shape is None else list(output_shape))
         if not callable(fn):
             raise ApsiError(f"lambda_layer: expects a function fn(x), got {show(fn, True)}")
         self.fn = fn

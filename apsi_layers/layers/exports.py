@@ -20,6 +20,9 @@ LAYER_NAMES = (
     "mlp", "resnet_mlp", "cnn_classifier", "lstm_classifier", "transformer_lm", "gcn_classifier",
     "fit", "predict", "summary", "generate",
 )
+# whole models in one file (apsi_layers/models, docs/models.md)
+MODEL_NAMES = ("save_model", "load_model", "predict_labels", "predict_proba", "model_from_checkpoint",
+               "export_onnx")
 GROUP = "apsi.layers"
 
 
@@ -41,6 +44,10 @@ def layers_exports():
     from apsi_layers import distributed
 
     exports["rank"], exports["world_size"] = distributed.rank, distributed.world_size
+    from apsi_layers import models
+
+    for name in MODEL_NAMES:
+        exports[name] = getattr(models, name)
     exports.update(_torch_exports())
     for name, value in _plugin_layers().items():
         exports.setdefault(name, value)

@@ -102,6 +102,22 @@ from .linalg import (
     triu,
     vdot,
 )
+from .linalg_more import (
+    cho_solve,
+    cross,
+    diagonal,
+    eig,
+    eigvals,
+    expm,
+    logm,
+    lu,
+    matrix_rank,
+    multi_dot,
+    solve_triangular,
+    sqrtm,
+    svdvals,
+    swapaxes,
+)
 from .losses import bce, cross_entropy, huber, mae, mse, vae
 from .ops import (
     abs,

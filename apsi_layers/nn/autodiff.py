@@ -239,8 +239,8 @@ def value_and_grad(f, argnums=0, has_aux=False):
     """A function returning (f(args), gradient of f w.r.t. the argument(s) `argnums`).
     With has_aux=true, f returns (loss, extra) and the result is ((loss, extra), gradient)."""
     def value_and_grad_f(*args, **kwargs):
-        if foreign.TYPES and foreign.handles("value_and_grad", args):     # quantities (use units)
-            return foreign.call("value_and_grad", f, argnums, has_aux, args, kwargs)
+        if foreign.TYPES and foreign.handles("value_and_grad", leaves := _leaves(args)):   # use units
+            return foreign.call_for(leaves, "value_and_grad", f, argnums, has_aux, args, kwargs)
         trace = _Trace(f, argnums, args, kwargs, "value_and_grad")
         try:
             aux = _split_aux(trace) if has_aux else None
@@ -254,6 +254,12 @@ def value_and_grad(f, argnums=0, has_aux=False):
             trace.done()
         return ((value, aux) if has_aux else value), _single(trace, grads)
     return value_and_grad_f
+
+
+def _leaves(args):
+    """Every leaf of the arguments: a record of quantities ({a: 2 m, b: 3 s}) is the units'
+    to differentiate as much as a quantity is."""
+    return [leaf for a in args for leaf in (tree.leaves(a) if not tree.is_leaf(a) else (a,))]
 
 
 def _split_aux(trace):
@@ -289,8 +295,8 @@ def jacobian(f, argnums=0):
     When f returns a tree (a record or list of tensors, like grad does), the result is that tree with
     each leaf replaced by its jacobian: so hessian of a parameter tree is a tree of trees."""
     def jacobian_f(*args, **kwargs):
-        if foreign.TYPES and foreign.handles("jacobian", args):     # quantities (use units)
-            return foreign.call("jacobian", f, argnums, args, kwargs)
+        if foreign.TYPES and foreign.handles("jacobian", leaves := _leaves(args)):     # use units
+            return foreign.call_for(leaves, "jacobian", f, argnums, args, kwargs)
         trace = _Trace(f, argnums, args, kwargs, "jacobian")
         try:
             if not tree.is_leaf(trace.out):

@@ -248,17 +248,26 @@ def dtype_of(name, dtype):
     return DTYPES[key]
 
 
+def promote(x):
+    """x as float64 with its gradient kept (an identity on the tape): an int variable of grad must
+    get the slope of its values, never a silent 0 from a fresh untracked copy."""
+    if x.data.dtype == np.float64:
+        return x
+    return apply("identity", lambda d: d.astype(np.float64), (x,), {})
+
+
 def astype(x, dtype):
     """x converted to `dtype` ("float64", "float32", "int64", "int32", "bool"; "float"/"int" mean the
-    64-bit ones). float64 -> float64 keeps the gradient; other conversions give values only."""
+    64-bit ones). To float64 (from a float, int or bool tensor) keeps the gradient, so a variable
+    given as ints differentiates as its float values; other conversions give values only."""
     target = dtype_of("astype", dtype)
     if foreign.TYPES and isinstance(x, foreign.TYPES):
         return foreign.call("astype", x, dtype)
     x = as_tensor(x, "astype")
     if x.data.dtype == target:
         return x
-    if target is np.float64 and x.data.dtype.kind == "f":
-        return apply("identity", lambda d: d.astype(np.float64), (x,), {})
+    if target is np.float64:
+        return promote(x)
     if target is not np.bool_ and x.data.dtype.kind == "f" and not np.all(np.isfinite(x.data)):
         raise ApsiError(f"astype: cannot convert NaN or inf to {dtype}; use nan_to_num first")
     return Tensor(x.data.astype(target))

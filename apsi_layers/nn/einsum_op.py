@@ -10,6 +10,7 @@ from . import foreign
 from .foreign import Foreign
 from .linalg_vjps import MAX_EINSUM_OPERANDS
 from .ops import apply
+from .shape import broadcast_to
 from .tensor import as_tensor
 
 LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -106,6 +107,41 @@ def _check_sizes(subscripts, inputs, shapes):
                                 "(broadcast_to first to repeat a tensor)")
 
 
+def ellipsis_shapes(subscripts, shapes):
+    """The operands' shapes with their '...' axes broadcast against each other, NumPy's rule (right
+    aligned; a size-1 axis stretches). Shapes are returned unchanged when there is nothing to
+    broadcast or the subscripts are malformed (parse then says what is wrong)."""
+    if not isinstance(subscripts, str):
+        return list(shapes)
+    terms = subscripts.replace(" ", "").partition("->")[0].split(",")
+    if len(terms) != len(shapes) or not all(_ell_fits(t, s) for t, s in zip(terms, shapes, strict=True)):
+        return list(shapes)
+    spans = [_ell_span(t, s) for t, s in zip(terms, shapes, strict=True)]
+    parts = [tuple(s[a:b]) for s, (a, b) in zip(shapes, spans, strict=True)]
+    try:
+        wide = np.broadcast_shapes(*parts)
+    except ValueError:
+        raise ApsiError(f"einsum: the axes under '...' in {subscripts!r} have shapes "
+                        f"{', '.join(str(p) for p in parts)}, which do not broadcast (NumPy's rule: "
+                        "right-aligned, each size equal or 1)") from None
+    out = []
+    for s, p, (a, b) in zip(shapes, parts, spans, strict=True):
+        out.append(tuple(s[:a]) + tuple(wide[len(wide) - len(p):]) + tuple(s[b:]) if p else tuple(s))
+    return out
+
+
+def _ell_fits(term, shape):
+    return term.count("...") <= 1 and len(shape) >= len(term) - 3 * term.count("...")
+
+
+def _ell_span(term, shape):
+    """Where the '...' axes sit in shape: [start, stop)."""
+    if "..." not in term:
+        return 0, 0
+    start = term.index("...")
+    return start, start + _ell_ndim(term, shape)
+
+
 def expanded(inputs, output):
     return ",".join(inputs) + "->" + output
 
@@ -121,6 +157,8 @@ def einsum(subscripts, *operands):
         ts = tuple(as_tensor(x, "einsum", f"operands[{i}]") for i, x in enumerate(operands))
     except Foreign:
         return foreign.call("einsum", subscripts, *operands)
+    wide = ellipsis_shapes(subscripts, [t.shape for t in ts])
+    ts = tuple(t if t.shape == w else broadcast_to(t, w) for t, w in zip(ts, wide, strict=True))
     inputs, output = parse(subscripts, [t.shape for t in ts])
     spec = expanded(inputs, output)
     opt = len(ts) > 2

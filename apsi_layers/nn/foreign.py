@@ -82,7 +82,17 @@ def _owner(args, kwargs):
 def call(fn, *args, **kwargs):
     """The foreign version of nn function `fn` applied to args, or `Foreign` when there is none."""
     entry = _REGISTERED.get(type(args[0])) if args else None
-    impls, _, missing = entry or _owner(args, kwargs)
+    return _run(entry or _owner(args, kwargs), fn, args, kwargs)
+
+
+def call_for(values, fn, *args, **kwargs):
+    """`fn`'s version registered for the first foreign value among `values` (the leaves of the
+    arguments of grad, which may sit deep in a record) applied to args."""
+    return _run(_owner(values, {}), fn, args, kwargs)
+
+
+def _run(entry, fn, args, kwargs):
+    impls, _, missing = entry
     impl = impls.get(fn)
     if impl is None:
         raise Foreign(fn, missing(fn) if missing else None)

@@ -107,6 +107,8 @@ def _add_linalg():
     from . import linalg
 
     GRAPH.inv, GRAPH.solve, GRAPH.einsum = linalg.inv, linalg.solve, linalg.einsum
+    GRAPH.det, GRAPH.stack = linalg.det, shape.stack
+    _raw.RAW.det, _raw.RAW.stack = np.linalg.det, np.stack
     _raw.RAW.inv, _raw.RAW.solve, _raw.RAW.einsum = linalg.raw_inv, linalg.raw_solve, linalg.raw_einsum
 
 

@@ -13,7 +13,8 @@ import numpy as np
 
 from apsi_lang.errors import ApsiError
 
-from . import foreign, reduce, shape
+from . import foreign, reduce, shape, spectral
+from .construct import promote
 from .einsum_op import einsum
 from .linalg_vjps import pack, unpack
 from .ops import abs as _abs
@@ -40,9 +41,7 @@ def _tensor(x, fn, arg="a", min_ndim=0):
     if t.ndim < min_ndim:
         need = {1: "a vector (1 axis)", 2: "a matrix (2 axes), or a stack of them"}[min_ndim]
         raise ApsiError(f"{fn}: {arg} must be {need}, but it has shape {t.shape}")
-    if t.data.dtype.kind not in "f":
-        t = Tensor(t.data.astype(np.float64))
-    return t
+    return promote(t)
 
 
 def _square(x, fn, arg="a"):
@@ -240,13 +239,23 @@ def diag(v, k=0):
 @_public
 def trace(a, offset=0, axis1=0, axis2=1):
     """Sum of the `offset` diagonal over axes axis1 and axis2 (NumPy's trace)."""
-    a = _tensor(a, "trace", "a", 2)
-    offset = _int(offset, "trace", "offset")
-    i, j = _axis_pair([axis1, axis2], a.ndim, "trace")
+    return reduce.sum(_diagonal("trace", a, offset, axis1, axis2), axis=-1)
+
+
+@_public
+def diagonal(a, offset=0, axis1=0, axis2=1):
+    """The `offset` diagonal over axes axis1 and axis2, as the last axis (NumPy's diagonal)."""
+    return _diagonal("diagonal", a, offset, axis1, axis2)
+
+
+def _diagonal(fn, a, offset, axis1, axis2):
+    a = _tensor(a, fn, "a", 2)
+    offset = _int(offset, fn, "offset")
+    i, j = _axis_pair([axis1, axis2], a.ndim, fn)
     rest = [d for d in range(a.ndim) if d not in (i, j)]
     moved = shape.transpose(a, rest + [i, j])
     rows, cols = _diagonal_index(a.shape[i], a.shape[j], offset)
-    return reduce.sum(shape.getitem(moved, (Ellipsis, rows, cols)), axis=-1)
+    return shape.getitem(moved, (Ellipsis, rows, cols))
 
 
 def _triangle(fn, m, k, lower):
@@ -390,8 +399,9 @@ def eigh(a, UPLO="L"):  # noqa: N803  (NumPy's argument name)
         return pack([(w, 1), (v, 2)])
 
     packed = apply("eigh", fwd, (sym,), {})
-    w, v = unpack(_GRAPH_SLICES, packed, [(n,), (n, n)])
-    return w, v
+    v = unpack(_GRAPH_SLICES, packed, [(n,), (n, n)])[1]
+    # the values from their own op, so a function of them alone differentiates at repeats too
+    return spectral.eigvalsh_op(sym), v
 
 
 def _symmetric_from(a, uplo):
@@ -405,15 +415,22 @@ def _symmetric_from(a, uplo):
 
 @_public
 def eigvalsh(a, UPLO="L"):  # noqa: N803
-    """Eigenvalues (ascending) of a symmetric matrix; differentiable at repeated eigenvalues too."""
-    return eigh(a, UPLO)[0]
+    """Eigenvalues (ascending) of a symmetric matrix; differentiable at repeated eigenvalues too
+    (their own op: a smooth function of them has its hessian there, see spectral.py)."""
+    a = _finite(_square(a, "eigvalsh"), "eigvalsh")
+    if UPLO not in ("L", "U"):
+        raise ApsiError(f"eigvalsh: UPLO must be \"L\" or \"U\", not {UPLO!r}")
+    return spectral.eigvalsh_op(_symmetric_from(a, UPLO))
 
 
 @_public
 def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     """(U, S, Vh) with a = U @ diag(S) @ Vh (S descending), or S alone with compute_uv=false.
-    Gradients of U and Vh need full_matrices=false (or a square a)."""
+    For a non-square a, the extra columns of U (rows of Vh) of full_matrices=true have no gradient
+    (they are not unique; a gradient through them is refused): use full_matrices=false."""
     a = _finite(_tensor(a, "svd", "a", 2), "svd")
+    if not compute_uv:
+        return spectral.svdvals_op(a)
     m, n = a.shape[-2:]
     k = min(m, n)
 
@@ -422,24 +439,28 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
         return pack([(u, 2), (s, 1), (vh, 2)])
 
     packed = apply("svd", fwd, (a,), {})
-    u, s, vh = unpack(_GRAPH_SLICES, packed, [(m, k), (k,), (k, n)])
-    if not compute_uv:
-        return s
+    u, _, vh = unpack(_GRAPH_SLICES, packed, [(m, k), (k,), (k, n)])
+    s = spectral.svdvals_op(a)      # (as eigh's values: their own op)
     if full_matrices and m != n:
         return _full_factors(a, u, s, vh)
     return u, s, vh
 
 
 def _full_factors(a, u, s, vh):
-    """NumPy's full_matrices=true: the extra columns of U or rows of Vh are not unique, so they
-    are constants (values only); S and the first min(m, n) factors stay differentiable."""
-    full_u, _, full_vh = np.linalg.svd(a.data, full_matrices=True)
+    """NumPy's full_matrices=true: the extra columns of U (or rows of Vh) are not unique (any
+    orthonormal basis of the complement), so they come from an op whose gradient is refused, as
+    qr(mode="complete") refuses; S and the first min(m, n) factors stay differentiable."""
     m, n = a.shape[-2:]
+    extra = apply("svd_complement", _complement, (a,), {})
     if m > n:
-        u = shape.concat([u, Tensor(full_u[..., n:])], axis=-1)
-    else:
-        vh = shape.concat([vh, Tensor(full_vh[..., m:, :])], axis=-2)
-    return u, s, vh
+        return shape.concat([u, extra], axis=-1), s, vh
+    return u, s, shape.concat([vh, extra], axis=-2)
+
+
+def _complement(d):
+    full_u, _, full_vh = np.linalg.svd(d, full_matrices=True)
+    m, n = d.shape[-2:]
+    return full_u[..., n:] if m > n else full_vh[..., m:, :]
 
 
 class _Slices:

@@ -8,8 +8,9 @@ flattened and joined along the last axis; the public functions slice the factors
 getitem/reshape (both differentiable). So each factor is its own tensor on the tape, and the rule
 receives the cotangents of all factors at once, which is what their joint formulas need.
 
-Where a derivative does not exist (repeated eigenvalues or singular values, a singular matrix)
-the rule raises an ApsiError naming the op, instead of returning NaN or inf.
+Where a derivative does not exist (eigenvectors at repeated eigenvalues, log|det| of a singular
+matrix) the rule raises an ApsiError naming the op, instead of returning NaN or inf; where it exists
+at a degenerate point (det of a singular matrix: the cofactors) the rule computes it.
 """
 
 import numpy as np
@@ -93,8 +94,51 @@ def _solve_b(xp, g, ans, a, b):
 
 
 def _det_grad(xp, g, ans, a):
-    _check_nonsingular(values(ans) != 0, "det")
-    return _scalar_grad(xp, g * ans) * _t(xp, xp.inv(a))
+    # The cofactor matrix (the adjugate transposed): det(a) inv(a)^T where a is well conditioned,
+    # and from the SVD or the minors where it is (nearly) singular, where the derivative still
+    # exists (torch gives the same).
+    inverse = _well_conditioned_inverse(values(a))
+    if inverse is not None:
+        inverse = xp.inv(a) if xp.recording else inverse
+        return _scalar_grad(xp, g * ans) * _t(xp, inverse)
+    return _scalar_grad(xp, g) * (_cofactor_minors(xp, a) if xp.recording else _cofactor_svd(values(a)))
+
+
+def _well_conditioned_inverse(a):
+    """inv(a), or None where a matrix is singular or its reciprocal condition number (1-norm) is
+    under 1e-8, where det(a) inv(a) would lose digits."""
+    try:
+        inverse = np.linalg.inv(a)
+    except np.linalg.LinAlgError:
+        return None
+    size = np.max(np.sum(np.abs(a), axis=-2), axis=-1) * np.max(np.sum(np.abs(inverse), axis=-2), axis=-1)
+    if not np.all(np.isfinite(size)) or np.any(size * 1e-8 >= 1.0):
+        return None
+    return inverse
+
+
+def _cofactor_svd(a):
+    # a = U S V^T: cof(a) = det(U) det(V) U diag(prod_{j != i} s_j) V^T, finite at any rank
+    u, s, vh = np.linalg.svd(a)
+    n = s.shape[-1]
+    others = np.stack([np.prod(np.delete(s, i, axis=-1), axis=-1) for i in range(n)], axis=-1)
+    sign = np.linalg.det(u) * np.linalg.det(vh)
+    return sign[..., None, None] * np.matmul(u * others[..., None, :], vh)
+
+
+def _cofactor_minors(xp, a):
+    """cof(a)[i, j] = (-1)^(i+j) det(a without row i and column j), as recorded ops: the path that
+    differentiates again at a singular a (n^2 determinants of size n-1)."""
+    n = values(a).shape[-1]
+    if n == 1:
+        return 0.0 * a + 1.0
+    keep = [np.delete(np.arange(n), i) for i in range(n)]
+    rows = []
+    for i in range(n):
+        row = [(-1.0) ** (i + j) * xp.det(xp.getitem(a, (Ellipsis, keep[i][:, None], keep[j][None, :])))
+               for j in range(n)]
+        rows.append(xp.stack(row, -1))
+    return xp.stack(rows, -2)
 
 
 def _logabsdet_grad(xp, g, ans, a):
@@ -173,6 +217,10 @@ def _check_invertible(r, fn, why):
 
 # --- eigh, svd ------------------------------------------------------------------------------------
 
+_GAP_WORDS = {"eigh": ("eigenvectors", "eigvalsh"), "svd": ("singular vectors", "svd(a, compute_uv=false)"),
+              "eig": ("eigenvectors", "eigvals")}
+
+
 def _gap_inverse(xp, w, fn, what):
     """F[..., i, j] = 1 / (w_j - w_i) off the diagonal, 0 on it; an error where two w are equal."""
     n = values(w).shape[-1]
@@ -184,11 +232,10 @@ def _gap_inverse(xp, w, fn, what):
     if np.any(close):
         idx = np.argwhere(close)[0]
         i, j = int(idx[-2]), int(idx[-1])
+        vectors, values_only = _GAP_WORDS[fn]
         raise ApsiError(f"{fn}: {what} {i} and {j} are equal (to {GAP_RTOL:g} relative), so the "
-                        f"derivative of the {'eigenvectors' if fn == 'eigh' else 'singular vectors'} "
-                        "is undefined; differentiate a function of the values only "
-                        f"({'eigvalsh' if fn == 'eigh' else 'svd(a, compute_uv=false)'}), or perturb "
-                        "the input so they separate")
+                        f"derivative of the {vectors} is undefined; differentiate a function of the "
+                        f"values only ({values_only}), or perturb the input so they separate")
     safe = xp.where(off, diff, 1.0)
     return xp.where(off, 1.0 / safe, 0.0)
 
@@ -232,6 +279,17 @@ def _svd_grad(xp, g, ans, a):
     return out
 
 
+def _svd_complement_grad(xp, g, ans, a):
+    if _is_zero(g):
+        return 0.0 * a
+    m, n = values(a).shape[-2:]
+    which = "columns of U" if m > n else "rows of Vh"
+    raise ApsiError(f"svd: the gradient through the extra {which} of full_matrices=true is undefined "
+                    f"for a {m}x{n} matrix (they are any orthonormal basis of the complement, not "
+                    "unique); use full_matrices=false (a projector on the complement is eye(m) - "
+                    "u @ transpose(u) with the reduced u)")
+
+
 # --- norms and einsum -------------------------------------------------------------------------------
 
 def _norm2_grad(xp, g, ans, x, axis=None, keepdims=False):
@@ -241,7 +299,22 @@ def _norm2_grad(xp, g, ans, x, axis=None, keepdims=False):
         kept = tuple(1 if i in axis else d for i, d in enumerate(shape))
         g, ans = xp.reshape(g, kept), xp.reshape(ans, kept)
     nonzero = values(ans) != 0
-    return g * x / xp.where(nonzero, ans, 1.0) * nonzero
+    out = g * x / xp.where(nonzero, ans, 1.0) * nonzero
+    if xp.recording and not np.all(nonzero):
+        # |x| has a cone point at 0: the first derivative there is torch's 0, the second is
+        # unbounded, so a hessian through it is NaN there (as torch's), never a silent 0
+        out = out + _cone(x, np.broadcast_to(~nonzero, values(x).shape))
+    return out
+
+
+def _cone(x, mask):
+    from .ops import apply  # (ops imports this module's table)
+
+    return apply("norm2_cone", lambda d, mask: np.zeros(d.shape), (x,), {"mask": mask})
+
+
+def _cone_grad(xp, g, ans, x, mask=None):
+    return xp.where(mask, np.nan, 0.0 * x)
 
 
 def _einsum_rule(k):
@@ -298,6 +371,11 @@ LINALG_RULES = {
     "qr": (_qr_grad,),
     "eigh": (_eigh_grad,),
     "svd": (_svd_grad,),
+    "svd_complement": (_svd_complement_grad,),
     "norm2": (_norm2_grad,),
     "einsum": tuple(_einsum_rule(k) for k in range(MAX_EINSUM_OPERANDS)),
 }
+
+# Reached only at a degenerate input (a hessian of norm at 0), so apart from LINALG_RULES, whose every
+# rule the torch comparison reaches at generic inputs (tests/nn/test_linalg_torch.py)
+EDGE_RULES = {"norm2_cone": (_cone_grad,)}

@@ -97,9 +97,11 @@ def confusion_matrix(y_true, y_pred, classes=None):
 
 
 def precision_recall_f1(y_true, y_pred, average="macro", classes=None):
-    """{precision, recall, f1}: per class (average=none, lists), their mean ("macro"), weighted by
-    support ("weighted"), from the summed counts ("micro"), or of class 1 ("binary"). A class never
-    predicted has precision 0, as scikit-learn's zero_division=0."""
+    """{precision, recall, f1}: per class (average=none, lists indexed by class id), their mean over
+    the labels present in y_true or y_pred ("macro"; over 0..classes-1 when classes is given, as
+    scikit-learn's labels=range(classes)), weighted by support ("weighted"), from the summed counts
+    ("micro"), or of class 1 ("binary"). A class never predicted has precision 0, as scikit-learn's
+    zero_division=0."""
     if average not in AVERAGES:
         raise ApsiError(f"precision_recall_f1: average must be one of macro, micro, weighted, binary or "
                         f"none, not {average!r}")
@@ -120,6 +122,10 @@ def precision_recall_f1(y_true, y_pred, average="macro", classes=None):
             raise ApsiError("precision_recall_f1: average=\"binary\" needs labels 0 and 1; use \"macro\"")
         prec, rec, f1 = prec[-1:], rec[-1:], f1[-1:]
     weights = actual / actual.sum() if average == "weighted" else None
+    if average == "macro" and classes is None:
+        # scikit-learn's default labels: those in y_true or y_pred, so an id never used is no 0 score
+        present = (actual + predicted) > 0
+        prec, rec, f1 = prec[present], rec[present], f1[present]
     return Record(**{k: float(np.average(v, weights=weights)) for k, v in
                      (("precision", prec), ("recall", rec), ("f1", f1))})
 

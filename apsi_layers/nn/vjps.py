@@ -272,10 +272,11 @@ def rule_name(rules):
 
 
 # Linear algebra (inv, solve, det, decompositions, norm2, einsum): rules in linalg_vjps.py.
-from .linalg_vjps import LINALG_RULES  # noqa: E402
+from .linalg_vjps import EDGE_RULES, LINALG_RULES  # noqa: E402
 
 RULES.update(LINALG_RULES)
-for _name, _rules in LINALG_RULES.items():
+RULES.update(EDGE_RULES)
+for _name, _rules in {**LINALG_RULES, **EDGE_RULES}.items():
     register_name(_name, _rules)
 
 # Issue 35's special functions and convolve: rules in toolbox_vjps.py.

@@ -228,17 +228,28 @@ def mul(a, b):
     am, au = split(a)
     bm, bu = split(b)
     if au is None:
-        return make(am * bm, bu)
+        return make(am * bm, scalable(bu, "multiply"))
     if bu is None:
-        return make(am * bm, au)
+        return make(am * bm, scalable(au, "multiply"))
     return make(am * bm, R.mul(au, bu))
+
+
+def scalable(u, what):
+    """u, unless it is an offset temperature: pint refuses 2 * (1 °C) and (10 °C) / 2 as ambiguous
+    (OffsetUnitCalculusError), and so does Apsi."""
+    if u is not None and u._offset:
+        raise ApsiError(f"cannot {what} a temperature in {u._text} by a number: on an offset scale "
+                        f"that is ambiguous (pint refuses it too); make it with quantity(20, "
+                        f"\"{u._pint!s}\"), convert it to K first, or scale a difference "
+                        f"(delta_{u._pint!s})")
+    return u
 
 
 def div(a, b):
     am, au = split(a)
     bm, bu = split(b)
     if bu is None:
-        return make(am / bm, au)
+        return make(am / bm, scalable(au, "divide"))
     if au is None:
         return make(am / bm, R.power(bu, -1))
     return make(am / bm, R.div(au, bu))
@@ -249,7 +260,7 @@ def matmul(a, b):
 
     am, au = split(a)
     bm, bu = split(b)
-    u = bu if au is None else au if bu is None else R.mul(au, bu)
+    u = scalable(bu, "multiply") if au is None else scalable(au, "multiply") if bu is None else R.mul(au, bu)
     return make(mm(am, bm), u)
 
 

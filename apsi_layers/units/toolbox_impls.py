@@ -6,22 +6,8 @@ special functions need dimensionless arguments; indices and correlations are pla
 """
 
 from . import registry as R
-from .nn_impls import _dimensionless, _keep, _nn, _plain_result
+from .nn_impls import _dimensionless, _keep, _nn, _plain_result, _spread, delta
 from .quantity import make, plain, same_unit, split
-
-
-def delta(u):
-    """The unit of a difference of two values in u: Δ°C for °C, u itself for a multiplicative unit."""
-    return R.additive("-", u, u)[0]
-
-
-def _spread(name, power):
-    """nanstd, ptp (power 1) and nanvar (power 2): the unit of a difference, to that power."""
-    def impl(x, *args, **kwargs):
-        m, u = split(x)
-        out = getattr(_nn(), name)(m, *args, **kwargs)
-        return out if u is None else make(out, R.power(delta(u), power) if power != 1 else delta(u))
-    return impl
 
 
 def average(a, axis=None, weights=None, returned=False, keepdims=False):

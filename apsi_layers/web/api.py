@@ -8,12 +8,13 @@ from . import options as opt
 BACKENDS = ("numpy", "torch", "auto")
 
 
-def serve_model(model, params, host="127.0.0.1", port=8000, max_batch=64, max_wait_ms=5, backend="numpy",
+def serve_model(model, params=None, host="127.0.0.1", port=8000, max_batch=64, max_wait_ms=5, backend="numpy",
                 device=None, workers=1, path="/predict", max_body="1MB", timeout=30, log=True):
     """Serve `model` with `params` over HTTP until Ctrl-C or SIGTERM (docs/web.md)."""
     from apsi_layers.layers.training.model_checks import check_model
 
     fn = "serve_model"
+    model, params, labels = _model_record(fn, model, params)
     check_model(fn, model)
     opts = opt.server_options(fn, host, port, max_body, timeout, log)
     max_batch = opt.count_arg(fn, "max_batch", max_batch, "the most rows one predict call takes")
@@ -35,6 +36,7 @@ def serve_model(model, params, host="127.0.0.1", port=8000, max_batch=64, max_wa
     from .observe import Observer
 
     service = ModelService(model, params, backend, device)
+    service.labels = labels
     if workers > 1 and service.torch:
         raise ApsiError(f"{fn}: workers={workers} with backend=\"torch\": worker processes are forked from "
                         "this one, and PyTorch's thread pools and a GPU's context do not survive a fork; use "
@@ -47,6 +49,18 @@ def serve_model(model, params, host="127.0.0.1", port=8000, max_batch=64, max_wa
                     {"path": path, "max_batch": max_batch, "max_wait_ms": max_wait_ms, "workers": workers})
     server.run(fn, app, opts, f"{model.kind} (POST {path}, GET /health, /info, /metrics)", workers,
                observer.join)
+
+
+def _model_record(fn, model, params):
+    """serve_model(load_model("m.apsim")): a model record brings its net, params and labels."""
+    from apsi_lang.values import Record
+
+    if isinstance(model, Record) and hasattr(model, "net") and hasattr(model, "params"):
+        return model.net, model.params if params is None else params, getattr(model, "labels", None)
+    if params is None:
+        raise ApsiError(f"{fn}: give the parameters: serve_model(net, params), or a model record from "
+                        "load_model (serve_model(load_model(\"model.apsim\")))")
+    return model, params, None
 
 
 def serve(routes, host="127.0.0.1", port=8000, max_body="1MB", timeout=30, log=True):

@@ -179,6 +179,16 @@ class ModelService:
             return Problem(500, "the model called exit(); a request cannot stop the server")
         return e
 
+    labels = None           # a model file's class labels (serve_model of load_model's record)
+
+    def extras(self, outputs):
+        """With labels: each row's label and class probabilities beside its outputs (models/api.py)."""
+        if self.labels is None:
+            return {}
+        from apsi_layers.models.api import labelled
+
+        return labelled(self.model, self.labels, outputs)
+
     def _predict_torch(self, x, options):
         """predict(…, backend="torch") with the parameters kept on the device between calls: the same
         checks (predict_plan) and the same loop."""

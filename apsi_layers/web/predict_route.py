@@ -56,7 +56,8 @@ def predict_route(service, batcher, deadlines, opts):
             deadlines.next(limit, "the prediction")
             outputs = await batcher.submit(item)
             # (the rows are lists of Python floats from tolist(): json writes them as jsonio.dumps does)
-            payload = json.dumps({"outputs": outputs}, ensure_ascii=False, separators=(",", ":")).encode()
+            payload = json.dumps({"outputs": outputs, **service.extras(outputs)}, ensure_ascii=False,
+                                 separators=(",", ":")).encode()
             status = 200
         except asyncio.CancelledError:
             if not limit.expired:

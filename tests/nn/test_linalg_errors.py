@@ -31,7 +31,7 @@ S = nn.array(np.eye(3) * 2 + 0.1)
     ("ij->i->j", [A], r"stray '-' or '>'"),
     ("i-j", [A], r"stray '-' or '>'"),
     ("ij->...", [A], r"'\.\.\.' in the output but in no operand"),
-    ("...i,...i", [nn.ones(2, 3), nn.ones(4, 3)], r"an axis under '\.\.\.' .* size 2 .* but 4"),
+    ("...i,...i", [nn.ones(2, 3), nn.ones(4, 3)], r"'\.\.\.' .* \(2,\), \(4,\), which do not broadcast"),
     ("ij\n", [A], r"character '\\n'"),
 ])
 def test_einsum_rejects_bad_subscripts_with_a_clear_message(subs, ops, match):
@@ -77,7 +77,7 @@ def test_singular_matrices():
     raises("inv: the matrix is singular .* use pinv or lstsq", nn.inv, z)
     raises("solve: the matrix is singular", nn.solve, z, [1.0, 2.0])
     assert abs(nn.det(z).item()) < 1e-15
-    raises("det: the gradient is computed through inv.a., and a is singular", nn.grad(nn.det), z)
+    assert np.allclose(nn.grad(nn.det)(z).data, [[4.0, -2.0], [-2.0, 1.0]])     # the cofactors
     raises("returned -inf; the first non-finite value came from op 'logabsdet'",
            nn.grad(lambda m: nn.slogdet(m)[1]), z)
     raises("slogdet: the gradient .* singular", nn.jacobian(lambda m: nn.slogdet(m)[1]), z)
@@ -168,6 +168,7 @@ def test_eigh_reads_one_triangle_as_numpy_does():
 
 def test_the_torch_comparison_catches_a_wrong_rule(monkeypatch):
     """The checker must be able to fail: give inv a rule with the wrong sign."""
+    pytest.importorskip("torch")
     from apsi_layers.nn import vjps
 
     from .test_linalg_torch import CASES, test_value_and_gradient_match_torch

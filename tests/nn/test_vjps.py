@@ -149,9 +149,16 @@ def test_every_rule_is_exercised():
                "matmul", "sum", "max", "min", "logsumexp", "softmax", "log_softmax", "reshape",
                "transpose", "broadcast_to", "sum_to", "getitem", "index_add", "take_along", "put_along",
                "identity"}
-    from apsi_layers.nn.linalg_vjps import LINALG_RULES  # exercised in test_linalg_torch.py
+    from apsi_layers.nn.linalg_more_vjps import MORE_RULES  # test_linalg_more.py
+    from apsi_layers.nn.linalg_vjps import (
+        EDGE_RULES,
+        LINALG_RULES,  # exercised in test_linalg_torch.py
+    )
+    from apsi_layers.nn.spectral import SPECTRAL_RULES  # hessians in test_numeric_edges.py
     from apsi_layers.nn.toolbox_vjps import TOOLBOX_RULES  # test_special.py, test_sequences.py (torch)
 
     from .test_numlib_grads import RULES_COVERED  # numlib's rules, checked against torch there
 
-    assert set(RULES) - DEFINED - set(LINALG_RULES) - set(TOOLBOX_RULES) == covered | RULES_COVERED
+    rest = (set(RULES) - DEFINED - set(LINALG_RULES) - set(SPECTRAL_RULES) - set(EDGE_RULES)
+            - set(MORE_RULES) - set(TOOLBOX_RULES))
+    assert rest == covered | RULES_COVERED

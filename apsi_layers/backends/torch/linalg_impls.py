@@ -56,6 +56,8 @@ def _inner(a, b):
 def _einsum_t(subscripts, *operands):
     ref = next(x for x in operands if isinstance(x, torch.Tensor))
     ts = [_t(x, ref) for x in operands]
+    wide = _einsum.ellipsis_shapes(subscripts, [tuple(t.shape) for t in ts])
+    ts = [t if tuple(t.shape) == w else t.broadcast_to(w) for t, w in zip(ts, wide, strict=True)]
     inputs, output = _einsum.parse(subscripts, [tuple(t.shape) for t in ts])   # the same strict checks
     return torch.einsum(_einsum.expanded(inputs, output), *ts)
 

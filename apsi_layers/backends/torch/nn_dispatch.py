@@ -171,8 +171,10 @@ IMPLS = {
 
 def _with_linalg():
     from .linalg_impls import LINALG_IMPLS  # nn's linear algebra (issue 19)
+    from .linalg_more_impls import MORE_IMPLS  # and NumPy's/SciPy's others (issue 35)
 
     IMPLS.update(LINALG_IMPLS)
+    IMPLS.update(MORE_IMPLS)
 
 
 _with_linalg()

@@ -92,8 +92,8 @@ def clip_arg(value):
 
 
 def verbose_arg(value):
-    if value is None:
-        return sys.stdout.isatty()
+    if value is None:       # shown where a person watches: a terminal, or a notebook (its `watched` stream)
+        return sys.stdout.isatty() or getattr(sys.stdout, "watched", False) is True
     if isinstance(value, bool):
         return value
     raise ApsiError(f"fit: verbose must be true or false, got {show(value, True)}")

@@ -1,0 +1,43 @@
+"""The Apsi kernelspec installed by the real `apsi kernel install` into a test folder, and kernels
+started from it as Jupyter starts them."""
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+PREFIX = Path(tempfile.mkdtemp(prefix="apsi-test-jupyter-"))
+os.environ["JUPYTER_PATH"] = str(PREFIX / "share" / "jupyter")     # where jupyter_client looks first
+
+
+def install(name="apsi", *flags):
+    """`apsi kernel install --prefix PREFIX --name NAME FLAGS…`; returns its output."""
+    result = subprocess.run([sys.executable, "-m", "apsi", "kernel", "install", "--prefix", str(PREFIX),
+                             "--name", name, *flags], capture_output=True, text=True, check=True)
+    return result.stdout
+
+
+def start(name, folder):
+    from jupyter_client.manager import start_new_kernel
+
+    return start_new_kernel(kernel_name=name, cwd=str(folder), startup_timeout=60)
+
+
+def run(kc, code, timeout=60):
+    """(reply content, [(msg_type, content)] of the outputs) of one cell."""
+    outputs = []
+    def hook(message):
+        outputs.append((message["header"]["msg_type"], message["content"]))
+
+    reply = kc.execute_interactive(code, timeout=timeout, output_hook=hook)
+    return reply["content"], [(t, c) for t, c in outputs if t not in ("status", "execute_input")]
+
+
+def worker_pid(km):
+    """The kernel's worker process (its only child)."""
+    pid = km.provisioner.process.pid
+    children = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        children += (task / "children").read_text().split()
+    return int(children[0])
