@@ -30,6 +30,9 @@ class Service:
     def prepare(self, value):
         return value
 
+    def extras(self, outputs):
+        return {}
+
 
 def call(route, messages):
     """(status, body, what was sent) for one request whose body arrives as `messages`."""
