@@ -17,9 +17,9 @@ def check_torch(device):
     from apsi_lang.errors import ApsiError
 
     try:
-        from apsi_layers.backends.torch.check import check_torch as run
+        from apsi_layers.backends import registry
 
-        result = run(device, out=lambda line: click.echo(line))
+        result = registry.find("torch").check(device, out=lambda line: click.echo(line))
     except ApsiError as e:
         click.echo(f"apsi check-torch: {e.message}", err=True)
         sys.exit(1)

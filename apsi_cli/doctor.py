@@ -74,23 +74,68 @@ def _apsi(r):
     r.check("apsi", "Apsi", OK, f"apsi {v}")
 
 
+SHIPPED = ("nn", "layers", "plot", "units", "web")    # the modules Apsi itself provides
+
+
 def _modules(r):
-    """The modules `use NAME` can load from installed packages (the apsi.modules entry points)."""
+    """The modules `use NAME` can load from installed packages (the apsi.modules entry points), as a
+    program in the current folder finds them; Apsi's own must be among them."""
     from apsi_lang.installed import entry_points
 
     found, broken = [], []
-    for ep in sorted(entry_points("apsi.modules").values(), key=lambda e: e.name):
+    eps = entry_points("apsi.modules")
+    for ep in sorted(eps.values(), key=lambda e: e.name):
         try:
             ep.load()
             found.append(ep.name)
         except Exception as e:
             broken.append(f"{ep.name} ({ep.value}: {type(e).__name__}: {e})")
-    r.sections["modules"] = {"available": found, "broken": broken}
+    missing = [n for n in SHIPPED if n not in eps]
+    r.sections["modules"] = {"available": found, "broken": broken, "missing": missing}
+    if missing:
+        why, fix = _why_missing(missing)
+        r.check("modules", "Modules", FAIL, f"`use {', '.join(missing)}` cannot find "
+                f"{'it' if len(missing) == 1 else 'them'} for a program in this folder: {why}", fix)
     if broken:
         r.check("modules", "Modules", FAIL, "`use` cannot load: " + "; ".join(broken),
                 "reinstall the package that provides it (for nn: reinstall Apsi)")
-    else:
-        r.check("modules", "Modules", OK, "use " + ", ".join(found) if found else "none installed")
+    elif not missing:
+        r.check("modules", "Modules", OK, "use " + ", ".join(found))
+
+
+def _why_missing(missing):
+    """Why Apsi's own modules are not found, and the fix: installed only where `use` does not look
+    (under the current or project folder, outside this Python's environment), or not installed."""
+    from importlib.metadata import distributions
+
+    from apsi_lang.installed import search_path
+
+    searched = {os.path.realpath(p or ".") for p in search_path()}
+    ignored = []
+    for dist in distributions():
+        if any(ep.group == "apsi.modules" and ep.name in missing for ep in dist.entry_points):
+            where = os.path.realpath(str(dist.locate_file("")))
+            if where not in searched:
+                ignored.append(_shown(os.path.join(where, _meta_folder(dist))))
+    install = f"{sys.executable} -m pip install -e <your Apsi checkout>"
+    if ignored:
+        return (f"Apsi's metadata is only in {', '.join(dict.fromkeys(ignored))}, under the current or "
+                "project folder, which `use` does not search (a program can write there; only this "
+                f"Python's environment, {sys.prefix}, is trusted)", f"install Apsi into it: {install}")
+    return (f"no installed package provides {'it' if len(missing) == 1 else 'them'} in this Python "
+            f"({sys.executable}): Apsi runs from its sources without being installed here",
+            f"install it: {install} (or run the `apsi` of the environment it is installed in)")
+
+
+def _meta_folder(dist):
+    path = getattr(dist, "_path", None)        # PathDistribution's folder: x.dist-info / x.egg-info
+    return os.path.basename(str(path)) if path else ""
+
+
+def _shown(path):
+    """A path relative to the current folder when inside it."""
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
 
 
 def _python(r, info):
@@ -334,7 +379,7 @@ def _config(r, perms):
     from apsi_lang.errors import ConfigError
     from apsi_lang.permissions import PERMISSIONS
 
-    flags = sorted(k.removeprefix("allow_").replace("_", "-") for k, v in perms.items() if v)
+    flags, by_flags = _flag_grants(perms)
     try:
         cfg = config.load(Path.cwd())
     except ConfigError as e:
@@ -363,7 +408,7 @@ def _config(r, perms):
     for w in cfg.warnings:
         if "apsi trust" not in w:           # the trust state has its own row above
             r.check("config", "apsi.toml", WARN, w, "remove or correct the key")
-    others = [p for p in PERMISSIONS if p not in granted]
+    others = [p for p in PERMISSIONS if p not in granted and p not in by_flags]
     detail = f"granted by apsi.toml: {', '.join(granted) or 'none'}"
     if cfg.read or cfg.write:
         detail += f"; read paths: {len(cfg.read)}, write paths: {len(cfg.write)}"
@@ -371,6 +416,26 @@ def _config(r, perms):
         detail += f"; by flags: {', '.join(flags)}"
     detail += f"; not granted: {', '.join(others) or 'none'}"
     r.check("permissions", "Permissions", INFO, detail)
+
+
+def _flag_grants(perms):
+    """(what the flags say, one entry each, e.g. "python", "read (for /data)", "deny-net"; the
+    permissions they grant, whole or in part) from the permission flags' values."""
+    from apsi_lang.permissions import PERMISSIONS
+
+    if perms.get("allow_all"):
+        return ["all"], set(PERMISSIONS)
+    said, grants = [], set()
+    for key, value in sorted(perms.items()):
+        if not value:
+            continue
+        verb, _, name = key.partition("_")
+        if verb == "allow":
+            grants.add(name)
+            said.append(name if value is True or value == "*" else f"{name} (for {value})")
+        else:
+            said.append(f"{verb}-{name}" + ("" if value is True or value == "*" else f" (for {value})"))
+    return said, grants
 
 
 def _leftovers(r):

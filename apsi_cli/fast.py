@@ -47,7 +47,7 @@ def _click_would_refuse(path):
 
 def dispatch(argv, prog_name="apsi"):
     """A zero-argument function that runs the command line and returns the exit code, or None."""
-    from .main import LAZY_COMMANDS
+    from .commands import LAZY_COMMANDS
 
     if f"_{prog_name}_COMPLETE".replace("-", "_").upper() in os.environ:
         return None                         # Click's shell completion

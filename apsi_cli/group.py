@@ -8,7 +8,7 @@ import importlib
 import click
 
 from . import options
-from .main import LAZY_COMMANDS
+from .commands import LAZY_COMMANDS
 
 
 class ApsiGroup(click.Group):

@@ -7,6 +7,7 @@
     apsi check FILE…                     compile without running (for editors and CI)
     apsi check-torch [--device cpu]      every layer on NumPy and PyTorch, compared in float64
     apsi trust [PATH] [--yes]            trust an apsi.toml (until then it grants nothing)
+    apsi doc NAME                        what help(NAME) shows: apsi doc fit, apsi doc nn
     apsi kernel install [--user] [PERMISSIONS]   the Jupyter kernelspec (notebooks keep the sandbox)
     apsi lsp                             the language server for editors (stdio)
     apsi run|pkg|doctor|setup …          subcommands, imported only when used
@@ -16,24 +17,7 @@
 # (apsi FILE, apsi run FILE, apsi -e CODE) never need it (apsi_cli/fast.py). The Click group lives
 # in apsi_cli/group.py and is imported only for everything else.
 
-# name -> "module:attribute"; imported on first use so start-up stays light.
-LAZY_COMMANDS = {
-    "run": ("apsi_cli.run_cmd:run", "Run an Apsi program: apsi run [PERMISSIONS] FILE [ARGS]..."),
-    "check": ("apsi_cli.check_cmd:check", "Compile programs without running them (exit 2 on an error)."),
-    "check-torch": ("apsi_cli.check_torch_cmd:check_torch",
-                    "Compare every layer on NumPy and PyTorch in float64 (exit 1 on a difference)."),
-    "pkg": ("apsi_cli.pkg:pkg", "Install, list and remove packages (PyTorch builds too)."),
-    "doctor": ("apsi_cli.doctor:doctor", "Explain this machine's setup: Python, NumPy, PyTorch, GPUs."),
-    "setup": ("apsi_cli.setup_wizard:setup", "The setup wizard: hardware, PyTorch build, apsi.toml."),
-    "launch": ("apsi_cli.launch_cmd:launch",
-               "Run a program on several processes (torchrun) for fit(…, distributed=true)."),
-    "kernel": ("apsi_cli.kernel_cmd:kernel",
-               "Install the Jupyter kernel: apsi kernel install [--user] [PERMISSIONS]."),
-    "lsp": ("apsi_cli.lsp_cmd:lsp", "The language server for editors (stdio)."),
-    "serve": ("apsi_cli.serve_cmd:serve",
-              "Serve a model file over HTTP (apsi serve model.apsim --port 8000 --allow-net=…)."),
-    "trust": ("apsi_cli.trust_cmd:trust", "Review an apsi.toml and trust it (it grants nothing until then)."),
-}
+from .commands import LAZY_COMMANDS  # noqa: F401  (main's name, as before)
 
 
 def __getattr__(name):

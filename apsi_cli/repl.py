@@ -16,7 +16,8 @@ HELP = """\
 Type Apsi code: an expression shows its value, a statement runs.
   let x = 1              declare a variable        fn f(a): …    a function (end a block with an empty line)
   print(x)               show a value              use nn        load a module (tensors, grad, optimizers)
-Words the REPL knows: help (this text), exit or quit (leave; Ctrl-D too).
+Words the REPL knows: help (this text), exit or quit (leave; Ctrl-D too). help(NAME) shows what
+NAME is, its options and an example: help(print), help(nn), help(fit), help(dense).
 Ctrl-C abandons the current entry. The language: docs/language.md; permissions: docs/permissions.md."""
 WORDS = {"help", "exit", "quit"}
 
@@ -117,7 +118,7 @@ class Repl:
         except PackageNotFoundError:
             v = "source"
         print(f"Apsi {v} — type an expression to see its value; help for help; exit or Ctrl-D to leave.")
-        from .runner import guarded
+        from .guard import guarded
 
         while True:
             try:

@@ -4,22 +4,12 @@ Exit codes: 0 ok, 1 runtime error, 2 syntax/usage/config error, 130 interrupted.
 No Python traceback reaches the user unless APSI_DEBUG=1.
 """
 
-import os
 import sys
 from pathlib import Path
 
 from apsi_lang import config, permissions
-from apsi_lang.errors import ApsiSyntaxError, ConfigError
 
-
-def debug():
-    return os.environ.get("APSI_DEBUG", "") not in ("", "0")
-
-
-def _err(text):
-    sys.stdout.flush()
-    sys.stderr.write(text + "\n")
-    sys.stderr.flush()
+from .guard import FlagError, _err, debug, guarded, leave_group  # noqa: F401  (runner's names, as before)
 
 
 def build_grants(perms, program_dir):
@@ -69,10 +59,6 @@ def build_grants(perms, program_dir):
                               denied_scopes=tuple((p, tuple(v)) for p, v in denied_scopes.items() if v))
 
 
-class FlagError(Exception):
-    """A permission flag that cannot mean what its user meant."""
-
-
 def _check_scope(flag, value):
     """`--allow-read=` with nothing after it (as from `--allow-read="$UNSET"`) used to grant the
     whole permission; an empty scope is refused. The bare flag, or `=*`, grants everything."""
@@ -93,86 +79,6 @@ def _path_item(value):
 def _scope_item(permission, value):
     """A host is compared lower-case (as DNS names are); env and program names exactly."""
     return value.strip().lower() if permission == "net" else value.strip()
-
-
-def guarded(action, prepare=None):
-    """Run `prepare()` here, on the main thread (the grants and the confinement), then `action()`;
-    report any failure the Apsi way and return an exit code."""
-    code = _guarded(action, prepare)
-    leave_group(code)
-    return code
-
-
-def _guarded(action, prepare):
-    from apsi_lang import bigstack, report
-
-    from .arena import use_one_arena
-
-    try:
-        if prepare is not None:
-            prepare()
-        use_one_arena()             # before the program's thread allocates (apsi_cli/arena.py)
-        bigstack.call(action)       # on a thread whose stack holds the recursion limit
-        return 0
-    except ApsiSyntaxError as e:
-        _err(report.render_syntax_error(e))
-        return 2
-    except ConfigError as e:
-        _err(f"apsi: error in apsi.toml: {e}")
-        return 2
-    except FlagError as e:
-        _err(f"apsi: {e}")
-        return 2
-    except SystemExit as e:
-        code = e.code
-        if code is None or isinstance(code, int):
-            return code or 0
-        _err(str(code))            # exit("message"): the message goes to stderr, as in Python
-        return 1
-    except KeyboardInterrupt as e:
-        from apsi_lang import signals
-
-        _err(f"apsi: {signals.describe(e)}")
-        if bigstack.abandoned:          # the program's thread is still inside C code: see bigstack
-            from apsi_lang import files
-
-            files.remove_pending()
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(signals.exit_code(e))
-        # more Ctrl-C stay ignored until the process exits (one during the exit killed it by SIGINT);
-        # the REPL, which goes on, puts the handlers back itself
-        return signals.exit_code(e)
-    except BrokenPipeError:
-        # the reader left (`apsi prog | head`): stop quietly, as a process killed by SIGPIPE would
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141
-    except BaseException as e:
-        if debug():
-            import traceback
-
-            traceback.print_exception(e)
-        _err(_rank_heading() + report.render_runtime_error(e))
-        return 1
-    finally:
-        sys.stdout.flush()
-
-
-def _rank_heading():
-    """Under `apsi launch` (torchrun) every rank is an apsi process writing to the same terminal: an
-    error says which rank failed (torchrun then stops the others)."""
-    world = os.environ.get("WORLD_SIZE", "1")
-    if world.isdigit() and int(world) > 1:
-        return f"apsi: rank {os.environ.get('RANK', '?')} of {world} failed:\n"
-    return ""
-
-
-def leave_group(code):
-    """A program whose fit joined torch.distributed's group ends here, flushing and leaving without the
-    interpreter's exit (apsi_layers/distributed.py says why); otherwise nothing happens."""
-    module = sys.modules.get("apsi_layers.distributed")
-    if module is not None:
-        module.exit_now(code)
 
 
 def _prepare(perms, program_dir):
@@ -234,8 +140,12 @@ def _read_program(path, verb="run"):
         return None, 2
     try:
         return p.read_text(encoding="utf-8-sig"), None  # a BOM from Windows editors is not code
-    except (OSError, UnicodeDecodeError) as e:
-        _err(f"apsi: cannot read '{path}': {e}")
+    except OSError as e:
+        _err(f"apsi: cannot read '{path}': {e.strerror or e}")
+        return None, 2
+    except UnicodeDecodeError as e:
+        _err(f"apsi: '{path}' is not UTF-8 text (byte {e.object[e.start]:#x} at position {e.start}); "
+             "save it as UTF-8")
         return None, 2
 
 

@@ -13,6 +13,7 @@ from . import permissions
 from .data_files import DATA_BUILTINS
 from .errors import ApsiError
 from .files import atomic_open, open_checked
+from .help import apsi_help, know_builtins
 from .numbers import NUMBER_BUILTINS
 from .values import Record, a_type, record_fields, show, type_name
 
@@ -244,7 +245,7 @@ _BUILTINS_PY = {
     "read_text": read_text, "write_text": write_text, "exists": exists, "getenv": getenv,
     "pyimport": pyimport, "run_command": run_command, "fetch_text": fetch_text,
     "divmod": _py.divmod, "pow": _py.pow, "chr": _py.chr, "ord": _py.ord, "eprint": eprint,
-    "set": apsi_set,
+    "set": apsi_set, "help": apsi_help,
     **NUMBER_BUILTINS, **DATA_BUILTINS,
 }
 
@@ -260,3 +261,4 @@ def _apsi_named(table):
 
 
 BUILTINS = _apsi_named(_BUILTINS_PY)
+know_builtins(BUILTINS)

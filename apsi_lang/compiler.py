@@ -7,12 +7,12 @@ code calls live in the program's globals under names starting with '_', which Ap
 
 import ast
 import builtins
-import keyword
 
 from . import sandbox
 from . import syntax as S
 from .builtins import BUILTINS
 from .errors import ApsiSyntaxError
+from .names import apsi_name, py_name  # noqa: F401  (apsi_name: compiler's name, as before)
 from .numpy_names import NUMPY_SPELLINGS
 from .parser import PYTHON_MODULES
 from .plain import is_plain, plain_names
@@ -46,15 +46,6 @@ PYTHON_SPELLINGS = {
     "hex": "an f-string formats an int in hex: f\"{n:x}\"",
     "oct": "an f-string formats an int in octal: f\"{n:o}\"",
 }
-
-
-def py_name(name):
-    """Apsi names that are Python keywords get a name Apsi can't spell."""
-    return f"_kw_{name}" if keyword.iskeyword(name) or name in ("None", "True", "False") else name
-
-
-def apsi_name(py):
-    return py[4:] if py.startswith("_kw_") else py
 
 
 class Compiler:
@@ -625,6 +616,9 @@ class Compiler:
         return owner is not None and owner.is_module and name not in self.own
 
     def e_Call(self, e):
+        if self.is_builtin(e.func, "help") and len(e.args) == 1 and not e.kwargs \
+                and isinstance(e.args[0], S.Name) and self.scope.owner_of(e.args[0].id) is None:
+            return ast.Call(self.expr(e.func), [ast.Constant(e.args[0].id)], [])   # help(nn): the name
         if self.is_builtin(e.func, "str") and len(e.args) == 1 and not e.kwargs \
                 and (isinstance(e.args[0], S.Name) or self.plain(e.args[0])):
             return self.shown(e.args[0], plain=lambda x: self.helper("_pystr", [x], e))

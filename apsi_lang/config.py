@@ -185,6 +185,10 @@ def _strings(path, key, value):
 
 
 def _paths(path, key, value):
+    """Absolute paths, relative ones taken from the folder of the file itself: where a link named
+    apsi.toml leads, as `apsi trust` (which resolves the file) shows them. From the link's folder, the
+    same trusted text would grant another place for each link that leads to it."""
     import os
 
-    return [str((path.parent / os.path.expanduser(p)).resolve()) for p in _strings(path, key, value)]
+    folder = Path(os.path.realpath(path)).parent
+    return [str((folder / os.path.expanduser(p)).resolve()) for p in _strings(path, key, value)]

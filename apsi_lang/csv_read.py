@@ -106,7 +106,8 @@ def check_sep(fn, sep):
 
 def open_csv(fn, path):
     """The file, opened in binary after the read permission check; messages name `path` as written."""
-    from .data_files import _os_error, _path
+    from .path_errors import os_error as _os_error
+    from .path_errors import path_arg as _path
 
     path = _path(fn, path)
     resolved = permissions.require("read", what=f"{fn}({show(path, True)})", path=path)

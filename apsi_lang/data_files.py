@@ -12,26 +12,9 @@ import os
 from . import permissions
 from .errors import ApsiError
 from .files import open_checked
+from .path_errors import os_error as _os_error
+from .path_errors import path_arg as _path
 from .values import Record, a_type, show
-
-
-def _path(fn, path):
-    if type(path) is not str or not path:
-        raise ApsiError(f"{fn}(path): path must be a non-empty string, got {a_type(path)}")
-    return path
-
-
-def _os_error(fn, path, e):
-    if isinstance(e, FileNotFoundError):
-        folder = os.path.dirname(path)
-        if folder and not os.path.isdir(folder):
-            return ApsiError(f"{fn}({show(path, True)}): the folder {show(folder, True)} does not "
-                             "exist; create it first with make_dir")
-        thing = "folder" if fn == "list_dir" else "file"
-        return ApsiError(f"{fn}({show(path, True)}): there is no such {thing}")
-    if isinstance(e, IsADirectoryError):
-        return ApsiError(f"{fn}({show(path, True)}): that is a folder, not a file")
-    return ApsiError(f"{fn}({show(path, True)}): {e.strerror or e}")
 
 
 def _read(fn, path):

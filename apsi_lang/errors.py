@@ -13,7 +13,7 @@ class ApsiError(Exception):
     __apsi_type__ = "error"          # what `type(e)` says
 
     def __init__(self, message, kind="error"):
-        from .values import no_address
+        from .py_text import no_address
 
         message = no_address(str(message))
         super().__init__(message)

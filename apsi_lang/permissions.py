@@ -51,6 +51,8 @@ class Grants:
     denied_scopes: tuple = ()
     # the home folder `~` means, taken when the grants are made (before the environment is cleaned)
     home: str = field(default_factory=_home_now)
+    # set by confined(): what runs may only compute, and the messages say so (not a --deny flag)
+    only_computes: str = ""
 
     def allows(self, permission, path=None, name=None):
         if permission not in PERMISSIONS:
@@ -213,7 +215,11 @@ def confined():
     """Run the block with no permissions granted (the project folder stays the program's): what a
     program run without any flag or apsi.toml may do, and no more. For code that came from a file
     (a model file's Apsi functions), so it never gains what the program that loaded it was granted."""
-    token = _override.set(Grants(project_root=current().project_root, home=current().home))
+    # every permission denied, so reading and writing inside the project (which needs no grant) are
+    # refused too: a model file's function could otherwise read project files (load_csv) and rewrite
+    # its data files (save_params) whenever the model runs
+    token = _override.set(Grants(project_root=current().project_root, home=current().home,
+                                 denied=frozenset(PERMISSIONS), only_computes="a model file's function"))
     try:
         yield
     finally:
@@ -259,6 +265,10 @@ def require(permission, what, path=None, name=None):
 
 def denial_message(permission, what, path=None, name=None, reason="outside"):
     """The message for a refusal; a path appears as the program wrote it."""
+    if current().only_computes:
+        return (f"{what} is refused: {current().only_computes} may only compute (it came from a file, so "
+                "it reads and writes no files and uses no environment, network or processes, whatever "
+                "this program may do)")
     if reason == "denied" or current().denies(permission, path, name):
         return (f"{what} is denied by --deny-{permission} (or a deny key in apsi.toml): a denial wins "
                 "over every grant")

@@ -143,7 +143,12 @@ def _repr(value):
 
 
 def _print_value(value):
-    sys.stdout.write(show(value, quoted=True) + "\n")
+    text = show(value, quoted=True)
+    if text.startswith("<fn ") and callable(value):    # `fit` alone: its signature, not <fn fit>
+        from .help import shown_function
+
+        text = shown_function(value) or text
+    sys.stdout.write(text + "\n")
 
 
 def _augattr(obj, name, op, value):
@@ -225,10 +230,15 @@ def run_source(text, filename="<input>", args=(), grants=None, echo=False):
 
 def compile_module(path, display_name):
     """Compile an Apsi module file (for `use`): (Program, the top-level names it exports)."""
+    # the message names the file as `use` shows it (display_name), never the resolved path: a program
+    # that catches the error must not learn where its project is (the home folder's name)
     try:
         text = Path(path).read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as e:
-        raise ApsiError(f"use {Path(path).stem}: cannot read {path}: {e}") from None
+    except OSError as e:
+        raise ApsiError(f"use {Path(path).stem}: cannot read {display_name}: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise ApsiError(f"use {Path(path).stem}: {display_name} is not UTF-8 text (byte "
+                        f"{e.object[e.start]:#x} at position {e.start}); save it as UTF-8") from None
     ns = new_namespace(str(Path(path).parent))
     prog = compile_source(text, display_name, ns, program_dir=str(Path(path).parent))
     return prog, prog.exports

@@ -7,8 +7,8 @@ are reworded in Apsi's terms (none, record, "an int is not a function").
 import re
 import sys
 
-from .compiler import apsi_name
 from .errors import ApsiError, ApsiSyntaxError
+from .names import apsi_name
 from .values import Record, a_type, no_address, show
 
 SOURCES = {}          # filename -> source lines, filled by the compiler's caller, for tracebacks
@@ -232,6 +232,9 @@ _REWORDS = [   # CPython's messages that name Python types or syntax, in Apsi's 
     (re.compile(r"sequence item (\d+): expected str instance, (\w+) found"),
      lambda m: f"join: item {m.group(1)} is {a_type_named(m.group(2))}, not a str: convert the items "
                "first, like \", \".join([str(x) for x in xs])"),
+    (re.compile(r"int too large to convert to float"),
+     lambda m: "an int too large for a float was given where a number is needed (floats end near "
+               "1.8e308): give a smaller number"),
     (re.compile(r"(max|min)\(\) (?:arg is an empty sequence|iterable argument is empty)"),
      lambda m: f"{m.group(1)}() of an empty list: check len(xs) first, or give default=…"),
     (re.compile(r"(.*) is not in list", re.S),

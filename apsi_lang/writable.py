@@ -62,9 +62,18 @@ TOOL_NAMES = {
     **dict.fromkeys(("project.json", "nx.json"), "Nx (run-commands targets)"),
     "firebase.json": "the Firebase CLI (predeploy hooks)",
     "app.json": "Heroku (scripts run on deploy)",
+    "vercel.json": "the Vercel CLI (its buildCommand, devCommand and installCommand)",
+    "wrangler.json": "Cloudflare's Wrangler (its build command, run by wrangler dev and deploy)",
+    "devbox.json": "Devbox (its shell init_hook runs on devbox shell and devbox run)",
+    "dprint.json": "dprint (process plugins are executables it downloads and runs)",
+    "tauri.conf.json": "the Tauri CLI (beforeDevCommand, beforeBuildCommand)",
+    **dict.fromkeys(("rush.json", "command-line.json"), "Rush (eventHooks and custom commands run a shell)"),
     **dict.fromkeys(("makefile", "gnumakefile"), "make"),
     **dict.fromkeys(("cmakelists.txt", "cmakepresets.json", "cmakeuserpresets.json", "cmakecache.txt"),
                     "CMake"),
+    # their cache settings reach cmake's command line (-DCMAKE_PROJECT_INCLUDE=notes.txt runs that file)
+    "cmake-variants.json": "VS Code's CMake Tools (variants: cache settings for cmake)",
+    "cmakesettings.json": "Visual Studio (CMake command arguments and cache variables)",
     **dict.fromkeys(("conanfile.txt", "conanfile.py"), "Conan"),
     **dict.fromkeys(("vcpkg.json", "vcpkg-configuration.json"), "vcpkg"),
     **dict.fromkeys(("meson.build", "meson_options.txt", "meson.options"), "Meson"),
@@ -130,10 +139,17 @@ def kinds():
     return ", ".join(DATA_KINDS)
 
 
+# Code points HFS+ (macOS's file system before APFS, still on external disks) leaves out when it
+# compares names, so "package\u200c.json" opens package.json there: git refuses ".git" spelled with them
+# for that reason (CVE-2014-9390; git's utf8.c, next_hfs_char).
+_HFS_IGNORED = dict.fromkeys([*range(0x200C, 0x2010), *range(0x202A, 0x202F), *range(0x206A, 0x2070),
+                              0xFEFF])
+
+
 def _norm(part):
-    """As case-insensitive file systems (macOS, Windows) compare names: case and trailing dots and
-    spaces ignored."""
-    return part.casefold().rstrip(" .")
+    """As case-insensitive file systems (macOS, Windows) compare names: case, trailing dots and
+    spaces, and the code points HFS+ ignores, ignored."""
+    return part.translate(_HFS_IGNORED).casefold().rstrip(" .")
 
 
 def reason(parts, folder=False):
@@ -205,17 +221,39 @@ def _not_data(name):
     return f"only data files may be written without permission ({kinds()}), and this is not one"
 
 
+# What marks a folder as a Python environment: a virtual environment's pyvenv.cfg (PEP 405), a conda
+# environment's conda-meta/ (`conda create -p ./env`: no pyvenv.cfg). Either holds more than packages
+# that run code: share/jupyter/kernels/*/kernel.json is the command Jupyter runs for a kernel.
+ENVIRONMENT_MARKERS = ("pyvenv.cfg", "conda-meta")
+
+
 def environment(root, parts):
-    """Why a path inside the project is part of a Python environment, or None: a virtual environment
-    (a folder with pyvenv.cfg) anywhere on the way, or the folders of the interpreter Apsi runs in."""
+    """Why a path inside the project is part of a Python environment, or None: a virtual or conda
+    environment anywhere on the way, the installation Apsi runs from when it lies inside the project
+    (all of it), or the folders of that interpreter."""
     for i in range(len(parts) - 1):
-        if (root.joinpath(*parts[:i + 1]) / "pyvenv.cfg").exists():
+        folder = root.joinpath(*parts[:i + 1])
+        if any((folder / marker).exists() for marker in ENVIRONMENT_MARKERS):
             return f"'{'/'.join(parts[:i + 1])}' is a Python environment (its programs and packages run code)"
     target = str(root.joinpath(*parts))
-    for folder in environment_folders():
-        if target == folder or target.startswith(folder.rstrip(os.sep) + os.sep):
+    inside = [p for p in _prefixes() if _under(p, str(root)) and p != str(root)]
+    for folder in environment_folders() + inside:
+        if _under(target, folder):
             return "it is inside the Python environment Apsi runs in (its packages run code)"
     return None
+
+
+def _under(path, folder):
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _prefixes():
+    """The running Python's installation folders (resolved). Inside a project, each is protected
+    whole; a project may also lie inside one (/usr/local/src/x), and then only its own folders are."""
+    import sys
+
+    return sorted({os.path.realpath(p) for p in (sys.prefix, sys.exec_prefix, sys.base_prefix,
+                                                  sys.base_exec_prefix) if p})
 
 
 _folders = None

@@ -125,6 +125,8 @@ NN_EXPORTS = (
     "average", "ptp", "cov", "corrcoef", "arccosh", "logaddexp", "gammaln", "erfc", "logit", "expit",
     "digamma", "polygamma", "logspace", "geomspace", "cummax", "cummin", "convolve", "interp",
     "trapezoid", "nonzero", "argwhere", "digitize",
+    # issue 32 (apsi_layers/data): data larger than memory
+    "load_npy", "save_npy", "dataset", "windows", "csv_to_npy",
 )
 
 
@@ -135,8 +137,10 @@ def nn_module():
     from apsi_layers import nn
 
     # NumPy's "invalid value encountered in log" would reach Apsi users as a Python warning; in Apsi,
-    # NaN and inf are reported by grad and the optimizers instead, naming the op that made them.
-    warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"apsi_layers\.")
+    # NaN and inf are reported by grad and the optimizers instead, naming the op that made them. NumPy's
+    # own Python functions (np.prod, np.cumsum, np.logspace) warn from numpy's modules, with the path of
+    # its installation and a line of its source.
+    warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"(apsi_layers|numpy)\.")
 
     exports = {name: getattr(nn, name) for name in NN_EXPORTS}
     exports.update(_tensor_aware(nn))
@@ -172,3 +176,12 @@ def web_module():
     from apsi_layers.web import web_exports
 
     return web_exports()
+
+
+# The documentation help() and `apsi doc` show for each module (apsi_lang/doc_source.py): plain data,
+# read without importing the module itself.
+nn_module.docs = "apsi_layers.docs.nn"
+layers_module.docs = "apsi_layers.docs.layers"
+plot_module.docs = "apsi_layers.docs.plot"
+units_module.docs = "apsi_layers.docs.units"
+web_module.docs = "apsi_layers.docs.web"

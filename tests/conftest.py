@@ -1,10 +1,12 @@
 """Every test runs with its own user config folder, so the record of trusted apsi.toml files
 (apsi_lang/trust.py) is never the real user's, and subprocesses inherit the same one."""
 
+import importlib.util
 import os
 import tempfile
 
 import pytest
+from child_processes import children_end_with_the_test  # noqa: F401  (autouse: a test's children end with it)
 
 _CONFIG = tempfile.mkdtemp(prefix="apsi-test-config-")
 os.environ["XDG_CONFIG_HOME"] = _CONFIG
@@ -41,3 +43,17 @@ def project_with_python(tmp_path, monkeypatch):
     permissions.set_current(permissions.Grants(granted=frozenset({"python"}), project_root=tmp_path))
     yield tmp_path
     permissions.set_current(before)
+
+
+HAVE_TORCH = importlib.util.find_spec("torch") is not None
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked `torch` skip, saying why, where PyTorch is not installed (it is optional); found
+    without importing it, so collection stays fast."""
+    if HAVE_TORCH:
+        return
+    skip = pytest.mark.skip(reason="PyTorch is not installed (optional: apsi pkg install torch-auto)")
+    for item in items:
+        if item.get_closest_marker("torch"):
+            item.add_marker(skip)

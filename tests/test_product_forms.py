@@ -44,7 +44,7 @@ def test_training_program_runs(project):
     r = apsi(["train.apsi"], project)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
-    assert lines[0].startswith("trained on numpy · last loss 2.")
+    assert lines[0].startswith("trained on cpu · last loss 2.")
     assert lines[1:] == ["(1, 5, 12)", "136068", "0.0"]
     assert (project / "lm.npz").is_file()
 

@@ -1,8 +1,8 @@
 """The help text of a name, for the kernel's inspect and the language server's hover.
 
-One function, `help_text`, so both front ends read the same words. It builds them from what the
-runtime already knows (a builtin's or module function's signature and docstring, a record's fields,
-the keywords below); a fuller documentation source can replace its body without touching callers."""
+One function, `help_text`, so both front ends read the same words: what help(NAME) shows for a
+documented builtin or module function (apsi_lang/help.py, from the one documentation source), else
+what the runtime knows (a function's signature, a record's fields, the keywords below)."""
 
 import inspect
 
@@ -27,6 +27,9 @@ _NO_VALUE = object()
 def help_text(name, value=_NO_VALUE):
     """Markdown-free plain text about `name`: what it is, how it is called, what it does. `value` is
     the name's value where a running program has one (the kernel); else builtins and keywords."""
+    documented = _documented(name, value)
+    if documented is not None:
+        return documented
     if value is _NO_VALUE:
         if name in KEYWORDS:
             return KEYWORDS[name]
@@ -34,6 +37,19 @@ def help_text(name, value=_NO_VALUE):
             return None
         value = BUILTINS[name]
     return describe_value(name, value)
+
+
+def _documented(name, value):
+    """What help(NAME) shows (apsi_lang/help.py, the one documentation source), for a builtin or a
+    module's function, when `value` is that function (not the program's own value of that name)."""
+    from apsi_lang import doc_source
+    from apsi_lang import help as apsi_help
+
+    base = name.rsplit(".", 1)[-1]
+    ours = value is _NO_VALUE or (callable(value) and getattr(value, "__name__", None) == base)
+    if not ours or not doc_source.lookup(base):
+        return None
+    return apsi_help.text(base, None if value is _NO_VALUE else value)
 
 
 def describe_value(name, value):

@@ -8,6 +8,7 @@ from apsi_lang.values import Record, show
 from .base import EMPTY, Layer, build_child, fmt, positive_int, rate_arg
 from .core import Dense, dropout
 from .norm import LayerNorm
+from .registry import parity_cases, register
 
 
 def _sequence(layer, shape):
@@ -171,13 +172,30 @@ class Positions(Layer):
         return x + ctx.ops.constant(sinusoids(t, x.shape[2]))
 
 
+@register()
 def attention(heads, dim=None, causal=False, dropout=0.0, bias=True, name=None):
     return Attention(heads, dim, causal, dropout, bias, name)
 
 
+@register()
 def transformer_block(heads, hidden=None, dropout=0.0, causal=False, activation="gelu", name=None):
     return TransformerBlock(heads, hidden, dropout, causal, activation, name)
 
 
+@register()
 def positions(context, kind="learned", name=None):
     return Positions(context, kind, name)
+
+
+@parity_cases
+def _cases(L, d):
+    seq_of, dense = L.sequential, L.dense
+    return [
+        dict(name="attention", model=seq_of(dense(8, inputs=[5, 4]), L.attention(2)), x=d.seq),
+        dict(name="attention_mask", model=seq_of(dense(8, inputs=[5, 4]), L.attention(2, causal=True)),
+             x=d.seq, mask=d.mask),
+        dict(name="transformer", model=seq_of(dense(8, inputs=[5, 4]), L.transformer_block(2, hidden=16)),
+             x=d.seq),
+        dict(name="positions", model=seq_of(L.embedding(11, 8, inputs=[6]), L.positions(6), dense(2)),
+             x=d.tokens),
+    ]

@@ -10,8 +10,13 @@ Running statistics (batch norm) live in a record field named `state`: fit update
 optimizer never sees them. Names given with name= can therefore not be "state".
 """
 
+from typing import TYPE_CHECKING, Any
+
 from apsi_lang.errors import ApsiError
 from apsi_lang.values import Record, field_name_problem, show
+
+if TYPE_CHECKING:
+    from .context import Ctx
 
 RESERVED = "state"
 
@@ -27,19 +32,20 @@ class Layer:
         self.name = check_name(name, self.kind)
         self.settings = {k: v for k, v in options.items() if v is not None}    # those not at default
         self.declared_input = None if inputs is None else shape_arg(self.kind, "inputs", inputs)
+        self.given_inputs = inputs      # as written, for the text that rebuilds the layer
 
     # --- what a layer type defines --------------------------------------------------------------
-    def build(self, rng, input_shape):
+    def build(self, rng: Any, input_shape: Any) -> tuple[Any, Any]:
         raise NotImplementedError
 
-    def apply(self, params, x, ctx):
+    def apply(self, params: Any, x: Any, ctx: "Ctx") -> Any:
         raise NotImplementedError
 
     def children(self):
         """[(key, layer)] of the layers inside (combinators), for summary and input shapes."""
         return []
 
-    def present(self, y, ops):
+    def present(self, y: Any, ops: Any) -> Any:
         """What predict hands back for the forward output y (a VAE returns probabilities)."""
         return y
 
@@ -66,7 +72,7 @@ class Layer:
     def layers(self):
         return [layer for _, layer in self.children()]
 
-    def init(self, seed=0, input_shape=None):
+    def init(self, seed: int = 0, input_shape: Any = None) -> Any:
         """The parameter tree (float64 nn tensors, the same numbers on every machine)."""
         from .init_rng import InitRng
 
@@ -87,9 +93,17 @@ class Layer:
                             f"init(seed=0, input_shape=[features]) or inputs=N on the first layer")
         return shape
 
+    def written_input(self):
+        """The input shape as the program wrote it (inputs=), not one init(input_shape=) added later:
+        what the text that rebuilds the layer holds (model files describe it so)."""
+        given = getattr(self, "given_inputs", None)
+        return None if given is None else shape_arg(self.kind, "inputs", given)
+
     def __repr__(self):
         args = [show(v, True) for v in self.positional()]
         args += [f"{k}={show(v, True)}" for k, v in self.settings.items()]
+        if getattr(self, "given_inputs", None) is not None:
+            args.append(f"inputs={show(_one_size(self.given_inputs), True)}")
         if self.name != self.kind:
             args.append(f"name={show(self.name, True)}")
         return f"{self.kind}({', '.join(args)})"
@@ -104,6 +118,13 @@ class Layer:
 
     def fail(self, message):
         raise ApsiError(f"{self.label()}: {message}")
+
+
+def _one_size(shape):
+    """inputs= as the text shows it, one way for one meaning: 3 and [3] both show as 3."""
+    if isinstance(shape, list | tuple) and len(shape) == 1 and isinstance(shape[0], int):
+        return shape[0]
+    return list(shape) if isinstance(shape, tuple) else shape
 
 
 def check_name(name, kind):

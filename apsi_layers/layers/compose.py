@@ -10,6 +10,7 @@ from apsi_lang.values import Record, show
 
 from .base import EMPTY, Layer, build_child, field, fmt, has_params, leaf_shapes
 from .init_rng import ShapeRng
+from .registry import parity_cases, register
 from .suggest import unknown
 
 
@@ -237,9 +238,11 @@ class Dag(Layer):
 
     def __init__(self, inputs, nodes, outputs, name=None):
         super().__init__(name)
+        self.written = (inputs, outputs)
         self.input_names, shapes = _dag_inputs(inputs)
+        self.written_shapes = None
         if shapes is not None:
-            self.declared_input = shapes[0] if len(shapes) == 1 else shapes
+            self.declared_input = self.written_shapes = shapes[0] if len(shapes) == 1 else shapes
         if not isinstance(nodes, Record) or not vars(nodes):
             raise ApsiError("dag: nodes must be a record {name: [layer, inputs], ...}, e.g. "
                             "nodes={h: [dense(8), \"x\"], out: [dense(1), \"h\"]}")
@@ -277,10 +280,16 @@ class Dag(Layer):
         return [(key, layer) for key, (node, layer, _, _) in zip(self.keys, self.nodes, strict=True)
                 if key == node]
 
+    def written_input(self):
+        return self.written_shapes
+
     def __repr__(self):
-        nodes = ", ".join(f"{n}: {layer!r} <- {', '.join(r)}" for n, layer, r, _ in self.nodes)
-        names, outs = show(self.input_names, True), show(self.outputs, True)
-        return f"dag(inputs={names}, nodes={{{nodes}}}, outputs={outs})"
+        """The call that makes it, as written (inputs with their shapes, a node's one input or list)."""
+        nodes = ", ".join(f"{n}: [{layer!r}, {show(r if several else r[0], True)}]"
+                          for n, layer, r, several in self.nodes)
+        inputs, outputs = self.written
+        named = "" if self.name == self.kind else f", name={show(self.name, True)}"
+        return f"dag({show(inputs, True)}, {{{nodes}}}, {show(outputs, True)}{named})"
 
     __str__ = __repr__
 
@@ -350,27 +359,53 @@ def _dag_node(node, spec):
                     f"got {show(spec, True)}")
 
 
+@register()
 def sequential(*layers, name=None, inputs=None):
     """Layers applied one after another."""
     return Sequential(layers, name, inputs)
 
 
+@register()
 def residual(layer, name=None):
     """x + layer(x)."""
     return Residual(layer, name)
 
 
+@register()
 def parallel(*branches, merge="concat", axis=-1, name=None):
     """Every branch on the same input, outputs merged ("concat" on the last axis, "add", ...)."""
     return Parallel(branches, merge, axis, name)
 
 
+@register()
 def merge(kind="concat", axis=-1, name=None):
     """A dag node joining several inputs: "concat", "add", "mean", "mul" or "sub"."""
     return Merge(kind, axis, name)
 
 
+@register()
 def dag(inputs, nodes, outputs, name=None):
     """A model as a graph of named nodes: dag(inputs=["x"], nodes={h: [dense(8), "x"]}, outputs="h")."""
     return Dag(inputs, nodes, outputs, name)
 
+
+@parity_cases
+def _cases(L, d):
+    from apsi_lang.values import Record
+
+    dense = L.dense
+    shared = dense(5, activation="tanh")
+    dag_model = L.dag(inputs=d.two, nodes=Record(ha=[dense(5, activation="relu"), "a"], hb=[dense(5), "b"],
+                                                  h=[L.merge("concat"), ["ha", "hb"]], out=[dense(2), "h"],
+                                                  side=[dense(1), "hb"]), outputs=["out", "side"])
+    siamese = L.dag(inputs=d.pair, nodes=Record(ea=[shared, "a"], eb=[shared, "b"],
+                                                d=[L.merge("sub"), ["ea", "eb"]], out=[dense(1), "d"]),
+                    outputs="out")
+    return [
+        dict(name="parallel", model=L.sequential(L.parallel(dense(4, inputs=6), dense(3, activation="tanh")),
+                                                 L.parallel(dense(7), dense(7), merge="add")), x=d.x(5, 6)),
+        dict(name="dag", model=dag_model, x=[d.x(5, 6), d.x(5, 3)], input_shape=d.two),
+        dict(name="siamese", model=siamese, x=[d.x(5, 4), d.x(5, 4)], input_shape=d.pair),
+        dict(name="residual_layer",
+             model=L.sequential(dense(6, inputs=6), L.residual(dense(6, activation="tanh"))), x=d.x(5, 6)),
+    ]

@@ -1,6 +1,6 @@
 """Ctx: what a forward pass is given besides parameters and inputs.
 
-ops       the op set (apsi_layers/ops/*_ops.py): the only way a layer computes anything
+ops       the op set (ops/spec.py names it; backends/<name>/ops.py): a layer computes only with it
 training  true in fit (dropout on, batch statistics), false in predict
 rng       the op set's random stream for dropout and sampling (from fit's seed)
 graph     a Graph (below) for graph layers, or None

@@ -7,6 +7,7 @@ from apsi_lang.values import Record, show
 
 from .base import EMPTY, Layer, fmt, positive_int
 from .core import activation_fn
+from .registry import parity_cases, register
 
 
 def tuple_arg(kind, arg, value, dims):
@@ -202,33 +203,57 @@ class GlobalAvgPool(Layer):
         return ctx.ops.mean(x, axis=axes)
 
 
+@register()
 def conv1d(filters, kernel, stride=1, padding="valid", dilation=1, groups=1, bias=True,
            activation=None, inputs=None, name=None):
     """1-D convolution over [B, C, L] (weights [filters, C/groups, kernel], as torch.nn.Conv1d)."""
     return Conv1d(filters, kernel, stride, padding, dilation, groups, bias, activation, inputs, name)
 
 
+@register()
 def conv2d(filters, kernel, stride=1, padding="valid", dilation=1, groups=1, bias=True,
            activation=None, inputs=None, name=None):
     """2-D convolution over [B, C, H, W] (weights [filters, C/groups, kh, kw], as torch.nn.Conv2d)."""
     return Conv2d(filters, kernel, stride, padding, dilation, groups, bias, activation, inputs, name)
 
 
+@register()
 def max_pool1d(size=2, stride=None, padding="valid", name=None):
     return MaxPool1d(size, stride, padding, name)
 
 
+@register()
 def max_pool2d(size=2, stride=None, padding="valid", name=None):
     return MaxPool2d(size, stride, padding, name)
 
 
+@register()
 def avg_pool1d(size=2, stride=None, padding="valid", name=None):
     return AvgPool1d(size, stride, padding, name)
 
 
+@register()
 def avg_pool2d(size=2, stride=None, padding="valid", name=None):
     return AvgPool2d(size, stride, padding, name)
 
 
+@register()
 def global_avg_pool(axis=None, name=None):
     return GlobalAvgPool(axis, name)
+
+
+@parity_cases
+def _cases(L, d):
+    seq_of = L.sequential
+    pools = seq_of(L.max_pool2d(2), L.avg_pool2d(3, stride=1, padding="same"),
+                   L.max_pool2d(3, stride=2, padding="same"), L.global_avg_pool())
+    return [
+        dict(name="conv1d", model=seq_of(L.conv1d(4, 3, padding="same", inputs=[3, 10]),
+                                         L.conv1d(4, 2, stride=2, dilation=2, groups=2), L.flatten(),
+                                         L.dense(2)), x=d.x(2, 3, 10)),
+        dict(name="conv2d_opts", model=seq_of(L.conv2d(4, [3, 2], stride=[2, 1], padding=1, inputs=[2, 8, 8]),
+                                              L.conv2d(4, 3, padding="same", dilation=2, groups=4)), x=d.img),
+        dict(name="pooling", model=pools, x=d.img, input_shape=[2, 8, 8]),
+        dict(name="pooling1d", model=seq_of(L.max_pool1d(3, stride=2, padding="same"), L.avg_pool1d(2),
+                                            L.flatten()), x=d.x(2, 3, 10), input_shape=[3, 10]),
+    ]

@@ -6,6 +6,7 @@ from apsi_lang.errors import ApsiError
 from apsi_lang.values import Record, show
 
 from .base import EMPTY, Layer, feature_dim, fmt, positive_int, rate_arg
+from .registry import parity_cases, register
 from .suggest import unknown
 
 ACTIVATIONS = {
@@ -176,31 +177,55 @@ class Lambda(Layer):
         return tensor_result(self.name or self.kind, ctx.ops, self.fn(x))
 
 
+@register()
 def dense(units, activation=None, bias=True, inputs=None, name=None):
     """x @ w + b: w [in, out], initialised like torch.nn.Linear."""
     return Dense(units, activation, bias, inputs, name)
 
 
+@register()
 def embedding(vocab, dim, inputs=None, name=None):
     """Rows of a [vocab, dim] table picked by int token ids: [B, T] -> [B, T, dim]."""
     return Embedding(vocab, dim, inputs, name)
 
 
+@register()
 def flatten(name=None):
     """[B, ...] -> [B, features]."""
     return Flatten(name)
 
 
+@register("dropout")
 def dropout_layer(rate=0.5, name=None):
     """Zeroes a fraction `rate` of the values while training (scaling the rest by 1/(1-rate))."""
     return Dropout(rate, name)
 
 
+@register()
 def activation(fn, name=None):
     """An activation by name (relu, gelu, tanh, sigmoid, ...) or any function fn(x)."""
     return Activation(fn, name)
 
 
+@register()
 def lambda_layer(fn, output_shape=None, torch_fn=None, name=None):
     """Any function fn(x) as a layer without parameters; output_shape when several inputs go in."""
     return Lambda(fn, output_shape, torch_fn, name)
+
+
+@parity_cases
+def _cases(L, d):
+    seq_of, dense, nn = L.sequential, L.dense, d.nn      # (nn's functions, as an Apsi lambda calls them)
+    return [
+        dict(name="dense", model=seq_of(dense(4, activation="gelu", inputs=6), dense(3, bias=False)),
+             x=d.x(5, 6)),
+        dict(name="embedding", model=seq_of(L.embedding(11, 4, inputs=[6]), L.flatten(), dense(2)),
+             x=d.tokens),
+        dict(name="dropout_layer", model=seq_of(dense(8, inputs=6), L.dropout(0.3), dense(3)), x=d.x(5, 6)),
+        dict(name="activation_fn",
+             model=seq_of(dense(4, inputs=6), L.activation(lambda v: nn.tanh(v) * 2.0)),
+             x=d.x(5, 6)),
+        dict(name="lambda_layer",
+             model=seq_of(dense(4, inputs=6), L.lambda_layer(lambda v: nn.softmax(v) * v)),
+             x=d.x(5, 6)),
+    ]

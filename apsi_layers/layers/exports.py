@@ -9,17 +9,8 @@ entry point names a callable returning {name: layer constructor}; their layer cl
 CustomLayer) become readable by Apsi code like the built-in ones.
 """
 
-from importlib import import_module
-
-LAYER_NAMES = (
-    "dense", "embedding", "conv1d", "conv2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
-    "global_avg_pool", "dropout", "batch_norm", "layer_norm", "rms_norm", "activation",
-    "lambda_layer", "lstm_layer", "gru_layer", "attention", "transformer_block", "positions",
-    "gcn_layer", "sage_layer", "gat_layer", "gin_layer",
-    "sequential", "residual", "parallel", "merge", "dag",
-    "mlp", "resnet_mlp", "cnn_classifier", "lstm_classifier", "transformer_lm", "gcn_classifier",
-    "fit", "predict", "summary", "generate",
-)
+# besides the registered layers (registry.py): what `use layers` binds from this package
+FUNCTIONS = ("fit", "predict", "summary", "generate", "adapt")
 # whole models in one file (apsi_layers/models, docs/models.md)
 MODEL_NAMES = ("save_model", "load_model", "predict_labels", "predict_proba", "model_from_checkpoint",
                "export_onnx")
@@ -32,8 +23,9 @@ def layers_exports():
 
     from . import dual
 
-    exports = {name: getattr(layers, name) for name in LAYER_NAMES}
-    exports["flatten"] = dual.flatten
+    exports = layers.registry.constructors()
+    exports.update({name: getattr(layers, name) for name in FUNCTIONS})
+    exports["flatten"] = dual.flatten       # flatten and vae: `use nn` binds them too (dual.py)
     exports["vae"] = dual.vae
     from apsi_layers.nn import param_count
 
@@ -48,7 +40,7 @@ def layers_exports():
 
     for name in MODEL_NAMES:
         exports[name] = getattr(models, name)
-    exports.update(_torch_exports())
+    exports.update(_backend_exports())
     for name, value in _plugin_layers().items():
         exports.setdefault(name, value)
         if isinstance(value, type):
@@ -56,14 +48,12 @@ def layers_exports():
     return exports
 
 
-def _torch_exports():
-    """devices(), check_torch(), torch_module(), params_from_torch() when the torch backend's package
-    is part of this installation (importing it must not import torch itself)."""
-    try:
-        module = import_module("apsi_layers.backends.torch.exports")
-    except ModuleNotFoundError:
-        return {}
-    return dict(module.torch_exports())
+def _backend_exports():
+    """What the backends add: devices(), check_torch(), torch_module(), params_from_torch() when the
+    torch backend is part of this installation (importing them must not import torch itself)."""
+    from apsi_layers.backends import registry
+
+    return registry.exports()
 
 
 def _plugin_layers():

@@ -15,8 +15,9 @@ from .training.model_checks import check_params
 def generate(model, params, prompt, steps=100, temperature=1.0, seed=0):
     """The prompt followed by `steps` sampled ids (a list of ints). temperature=0 picks the most
     likely token each time; seed fixes the samples."""
-    from apsi_layers.backends.numpy.ops import OPSET as ops
+    from apsi_layers.backends import registry
 
+    ops = registry.find("numpy").opset()
     if not isinstance(model, Layer):
         raise ApsiError(f"generate: expects a language model such as transformer_lm(...), "
                         f"not {show(model, True)}")

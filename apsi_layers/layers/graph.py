@@ -11,6 +11,7 @@ from apsi_lang.values import Record, show
 
 from .base import Layer, fmt, positive_int
 from .core import activation_fn
+from .registry import parity_cases, register
 
 
 def _features(layer, shape):
@@ -85,7 +86,7 @@ class Gat(GraphLayer):
 
     def __init__(self, units, heads=1, concat=True, slope=0.2, activation=None, name=None):
         super().__init__(units, activation, name, heads=None if heads == 1 else heads,
-                         concat=None if concat else False)
+                         concat=None if concat else False, slope=None if slope == 0.2 else slope)
         self.heads = positive_int("gat_layer", "heads", heads)
         self.concat = bool(concat)
         if not isinstance(slope, int | float) or slope < 0:
@@ -151,17 +152,36 @@ class Gin(GraphLayer):
         return self.finish(ctx, ops.dense(h, params.w2, params.b2))
 
 
+@register()
 def gcn_layer(units, activation=None, name=None):
     return Gcn(units, activation, name)
 
 
+@register()
 def sage_layer(units, activation=None, name=None):
     return Sage(units, activation, name)
 
 
+@register()
 def gat_layer(units, heads=1, concat=True, slope=0.2, activation=None, name=None):
     return Gat(units, heads, concat, slope, activation, name)
 
 
+@register()
 def gin_layer(units, hidden=None, eps=0.0, train_eps=False, activation=None, name=None):
     return Gin(units, hidden, eps, train_eps, activation, name)
+
+
+@parity_cases
+def _cases(L, d):
+    seq_of = L.sequential
+    return [
+        dict(name="sage", model=seq_of(L.sage_layer(6, activation="relu"), L.sage_layer(3)), x=d.x(7, 5),
+             input_shape=[5], graph=d.graph),
+        dict(name="gat", model=seq_of(L.gat_layer(4, heads=2), L.gat_layer(3, heads=2, concat=False)),
+             x=d.x(7, 5), input_shape=[5], graph=d.graph),
+        dict(name="gin", model=seq_of(L.gin_layer(6, train_eps=True), L.gin_layer(3)), x=d.x(7, 5),
+             input_shape=[5], graph=d.graph),
+        dict(name="gcn_layer", model=seq_of(L.gcn_layer(6, activation="relu"), L.gcn_layer(3)), x=d.x(7, 5),
+             input_shape=[5], graph=d.graph),
+    ]

@@ -4,6 +4,7 @@ from apsi_lang.errors import ApsiError
 from apsi_lang.values import Record, show
 
 from .base import Layer, fmt
+from .registry import parity_cases, register
 
 
 def _eps(kind, eps):
@@ -97,13 +98,26 @@ def _check_last(layer, gamma, x):
         layer.fail(f"expects {gamma.shape[0]} features on the last axis, got shape {list(x.shape)}")
 
 
+@register()
 def batch_norm(momentum=0.1, eps=1e-5, name=None):
     return BatchNorm(momentum, eps, name)
 
 
+@register()
 def layer_norm(eps=1e-5, bias=True, name=None):
     return LayerNorm(eps, bias, name)
 
 
+@register()
 def rms_norm(eps=1e-6, name=None):
     return RmsNorm(eps, name)
+
+
+@parity_cases
+def _cases(L, d):
+    seq_of, dense = L.sequential, L.dense
+    return [
+        dict(name="batch_norm2d", model=seq_of(L.conv2d(3, 3, inputs=[2, 8, 8]), L.batch_norm()), x=d.img),
+        dict(name="layer_norm", model=seq_of(dense(8, inputs=6), L.layer_norm(), dense(3)), x=d.x(5, 6)),
+        dict(name="rms_norm", model=seq_of(dense(8, inputs=6), L.rms_norm(), dense(3)), x=d.x(5, 6)),
+    ]

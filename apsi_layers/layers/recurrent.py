@@ -9,6 +9,7 @@ import math
 from apsi_lang.values import Record
 
 from .base import Layer, fmt, positive_int
+from .registry import parity_cases, register
 
 
 class Recurrent(Layer):
@@ -28,7 +29,9 @@ class Recurrent(Layer):
     def build(self, rng, input_shape):
         seq = input_shape[0] if isinstance(input_shape, list) else input_shape
         if not isinstance(seq, tuple) or len(seq) != 2 or seq[1] is None:
-            self.fail(f"expects per-sample sequences [steps, features], got {fmt(input_shape)}")
+            one = isinstance(seq, tuple) and len(seq) == 1
+            self.fail(f"expects per-sample sequences [steps, features], got {fmt(input_shape)}"
+                      + (" (one feature per step still needs its axis: [steps, 1])" if one else ""))
         h, g = self.units, self.gates * self.units
         bound = 1.0 / math.sqrt(h)                        # torch.nn.LSTM/GRU's default
         params = Record(w_ih=rng.uniform((g, seq[1]), bound), w_hh=rng.uniform((g, h), bound),
@@ -80,12 +83,29 @@ class Gru(Recurrent):
         return ops.gru(x, states[0], p.w_ih, p.w_hh, p.b_ih, p.b_hh, mask)
 
 
+@register()
 def lstm_layer(units, return_sequences=False, return_state=False, inputs=None, name=None):
     """LSTM over [B, T, F]: the last state [B, units], or every step [B, T, units] with
     return_sequences=true; return_state=true adds the final h and c."""
     return Lstm(units, return_sequences, return_state, inputs, name)
 
 
+@register()
 def gru_layer(units, return_sequences=False, return_state=False, inputs=None, name=None):
     """GRU over [B, T, F], options as lstm_layer (return_state adds the final h)."""
     return Gru(units, return_sequences, return_state, inputs, name)
+
+
+@parity_cases
+def _cases(L, d):
+    seq_of = L.sequential
+    return [
+        dict(name="lstm", model=seq_of(L.lstm_layer(6, return_sequences=True, inputs=[5, 4]),
+                                       L.lstm_layer(3)), x=d.seq),
+        dict(name="lstm_mask", model=L.lstm_layer(6, return_state=True, inputs=[5, 4]), x=d.seq,
+             mask=d.mask),
+        dict(name="gru", model=seq_of(L.gru_layer(6, return_sequences=True, inputs=[5, 4]), L.gru_layer(3)),
+             x=d.seq),
+        dict(name="gru_mask", model=L.gru_layer(6, return_sequences=True, inputs=[5, 4]), x=d.seq,
+             mask=d.mask),
+    ]

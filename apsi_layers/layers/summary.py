@@ -62,13 +62,14 @@ def summary(model, params=None, input_shape=None):
         from rich.console import Console
         from rich.table import Table
 
-        t = Table(title=repr(model)[:100])
+        t = Table(title=repr(model))         # what the model is, every option not at its default
         for col in HEADER:
             t.add_column(col, justify="right" if col == "params" else "left")
         for row in table:
             t.add_row(*row)
         Console().print(t)
     else:
+        print(repr(model))
         widths = [max(len(r[i]) for r in [HEADER, *table]) for i in range(4)]
         for row in [HEADER, *table]:
             cells = [c.ljust(w) for c, w in zip(row[:3], widths, strict=False)] + [row[3].rjust(widths[3])]

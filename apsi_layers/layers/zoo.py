@@ -1,6 +1,9 @@
 """Ready-made models, each built from the layers (so each runs on every backend): mlp, resnet_mlp,
 cnn_classifier, lstm_classifier, transformer_lm, gcn_classifier, vae."""
 
+import functools
+import inspect
+
 from apsi_lang.errors import ApsiError
 from apsi_lang.values import Record, show
 
@@ -12,6 +15,7 @@ from .core import Activation, Dense, Dropout, Embedding, Flatten
 from .graph import Gat, Gcn, Gin, Sage
 from .norm import BatchNorm, LayerNorm
 from .recurrent import Gru, Lstm
+from .registry import parity_cases, register
 
 
 def _sizes(fn, arg, value):
@@ -24,17 +28,54 @@ def _sizes(fn, arg, value):
 
 
 class Zoo(Sequential):
-    """A zoo model: a sequential model that prints as the call that made it."""
+    """A zoo model: a sequential model that prints as the call that made it (see _described)."""
 
-    def __init__(self, kind, call_args, layers, inputs):
+    def __init__(self, kind, layers, inputs):
         self.kind = kind
         super().__init__(layers, None, inputs)
-        self.call_args = call_args
+        self.call_args = ""
 
     def __repr__(self):
         return f"{self.kind}({self.call_args})"
 
     __str__ = __repr__
+
+
+def _described(make):
+    """A zoo constructor whose model prints as the call that made it: its required arguments, then
+    every option that differs from its default (issue 28: `mlp(..., activation="tanh")` printed
+    without it), so evaluating the text rebuilds the same model; `.options` holds those options."""
+    signature = inspect.signature(make)
+
+    @functools.wraps(make)
+    def described(*args, **kwargs):
+        model = make(*args, **kwargs)
+        given = signature.bind(*args, **kwargs).arguments
+        required = [v for k, v in given.items() if signature.parameters[k].default is inspect.Parameter.empty]
+        options = {k: _as_default(v, signature.parameters[k].default) for k, v in given.items()
+                   if signature.parameters[k].default is not inspect.Parameter.empty
+                   and not _same(v, signature.parameters[k].default)}
+        model.call_args = _args(*required, **options)
+        model.settings = options
+        return model
+    return described
+
+
+def _same(value, default):
+    """True when an option is its default as Apsi sees it ([64, 64] is the default (64, 64))."""
+    if isinstance(value, bool) != isinstance(default, bool):
+        return False                # false is not 0.0 as an option
+    return _plain(value) == _plain(default)
+
+
+def _as_default(value, default):
+    """A list option given as one int (hidden=4) is shown as the list it means (hidden=[4])."""
+    one = isinstance(value, int) and not isinstance(value, bool)
+    return [value] if one and isinstance(default, tuple) else value
+
+
+def _plain(v):
+    return [_plain(x) for x in v] if isinstance(v, list | tuple) else v
 
 
 def _args(*positional, **named):
@@ -43,6 +84,8 @@ def _args(*positional, **named):
     return ", ".join(parts)
 
 
+@register()
+@_described
 def mlp(inputs, outputs, hidden=(64, 64), activation="relu", dropout=0.0, batch_norm=False):
     """Dense layers inputs -> hidden... -> outputs with `activation` between (logits out)."""
     inputs = positive_int("mlp", "inputs", inputs)
@@ -58,9 +101,11 @@ def mlp(inputs, outputs, hidden=(64, 64), activation="relu", dropout=0.0, batch_
         if rate:
             layers.append(Dropout(rate))
     layers.append(Dense(outputs))
-    return Zoo("mlp", _args(inputs, outputs, hidden=hidden), layers, (inputs,))
+    return Zoo("mlp", layers, (inputs,))
 
 
+@register()
+@_described
 def resnet_mlp(inputs, outputs, width=128, blocks=4, dropout=0.0):
     """dense(width), then `blocks` residual blocks x + dense(relu(dense(layer_norm(x)))), a final
     layer_norm and dense(outputs)."""
@@ -74,9 +119,11 @@ def resnet_mlp(inputs, outputs, width=128, blocks=4, dropout=0.0):
         inner = [LayerNorm(), Dense(width, activation="relu")] + ([Dropout(rate)] if rate else [])
         layers.append(Residual(Sequential(inner + [Dense(width)]), name=f"block_{i}"))
     layers += [LayerNorm(), Dense(outputs)]
-    return Zoo("resnet_mlp", _args(inputs, outputs, width=width, blocks=blocks), layers, (inputs,))
+    return Zoo("resnet_mlp", layers, (inputs,))
 
 
+@register()
+@_described
 def cnn_classifier(input_shape, classes, filters=(16, 32), kernel=3, hidden=64, dropout=0.0):
     """Images [C, H, W]: per entry of filters, conv2d(f, kernel, padding="same", relu) and
     max_pool2d(2); then flatten, dense(hidden, relu), dense(classes)."""
@@ -93,9 +140,11 @@ def cnn_classifier(input_shape, classes, filters=(16, 32), kernel=3, hidden=64, 
         layers += [Conv2d(f, kernel, padding="same", activation="relu"), MaxPool2d(2)]
     layers += [Flatten(), Dense(positive_int("cnn_classifier", "hidden", hidden), activation="relu")]
     layers += ([Dropout(rate)] if rate else []) + [Dense(classes)]
-    return Zoo("cnn_classifier", _args(list(shape), classes, filters=filters), layers, tuple(shape))
+    return Zoo("cnn_classifier", layers, tuple(shape))
 
 
+@register()
+@_described
 def lstm_classifier(inputs, classes, units=64, layers=1, vocab=None, embed=32, cell="lstm", dropout=0.0):
     """Sequences [T, inputs] (or token ids [T] with vocab=V: an embedding of size embed first) ->
     `layers` recurrent layers (cell "lstm" or "gru") -> dense(classes) on the last state."""
@@ -118,9 +167,11 @@ def lstm_classifier(inputs, classes, units=64, layers=1, vocab=None, embed=32, c
         if rate and i < n - 1:
             stack.append(Dropout(rate))
     stack.append(Dense(classes))
-    return Zoo("lstm_classifier", _args(inputs, classes, units=units, layers=n, vocab=vocab), stack, shape)
+    return Zoo("lstm_classifier", stack, shape)
 
 
+@register()
+@_described
 def transformer_lm(vocab, d=128, heads=4, layers=2, context=128, dropout=0.0, hidden=None,
                    positions="learned"):
     """A decoder-only (GPT-style) language model: token ids [T] -> logits [T, vocab]. Embedding,
@@ -137,7 +188,7 @@ def transformer_lm(vocab, d=128, heads=4, layers=2, context=128, dropout=0.0, hi
         stack.append(Dropout(dropout))
     stack += [TransformerBlock(heads, hidden, dropout, causal=True, name=f"block_{i}") for i in range(n)]
     stack += [LayerNorm(), Dense(vocab)]
-    model = Zoo("transformer_lm", _args(vocab, d=d, heads=heads, layers=n, context=context, dropout=dropout),
+    model = Zoo("transformer_lm",
                 stack, (None,))
     model.context = context
     model.vocab = vocab
@@ -147,6 +198,8 @@ def transformer_lm(vocab, d=128, heads=4, layers=2, context=128, dropout=0.0, hi
 _GRAPH = {"gcn": Gcn, "sage": Sage, "gat": Gat, "gin": Gin}
 
 
+@register()
+@_described
 def gcn_classifier(inputs, classes, hidden=(16,), dropout=0.5, kind="gcn"):
     """Node classification: graph layers of `kind` ("gcn", "sage", "gat", "gin") with relu and
     dropout between, the last giving `classes` logits per node. Needs graph= in fit and predict."""
@@ -161,7 +214,7 @@ def gcn_classifier(inputs, classes, hidden=(16,), dropout=0.5, kind="gcn"):
     for width in hidden:
         stack += [cls(width, activation="relu")] + ([Dropout(rate)] if rate else [])
     stack.append(cls(classes))
-    return Zoo("gcn_classifier", _args(inputs, classes, hidden=hidden, kind=kind), stack, (inputs,))
+    return Zoo("gcn_classifier", stack, (inputs,))
 
 
 class Vae(Layer):
@@ -184,6 +237,8 @@ class Vae(Layer):
         self.decoder = Sequential(dec + [Dense(inputs)], "decoder", inputs=self.latent)
 
     def __repr__(self):
+        if hasattr(self, "call_args"):          # made by vae(): the call, as _described keeps it
+            return f"vae({self.call_args})"
         return f"vae({self.n_in}, {self.latent}, hidden={show(self.hidden, True)})"
 
     __str__ = __repr__
@@ -209,5 +264,23 @@ class Vae(Layer):
         return ops.sigmoid(y[0])
 
 
+@register()
+@_described
 def vae(inputs, latent, hidden=(128,)):
     return Vae(inputs, latent, hidden)
+
+
+@parity_cases
+def _cases(L, d):
+    return [
+        dict(name="mlp", model=L.mlp(6, 3, hidden=[8, 8]), x=d.x(5, 6)),
+        dict(name="conv2d", model=L.cnn_classifier([2, 8, 8], 3, filters=[4, 6], hidden=8), x=d.img),
+        dict(name="batch_norm", model=L.mlp(6, 3, hidden=[8], batch_norm=True), x=d.x(5, 6)),
+        dict(name="dropout", model=L.mlp(6, 3, hidden=[16], dropout=0.4), x=d.x(5, 6)),
+        dict(name="transformer_lm", model=L.transformer_lm(11, d=8, heads=2, layers=2, context=6),
+             x=d.tokens),
+        dict(name="residual", model=L.resnet_mlp(6, 3, width=8, blocks=2), x=d.x(5, 6)),
+        dict(name="gcn", model=L.gcn_classifier(5, 3, hidden=[8], dropout=0.0), x=d.x(7, 5), graph=d.graph),
+        dict(name="vae", model=L.vae(6, 2, hidden=[8]), x=d.x(5, 6)),
+        dict(name="lstm_model", model=L.lstm_classifier(4, 3, units=6), x=d.seq),
+    ]

@@ -130,9 +130,9 @@ def export_onnx(net, params, path, opset=None):
     if not isinstance(path, str) or not path.endswith(".onnx"):
         raise ApsiError(f"export_onnx: the path must be a file name ending in .onnx, not {show(path, True)}")
     resolved = permissions.require("write", what=f'export_onnx("{path}")', path=path)
-    from apsi_layers.backends.torch.exports import torch_module
+    from apsi_layers.backends import registry
 
-    module = torch_module(net, params)
+    module = registry.find("torch").exports()["torch_module"](net, params)
     import torch
 
     shape = net.known_input()

@@ -63,8 +63,9 @@ class Writer:
                 node["plugin"] = plugin
         if layer.name != layer.kind:
             node["name"] = layer.name
-        if layer.declared_input is not None:
-            node["inputs"] = self.value(layer.declared_input, here)
+        written = layer.written_input()     # as written: the root's init(input_shape=) is input_shape
+        if written is not None:
+            node["inputs"] = self.value(written, here)
         return node
 
     def value(self, v, where):
@@ -105,9 +106,9 @@ def _tensor(v, where):
 
 def _plugin_of(layer):
     """{"name": entry point, "package": distribution} for a layer class a Python plug-in gives."""
-    from apsi_layers.layers.exports import LAYER_NAMES
+    from apsi_layers.layers.registry import constructors
 
-    if layer.kind in LAYER_NAMES or type(layer).__module__.startswith("apsi_layers."):
+    if layer.kind in constructors() or type(layer).__module__.startswith("apsi_layers."):
         return None
     from apsi_lang.installed import entry_points
     from apsi_layers.layers.exports import GROUP

@@ -21,7 +21,7 @@ import zipfile
 import numpy as np
 
 from apsi_lang import permissions
-from apsi_lang.errors import ApsiError
+from apsi_lang.errors import ApsiError, PermissionDenied
 from apsi_lang.files import atomic_open
 from apsi_lang.values import Record, show
 
@@ -154,19 +154,19 @@ def _same_again(net, d, objects):
             return objects[i]
 
     rebuilt = Reader("(this model)", d["layers"], Same()).layer(d["root"])
-    a, b = _structure(net), _structure(rebuilt)
+    a, b = _structure(net), _structure(rebuilt, net.known_input())     # load_model gives it input_shape
     if a != b:
         raise ApsiError(f"save_model: the model's description does not rebuild it (it gives {b[0][:80]}, "
                         f"not {a[0][:80]}); a layer keeps a setting it does not show. Please report this")
 
 
-def _structure(net):
+def _structure(net, shape=None):
     import re
 
     from apsi_layers.layers.base import build_root, leaf_shapes
     from apsi_layers.layers.init_rng import ShapeRng
 
-    spec, out = build_root(net, ShapeRng(), net.known_input())
+    spec, out = build_root(net, ShapeRng(), shape if shape is not None else net.known_input())
     text = re.sub(r"<fn[^>]*>", "<fn>", repr(net))
     return text, leaf_shapes(spec), repr(out)
 
@@ -348,6 +348,8 @@ def build(shown, d, arrays, program_dir):
     try:
         _check_params(net, named, f"load_model: {shown}")
         params = tree.unflatten([(n, Tensor(_nn_dtype(a))) for n, a in named])
+    except PermissionDenied:
+        raise                 # a stored function that reached for a file: said as it is
     except ApsiError as e:
         raise ApsiError(f"{e.message} (the parameters do not match the model's description)") from None
     except (ValueError, TypeError, KeyError) as e:

@@ -4,6 +4,11 @@ Usable from Python directly (`from apsi_layers import nn`); apsi_modules.py decl
 """
 # ruff: noqa: F401  (this file re-exports the package's public names)
 
+from apsi_layers.data.csv_shards import csv_to_npy  # noqa: E402  (issue 32: data larger than memory)
+from apsi_layers.data.memmap import load_npy, save_npy  # noqa: E402
+from apsi_layers.data.sources import dataset  # noqa: E402
+from apsi_layers.data.windows import windows  # noqa: E402
+
 from . import foreign
 from . import graph as _graph  # installs Tensor's operators
 from . import heap as _heap
@@ -186,13 +191,6 @@ from .statistics import (
 )
 from .tensor import Tensor, as_tensor
 from .tree import clip_by_global_norm, flatten, global_norm, param_count, tree_map, unflatten
-
-
-def round_values(x, ndigits=0):
-    """x rounded to `ndigits` decimals (values only: rounding has no useful gradient)."""
-    import numpy as np
-
-    return np.round(as_tensor(x, "round").data, ndigits)
 
 __all__ = [name for name in dir() if not name.startswith("_")]
 

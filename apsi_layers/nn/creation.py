@@ -6,6 +6,7 @@ from apsi_lang.errors import ApsiError
 from apsi_lang.values import type_name
 
 from . import foreign
+from .args import shape_arg as _shape
 from .tensor import Tensor, describe, plain_array, to_plain
 
 _DTYPES = {"float": np.float64, "float64": np.float64, "int": np.int64, "int64": np.int64, "bool": bool}
@@ -15,16 +16,6 @@ def _dtype(fn, dtype):
     if dtype not in _DTYPES:
         raise ApsiError(f"{fn}: dtype must be one of \"float\", \"int\", \"bool\", not {dtype!r}")
     return _DTYPES[dtype]
-
-
-def _shape(fn, shape):
-    """zeros(3), zeros(2, 3) and zeros([2, 3]) all work."""
-    if len(shape) == 1 and isinstance(shape[0], list | tuple):
-        shape = tuple(shape[0])
-    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape):
-        raise ApsiError(f"{fn}: the shape must be non-negative ints, like {fn}(2, 3) or {fn}([2, 3]); "
-                        f"got {list(shape)}")
-    return shape
 
 
 def _count(fn, arg, n, least=0):
@@ -39,10 +30,24 @@ def array(data, dtype="float"):
     """A tensor from a number or a nested list (float64 unless dtype="int"/"bool")."""
     try:
         d = np.array(to_plain(data), dtype=_dtype("array", dtype))
-    except (TypeError, ValueError):
-        raise ApsiError(f"array: expects a number or a nested list of numbers with equal lengths "
-                        f"(like [[1, 2], [3, 4]]), not {describe(data)}") from None
+    except (TypeError, ValueError, RecursionError):
+        raise ApsiError(_array_problem(data)) from None
     return Tensor(d)
+
+
+def _array_problem(data):
+    """array()'s message: where the list stops being numbers (the first none, with what to do)."""
+    from .nested import list_problem
+
+    found = list_problem(data, "list") if isinstance(data, list) else None
+    if found is None:
+        return (f"array: expects a number or a nested list of numbers with equal lengths "
+                f"(like [[1, 2], [3, 4]]), not {describe(data)}")
+    tip = ""
+    if found.endswith(" is none, not a number"):
+        tip = ("; fill the gaps first, e.g. [0.0 if v == none else v for v in xs] (or a mean), or leave "
+               "those items out")
+    return f"array: expects a number or a nested list of numbers with equal lengths; {found}{tip}"
 
 
 def zeros(*shape):

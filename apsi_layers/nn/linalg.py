@@ -16,6 +16,7 @@ from apsi_lang.errors import ApsiError
 from . import foreign, reduce, shape, spectral
 from .construct import promote
 from .einsum_op import einsum
+from .lapack import _linalg_call  # noqa: F401  (linalg_more and spectral's name too)
 from .linalg_vjps import pack, unpack
 from .ops import abs as _abs
 from .ops import apply, matmul, power
@@ -55,25 +56,6 @@ def _finite(t, fn, arg="a"):
     if not np.all(np.isfinite(t.data)):
         raise ApsiError(f"{fn}: {arg} holds NaN or inf; the decomposition needs finite numbers")
     return t
-
-
-def _linalg_call(fn, f, *arrays):
-    try:
-        return f(*arrays)
-    except np.linalg.LinAlgError as e:
-        raise ApsiError(_lapack_words(fn, str(e))) from None
-
-
-def _lapack_words(fn, text):
-    if "Singular" in text or "singular" in text:
-        return (f"{fn}: the matrix is singular (not invertible); use pinv or lstsq for a least-squares "
-                "answer, or check the input for dependent rows/columns")
-    if "positive definite" in text.lower():
-        return (f"{fn}: the matrix is not positive definite (cholesky needs a symmetric matrix with "
-                "positive eigenvalues); add a small multiple of the identity, or use eigh")
-    if "converge" in text.lower():
-        return f"{fn}: the decomposition did not converge ({text}); check the input for NaN or huge values"
-    return f"{fn}: {text}"
 
 
 def _int(value, fn, arg):

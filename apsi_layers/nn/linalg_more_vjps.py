@@ -5,8 +5,8 @@ import numpy as np
 
 from apsi_lang.errors import ApsiError
 
-from .linalg_more import _RAW_FUNCTIONS, singular
 from .linalg_vjps import _gap_inverse, _is_zero, _solve_a, _solve_b, _t, unpack, values
+from .matrix_functions import RAW_FUNCTIONS, singular
 
 
 def _triangular_a(xp, g, ans, t, b, lower=False):
@@ -49,13 +49,14 @@ def _block_rule(name):
         at = _t(xp, a)
         zero = np.zeros(values(a).shape)
         if xp.recording:
-            from . import linalg_more, shape
+            from . import shape
+            from .ops import apply
 
             block = shape.concat([shape.concat([at, g], -1), shape.concat([zero, at], -1)], -2)
-            full = getattr(linalg_more, name)(block)
+            full = apply(name, RAW_FUNCTIONS[name], (block,), {})      # the op itself, recorded again
             return shape.getitem(full, (Ellipsis, slice(0, n), slice(n, 2 * n)))
         block = np.concatenate([np.concatenate([at, g], -1), np.concatenate([zero, at], -1)], -2)
-        return _RAW_FUNCTIONS[name](block)[..., :n, n:]
+        return RAW_FUNCTIONS[name](block)[..., :n, n:]
     return rule
 
 

@@ -74,7 +74,7 @@ class Optimizer:
             self._names = [n for n, _ in named]
             self._shapes = [np.shape(_data(p)) for _, p in named]
         self.steps += 1
-        from . import blockwise, optim_inplace  # (they import this module)
+        from . import blockwise, optim_inplace
 
         ps = [_data(p) for _, p in named]
         gs = [np.asarray(_data(g)) for _, g in g_named]

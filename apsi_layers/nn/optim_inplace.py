@@ -20,9 +20,9 @@ import math
 
 import numpy as np
 
-from . import blockwise, optim, tree
+from . import blockwise, tree
 from .nonfinite import NonFiniteError
-from .tensor import Tensor
+from .tensor import Tensor, as_tensor
 
 SCALAR_STATE = frozenset({"mu_product"})    # state that is one number, not one per element
 
@@ -229,9 +229,18 @@ class RAdam:
         np.subtract(q, b, out=p)
 
 
-# exactly these classes: a subclass may have changed the rule, and then its own update runs
-KERNELS = {optim.SGD: SGD, optim.Adam: Adam, optim.AdamW: AdamW, optim.RMSprop: RMSprop,
-           optim.Adagrad: Adagrad, optim.NAdam: NAdam, optim.RAdam: RAdam}
+# optim.py's classes by their names. Exactly those classes: a subclass may have changed the rule, and
+# then its own update runs (so the class itself must be optim.py's and name itself; this file does
+# not import optim.py, which imports it)
+KERNELS = {"sgd": SGD, "adam": Adam, "adamw": AdamW, "rmsprop": RMSprop, "adagrad": Adagrad,
+           "nadam": NAdam, "radam": RAdam}
+OPTIM = "apsi_layers.nn.optim"
+
+
+def kernel(opt):
+    """The in-place rule for `opt`, or None when its class is not one of optim.py's own."""
+    cls = type(opt)
+    return KERNELS.get(cls.__dict__.get("name")) if cls.__module__ == OPTIM else None
 
 
 def _apply(rule, h, c, keys, has_src, p, g, *rest):
@@ -246,7 +255,7 @@ def plan(opt, p, g, state, lr, src=None):
     """The blockwise tasks of one float64 parameter's update with gradient g: p updated in place or,
     given src, src's values updated into p (src only read); its state in place. Call after
     opt.steps += 1."""
-    rule = KERNELS[type(opt)]
+    rule = kernel(opt)
     c = rule.prepare(opt.hyper, p, state, lr, opt.steps)
     keys = [k for k in state if k not in SCALAR_STATE]
     for k in keys:
@@ -269,7 +278,7 @@ def check_finite(opt, names, grads):
 
 def fast(opt, p, g):
     """True when this parameter's update can run here: float64 arrays and a rule of our own."""
-    return type(opt) in KERNELS and type(p) is np.ndarray and p.dtype == g.dtype == np.float64
+    return kernel(opt) is not None and type(p) is np.ndarray and p.dtype == g.dtype == np.float64
 
 
 class InPlace:
@@ -284,7 +293,7 @@ class InPlace:
     @staticmethod
     def supports(opt, params):
         """True when opt has an in-place rule and every parameter is a float64 array to update."""
-        return type(opt) in KERNELS and all(
+        return kernel(opt) is not None and all(
             isinstance(p.data, np.ndarray) and p.data.dtype == np.float64 and p.data.flags.writeable
             for p in params)
 
@@ -297,7 +306,7 @@ class InPlace:
             self.names = [n for n, _ in named]
         ps = [p.data for p in params]
         # np.asarray: a 0-d gradient may come as a NumPy scalar, which has no memory to reuse
-        gs = [np.asarray(g.data if type(g) is Tensor else optim._data(g)) for g in grads]
+        gs = [np.asarray(g.data if type(g) is Tensor else as_tensor(g, "step").data) for g in grads]
         rate = opt.current_lr(lr)
         if opt._state is None:
             opt._state = [opt.init_state(p) for p in ps]

@@ -14,7 +14,7 @@ import numpy as np
 from apsi_lang.errors import ApsiError
 
 from . import ops
-from .creation import _shape
+from .args import shape_arg as _shape
 from .shape import getitem
 from .tensor import Tensor, as_tensor, describe, plain_array
 

@@ -12,30 +12,12 @@ from apsi_lang.errors import ApsiError
 
 from . import foreign
 from . import reduce as _reduce
+from .args import axes_of, axis_of  # noqa: F401  (scans' names, as before)
 from .foreign import Foreign
 from .ops import apply, sqrt, where
 from .shape import concat, getitem, reshape, transpose
 from .tensor import Tensor, as_tensor, plain_array
 from .vjps import keep_shape
-
-
-def axis_of(name, x, axis):
-    """One axis as an int in 0..ndim-1, or an ApsiError naming the function."""
-    if type(axis) is not int or not -x.ndim <= axis < x.ndim:
-        hint = f"use an int from {-x.ndim} to {x.ndim - 1}" if x.ndim else "a 0-d tensor has no axis"
-        raise ApsiError(f"{name}: axis={axis!r} does not fit a tensor of shape {x.shape}; {hint}")
-    return axis % x.ndim
-
-
-def axes_of(name, x, axis):
-    """axis none / int / list -> a sorted tuple of distinct axes."""
-    if axis is None:
-        return tuple(range(x.ndim))
-    items = list(axis) if isinstance(axis, list | tuple) else [axis]
-    out = sorted({axis_of(name, x, a) for a in items})
-    if len(out) != len(items):
-        raise ApsiError(f"{name}: axis={axis!r} names an axis twice")
-    return tuple(out)
 
 
 def moveaxis(x, source, destination):

@@ -9,8 +9,8 @@ import numpy as np
 from apsi_lang.errors import ApsiError
 
 from . import foreign
+from .args import axis_of
 from .foreign import Foreign
-from .scans import axis_of
 from .shape import index_add, reshape, take_along
 from .tensor import Tensor, as_tensor, plain_array
 

@@ -87,7 +87,7 @@ def eigvalsh_op(sym):
 
 
 def _eigvalsh_fwd(d):
-    from .linalg import _linalg_call
+    from .lapack import _linalg_call
 
     return _linalg_call("eigvalsh", np.linalg.eigvalsh, d)
 
@@ -127,7 +127,7 @@ def svdvals_op(a):
 
 
 def _svdvals_fwd(d):
-    from .linalg import _linalg_call
+    from .lapack import _linalg_call
 
     return _linalg_call("svd", lambda x: np.linalg.svd(x, compute_uv=False), d)
 

@@ -2,7 +2,7 @@
 
 Kept deliberately lean (three slots, no validation in __init__) because small models create one per
 op and per-op overhead decides their speed. Operator methods (`+`, `@`, `[]`, ...) are installed by
-ops.py, since they are the differentiable ops themselves.
+graph.py from ops.py's differentiable ops, since they are those ops themselves.
 """
 
 import numpy as np

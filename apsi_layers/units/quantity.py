@@ -350,3 +350,13 @@ def _unit_ops():
 
 
 _unit_ops()
+
+
+def _hook_into_fit():
+    """Quantities exist from now on: fit and predict must look for them (apsi_layers/fit_hooks.py)."""
+    from apsi_layers import fit_hooks
+
+    fit_hooks.add("apsi_layers.units.training")
+
+
+_hook_into_fit()

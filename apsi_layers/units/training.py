@@ -13,8 +13,24 @@ from . import registry as R
 from .quantity import Quantity, convert, make
 
 
-def is_quantity(x):
-    return type(x) is Quantity
+def adapt_fit(inputs, targets, options):
+    """fit's hook (apsi_layers/fit_hooks.py): quantities become SI magnitudes; a loss written in Apsi
+    receives quantities."""
+    if any_quantity(inputs, targets, options.get("val")) or callable(options.get("loss")):
+        return fit_args(inputs, targets, options)
+    return inputs, targets, options
+
+
+def adapt_predict(x, options):
+    """predict's hook: quantities in, and unit= read as the output's unit."""
+    if not (any_quantity(x) or "unit" in options):
+        return x, options, _same
+    x, options, unit = predict_args(x, options)
+    return x, options, _same if unit is None else (lambda y: output_in(y, unit))
+
+
+def _same(y):
+    return y
 
 
 def _si(x):

@@ -5,8 +5,6 @@ from apsi_lang.values import show
 
 from . import options as opt
 
-BACKENDS = ("numpy", "torch", "auto")
-
 
 def serve_model(model, params=None, host="127.0.0.1", port=8000, max_batch=64, max_wait_ms=5, backend="numpy",
                 device=None, workers=1, path="/predict", max_body="1MB", timeout=30, log=True):
@@ -23,8 +21,10 @@ def serve_model(model, params=None, host="127.0.0.1", port=8000, max_batch=64, m
     if path in ("/health", "/info", "/metrics"):
         raise ApsiError(f"{fn}: path {path!r} is one of the server's own routes; choose another, "
                         "such as \"/predict\"")
-    if backend not in BACKENDS:
-        raise ApsiError(f"{fn}: backend must be one of {', '.join(map(repr, BACKENDS))}, not "
+    from apsi_layers.backends import registry
+
+    if not isinstance(backend, str) or backend not in registry.names():       # (the registry's names)
+        raise ApsiError(f"{fn}: backend must be one of {', '.join(map(repr, registry.names()))}, not "
                         f"{show(backend, True)}")
     workers = _workers(fn, workers)
     from . import server

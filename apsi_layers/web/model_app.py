@@ -45,7 +45,7 @@ class ModelService:
 
         self.model, self.params, self.backend, self.device = model, params, backend, device
         self.several_in, self.several_out = arity(model)
-        # torch: the permission is checked now, and the parameters go to the device once (keep)
+        # the permission is checked now; the backend may keep the parameters on its device (keep)
         self.torch = choose("serve_model", backend) == "torch"
         self.keep = {}
         self.checked = set()            # per-sample input shapes check_params accepted
@@ -137,7 +137,7 @@ class ModelService:
         return results
 
     def _predict(self, xs, mask, graph):
-        from apsi_layers.layers.training.api import predict
+        from apsi_layers.layers.training.api import predict_kept
 
         options = {"backend": self.backend}
         if self.device is not None:
@@ -147,9 +147,7 @@ class ModelService:
         if graph is not None:
             options["graph"] = graph
         x = xs if self.several_in else xs[0]
-        if self.torch:
-            return self._predict_torch(x, options)
-        return predict(self.model, self.params, x, **options)
+        return predict_kept(self.model, self.params, x, self.keep, **options)
 
     def _predict_checked(self, xs, mask, graph):
         """predict's NumPy run on data predict's checks have passed (prepare), without checking again."""
@@ -161,7 +159,7 @@ class ModelService:
                            graph=None if graph is None else tuple(graph), batch_size=None, backend="numpy",
                            device=self.device, several_inputs=self.several_in,
                            several_outputs=self.several_out)
-        return _run("predict", plan)
+        return _run("predict", plan, self.keep)
 
     def failure(self, e):
         """What the client is told when a predict call failed on its request alone: the program's own
@@ -188,19 +186,6 @@ class ModelService:
         from apsi_layers.models.api import labelled
 
         return labelled(self.model, self.labels, outputs)
-
-    def _predict_torch(self, x, options):
-        """predict(…, backend="torch") with the parameters kept on the device between calls: the same
-        checks (predict_plan) and the same loop."""
-        from apsi_layers.backends.torch.runtime import load_torch
-        from apsi_layers.layers.training.plan import predict_plan
-
-        plan = predict_plan(self.model, self.params, x, options)
-        plan.backend = "torch"
-        load_torch()                        # (says how to install PyTorch when it is missing)
-        from apsi_layers.backends.torch.loop import predict_loop
-
-        return predict_loop(plan, keep=self.keep)
 
     # --- before listening ---------------------------------------------------------------------
     def warm_up(self, fn):

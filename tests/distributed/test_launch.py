@@ -350,3 +350,53 @@ def test_ctrl_c_during_a_sharded_fit_says_once_and_truly_where_to_resume(tmp_pat
                       r"(\d+); continue with", err)
     assert len(said) == 1 and int(said[0][1]) >= 2, err
     assert (tmp_path / "long.ckpt").exists()
+
+
+
+VERBOSE = """use nn
+use layers
+let x = randn([40, 4], seed=1)
+let net = mlp(4, 3, hidden=[8])
+fn said(epoch, logs):
+    print(f"rank {rank()} saw epoch {epoch}")
+let r = fit(net, net.init(seed=0), x, randn([40, 3], seed=3), loss="mse", epochs=2, batch_size=5,
+            backend="torch", precision="fp64", distributed=true, verbose=true, on_epoch=said)
+"""
+
+
+def test_in_a_terminal_no_rank_erases_another(tmp_path):
+    """issue 28: under `apsi launch` in a terminal, rank 0's live bar redrew itself over the lines the
+    other rank printed (erasing them) and drew itself again; rank 0 writes plain lines there."""
+    import select
+
+    (tmp_path / "v.apsi").write_text(VERBOSE)
+    master, slave = os.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "apsi", "launch", "--nproc", "2", "--allow-python",
+                             "v.apsi"], cwd=tmp_path, stdin=slave, stdout=slave, stderr=slave,
+                            env={**ENV, "TERM": "xterm", "COLUMNS": "100"})
+    os.close(slave)
+    shown = b""
+    try:
+        while True:
+            ready, _, _ = select.select([master], [], [], 1)
+            try:
+                chunk = os.read(master, 65536) if ready else b""
+            except OSError:
+                break
+            if ready and not chunk:
+                break
+            shown += chunk
+            if not ready and proc.poll() is not None:
+                break
+        assert proc.wait(timeout=240) == 0, shown
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(master)
+    text = shown.decode("utf-8", "replace")
+    assert "\x1b[1A" not in text, text             # no redraw moved the cursor up over other lines
+    assert [ln.split("  ")[0] for ln in text.splitlines() if ln.startswith("epoch")] == \
+        ["epoch 1/2", "epoch 2/2"], text
+    for rank in (0, 1):
+        for epoch in (1, 2):
+            assert f"rank {rank} saw epoch {epoch}" in text, text

@@ -117,8 +117,8 @@ class ApsiKernelTests(jkt.KernelTests):
         (Path(self.folder) / "latin1.apsi").write_bytes(b"let caf\xe9 = 1\n")
         reply, _ = kernels.run(self.kc, "use latin1")
         assert reply["status"] == "error" and reply["ename"] == "SyntaxError"
-        assert reply["evalue"].startswith("<cell") and "cannot read" in reply["evalue"]
-        assert "can't decode byte 0xe9" in reply["evalue"]
+        assert reply["evalue"].startswith("<cell") and "is not UTF-8 text" in reply["evalue"]
+        assert "(byte 0xe9 at position 7)" in reply["evalue"]
         reply, outputs = kernels.run(self.kc, 'print("a\\udcffb")')     # a lone surrogate printed
         assert reply["status"] == "ok" and outputs[0][1]["text"].startswith("a")
 

@@ -90,7 +90,7 @@ async def test_an_error_in_a_used_file_is_shown_on_the_use_line(client, project)
     uri = open_doc(client, project / "user.apsi", "print(1)\nuse broken\nuse latin1\n")
     found = await diagnostics(client, uri, lambda d: len(d) == 2)
     assert found[0].range.start.line == 1 and "in module 'broken'" in found[0].message
-    assert found[1].range.start.line == 2 and "cannot read" in found[1].message
+    assert found[1].range.start.line == 2 and "latin1.apsi is not UTF-8 text" in found[1].message
 
 
 @pytest.mark.asyncio(loop_scope="module")

@@ -60,7 +60,7 @@ def test_apsi_reads_models_through_their_allow_list(tmp_path):
     r = subprocess.run([sys.executable, "-m", "apsi", str(program)], capture_output=True, text=True,
                        timeout=120)
     assert r.stdout.splitlines() == [
-        'sequential(dense(4, name="hidden"), dense(2, activation="relu"))',
+        'sequential(dense(4, inputs=3, name="hidden"), dense(2, activation="relu"))',
         'sequential sequential [3] 2 {activation: "relu"}',
         "(3, 4) 26",
         "[2] flatten 4",
@@ -115,5 +115,5 @@ def test_a_python_package_adds_a_layer_through_the_entry_point(tmp_path):
     r = subprocess.run([sys.executable, "-m", "apsi", str(program)], capture_output=True, text=True,
                        timeout=120, cwd=proj, env=env)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.splitlines() == ["sequential(dense(3), scale(start=2.0), dense(1)) tensor([2., 2., 2.])",
-                                     "true"]
+    assert r.stdout.splitlines() == [
+        "sequential(dense(3, inputs=2), scale(start=2.0), dense(1)) tensor([2., 2., 2.])", "true"]

@@ -12,10 +12,11 @@ DOC = (Path(__file__).resolve().parents[2] / "docs" / "layers.md").read_text(enc
 BLOCKS = re.findall(r"```apsi\n(.*?)```", DOC, re.S)
 EXPECTED = [
     "20 true (64, 2)",
-    'sequential(dense(8, activation="relu"), batch_norm(), dense(1))\n'
+    'sequential(dense(8, activation="relu", inputs=3), batch_norm(), dense(1))\n'
     '["dense.w", "dense.b", "batch_norm.gamma", "batch_norm.beta", "batch_norm.state.mean", '
     '"batch_norm.state.var", "dense_1.w", "dense_1.b"]',
     "(2, 3)\n(4, 2)\ntensor([[ 0.5 , -0.75]])\nlambda_layer(<fn <lambda>>) tensor([[2.]])",
+    "tensor([ 3., 20.]) tensor([ 3., 20.])",       # preprocessing: impute and normalization adapted
     '["ea.w", "ea.b", "score.w", "score.b"]\n(1, 8)',
     "4 4 true",              # the workflow options
     "4 4 4 1 true",          # weights, task, reduce_lr, csv_log
@@ -36,16 +37,17 @@ def test_example_prints_what_it_should(i, tmp_path, monkeypatch, capsys):
     if EXPECTED[i] is not None:
         assert out == EXPECTED[i]
     else:
-        assert out.splitlines()[0].split() == ["layer", "kind", "output", "shape", "params"]
+        assert out.splitlines()[1].split() == ["layer", "kind", "output", "shape", "params"]
         assert out.endswith("total parameters: 58")
 
 
 def test_every_export_and_fit_option_is_documented():
-    from apsi_layers.layers.exports import LAYER_NAMES
+    from apsi_layers.layers import registry
+    from apsi_layers.layers.exports import FUNCTIONS
     from apsi_layers.layers.training.plan import FIT_OPTIONS
 
     # torch's names: docs/backends.md
-    names = [*LAYER_NAMES, "flatten", "vae", "param_count", "rank", "world_size"]
+    names = [*registry.constructors(), *FUNCTIONS, "param_count", "rank", "world_size"]
     missing = [name for name in names if f"`{name}(" not in DOC and f"`{name}`" not in DOC]
     assert missing == []
     assert [o for o in FIT_OPTIONS if f"`{o}`" not in DOC] == []

@@ -19,6 +19,13 @@ def normal(*shape):
     return rng.standard_normal(shape)
 
 
+def test_the_opset_protocol_names_exactly_the_spec():
+    """ops/protocol.py's OpSet (what mypy checks against) is spec.OPS, name for name, in order."""
+    from apsi_layers.ops.protocol import OpSet
+
+    assert [n for n in vars(OpSet) if not n.startswith("_")] == list(OPS)
+
+
 def test_numpy_opset_implements_exactly_the_spec():
     names = set(vars(O))
     assert names == set(OPS), f"missing {set(OPS) - names}, extra {names - set(OPS)}"

@@ -15,7 +15,7 @@ SCRIPT = textwrap.dedent("""
     from apsi_layers.layers import fit, mlp, predict
     if backend == "torch":
         import torch
-        from apsi_layers.backends.torch import fit as _loaded  # noqa: F401
+        from apsi_layers.backends.torch import loop as _loaded  # noqa: F401
     size = next(int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith("VmSize"))
     resource.setrlimit(resource.RLIMIT_AS, (size + 1_500_000_000, size + 1_500_000_000))
     net = mlp(100, 2, hidden=[hidden])

@@ -69,7 +69,8 @@ def test_summary_is_a_rich_table_on_a_terminal_and_text_otherwise(monkeypatch, c
     net = L.mlp(4, 2, hidden=[8])
     L.summary(net, net.init(seed=0))
     plain = capsys.readouterr().out
-    assert plain.splitlines()[0].split() == ["layer", "kind", "output", "shape", "params"]
+    assert plain.splitlines()[0] == "mlp(4, 2, hidden=[8])"        # what the model is, then its layers
+    assert plain.splitlines()[1].split() == ["layer", "kind", "output", "shape", "params"]
     assert "┃" not in plain and "\x1b[" not in plain and plain.endswith("total parameters: 58\n")
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
     monkeypatch.setenv("COLUMNS", "120")

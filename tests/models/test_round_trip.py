@@ -224,3 +224,20 @@ def test_docs_models_example_runs(run):
     r = run(block)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().endswith("(2, 3)")
+
+
+def test_a_model_given_its_input_shape_by_init_round_trips(run):
+    """init(input_shape=) is not part of the text the model prints: the description keeps inputs= as
+    written and the file's input_shape gives the shape back (a mismatch refused every such save)."""
+    r = run('''
+use layers
+use nn
+let net = sequential(dense(3, activation="tanh"), dense(1))
+let p = net.init(seed=0, input_shape=[2])
+save_model("m.apsim", net, p)
+let m = load_model("m.apsim")
+let x = randn(4, 2, seed=1)
+print(m.net, m.net.input_shape, array_equal(predict(m.net, m.params, x), predict(net, p, x)))
+''')
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == 'sequential(dense(3, activation="tanh"), dense(1)) [2] true', r.stdout

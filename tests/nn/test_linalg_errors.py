@@ -166,6 +166,7 @@ def test_eigh_reads_one_triangle_as_numpy_does():
         assert np.allclose(nn.eigvalsh(nn.array(a), UPLO=uplo).data, np.linalg.eigvalsh(a, uplo))
 
 
+@pytest.mark.torch
 def test_the_torch_comparison_catches_a_wrong_rule(monkeypatch):
     """The checker must be able to fail: give inv a rule with the wrong sign."""
     pytest.importorskip("torch")

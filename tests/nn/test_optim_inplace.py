@@ -37,8 +37,22 @@ CASES = [
 
 def test_every_optimizer_has_an_in_place_rule():
     names = ("sgd", "adam", "adamw", "rmsprop", "adagrad", "nadam", "radam")
-    made = {type(getattr(nn, name)()) for name in names}
-    assert made == set(optim_inplace.KERNELS)
+    assert set(optim_inplace.KERNELS) == set(names)
+    assert all(optim_inplace.kernel(getattr(nn, name)()) is optim_inplace.KERNELS[name] for name in names)
+
+
+def test_a_subclass_runs_its_own_rule_not_the_kernel():
+    """A subclass may have changed the update: only optim.py's own classes get an in-place rule."""
+    from apsi_layers.nn import optim
+
+    class Mine(optim.Adam):
+        name = "adam"
+
+    class Quiet(optim.SGD):
+        pass
+
+    assert optim_inplace.kernel(Mine(lr=0.1)) is None and optim_inplace.kernel(Quiet(lr=0.1)) is None
+    assert not optim_inplace.InPlace.supports(Mine(lr=0.1), [nn.Tensor(np.zeros(3))])
 
 
 @pytest.mark.parametrize("name,hyper", CASES)

@@ -39,7 +39,8 @@ def test_doctor_json_gpu_machine_with_the_right_build(target, wheels, machine, m
                                       None)]
     assert rep["torch"]["family"] == {"torchvision": None, "torchaudio": None}
     assert rep["apsi"]["version"]
-    assert rep["modules"] == {"available": ["layers", "nn", "plot", "units", "web"], "broken": []}
+    assert rep["modules"] == {"available": ["layers", "nn", "plot", "units", "web"], "broken": [],
+                              "missing": []}
     assert rep["python"]["executable"] == str(target.python)
     assert rep["python"]["version"] == platform.python_version()
     assert rep["python"]["pip"]
@@ -130,6 +131,17 @@ def test_doctor_reports_apsi_toml_and_its_permissions(target, machine, tmp_path)
             "remove or correct the key") in checks(rep, "config")
 
 
+def test_doctor_never_lists_a_flag_grant_as_not_granted(target, machine, tmp_path):
+    """issue 28: `apsi --allow-python doctor` said "by flags: python; not granted: python, …"."""
+    machine(None)
+    code, rep = doctor_json("--allow-python", "--allow-read=/data", "--deny-net")
+    (status, detail, _), = checks(rep, "permissions")
+    assert detail == ("granted by apsi.toml: none; by flags: python, read (for /data), deny-net; "
+                      "not granted: write, net, env, run"), detail
+    code, rep = doctor_json("-A")
+    assert checks(rep, "permissions")[0][1].endswith("by flags: all; not granted: none")
+
+
 def test_doctor_bad_apsi_toml_is_broken(target, machine, tmp_path):
     machine(None)
     (tmp_path / "apsi.toml").write_text('[run]\nallow = ["root"]\n')
@@ -212,10 +224,13 @@ def test_doctor_reports_a_module_that_cannot_load(monkeypatch):
     from apsi_cli import doctor
 
     broken = EntryPoint(name="ghost", value="no_such_package_xyz:factory", group="apsi.modules")
-    monkeypatch.setattr("apsi_lang.installed.entry_points", lambda group: {"ghost": broken})
+    from apsi_lang.installed import entry_points
+
+    shipped = dict(entry_points("apsi.modules"))
+    monkeypatch.setattr("apsi_lang.installed.entry_points", lambda group: {"ghost": broken, **shipped})
     r = doctor.Report()
     doctor._modules(r)
-    assert r.sections["modules"]["available"] == []
+    assert r.sections["modules"]["available"] == ["layers", "nn", "plot", "units", "web"]
     (check,) = r.checks
     assert check["status"] == doctor.FAIL and "ghost (no_such_package_xyz:factory" in check["detail"]
     assert not r.ok

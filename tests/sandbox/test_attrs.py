@@ -161,6 +161,6 @@ def test_their_listed_attributes_give_apsi_values(project, capsys):
         "print(net.kind, net.name, net.options, net.input_shape, type(net.layers[0]), type(net.init))\n"
         "print(o.name, o.lr, o.steps, o.hyper)\ntry:\n    error('x')\ncatch e:\n    print(e.message, e.kind)")
     assert capsys.readouterr().out == (
-        'mlp mlp {} [2] layer function\n'
+        'mlp mlp {hidden: [4]} [2] layer function\n'
         'adam 0.1 0 {"b1": 0.9, "b2": 0.999, "eps": 1e-08, "weight_decay": 0.0, "amsgrad": false}\n'
         "x error\n")

@@ -72,7 +72,8 @@ BAD = [
     (b'{"mask": null}', 400, "the body has no \"inputs\" field"),
     (b'{"inputs": [[1, 2, 3, 4]], "inputs2": 1}', 400, "unknown field"),
     (b'{"inputs": [[1, NaN, 3, 4]]}', 400, "NaN is not JSON"),
-    (b'{"inputs": [[1, 2, 3]]}', 422, "predict: parameter dense.w has shape [4, 16]"),
+    (b'{"inputs": [[1, 2, 3]]}', 422, "predict: the model expects 4 input features per sample and got 3 "
+                                      "(inputs of shape [1, 3])"),
     (b'{"inputs": [[1, 2, 3, 4], [1, 2]]}', 422, "predict: inputs must be a tensor or a (nested) list of "
                                                   "numbers of equal lengths; inputs[1] is a list of 2 but "
                                                   "inputs[0] is a list of 4"),
@@ -122,6 +123,7 @@ def test_routes_of_the_server(served):
         assert info["model"] == "mlp(4, 3, hidden=[16])" and info["inputs"] == [4]
         assert info["outputs"] == [3] and info["parameters"] == 4 * 16 + 16 + 16 * 3 + 3
         assert info["backend"] == "numpy" and info["max_batch"] == 64
+        assert info["device"] == "cpu"          # the word fit's r.device says for the same place (issue 28)
         r = client.get("/predict")
         assert r.status_code == 405 and r.json()["error"] == "GET is not allowed on /predict"
         assert client.get("/nothing").json() == {"error": "no route GET /nothing", "status": 404}

@@ -169,6 +169,7 @@ def test_ctrl_c_in_a_terminal_stops_every_worker_with_exit_0(tmp_path, web_env):
         assert all_gone(pids) == []
 
 
+@pytest.mark.torch
 def test_workers_with_the_torch_backend_are_refused_with_the_reason(start):
     server = start(MODEL.format(options=", backend=\"torch\", workers=2"),
                    flags=["--allow-python", "--allow-net"], ready=False)

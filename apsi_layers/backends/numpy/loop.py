@@ -1,4 +1,4 @@
-"""fit and predict on the NumPy backend: the model's layers on the NumPy op set, nn's autodiff and
+"""fit's session and predict on the NumPy backend: the model's layers on the NumPy op set, nn's autodiff and
 nn's optimizers. One step: slice the batch, run forward and backward on a fresh tape (freed when the
 step ends, so memory stays flat), clip, update the trainable leaves, put new running statistics in."""
 
@@ -7,13 +7,13 @@ import math
 
 import numpy as np
 
-from apsi_lang.values import Record
 from apsi_layers import nn
 from apsi_layers.layers.base import RESERVED
 from apsi_layers.layers.context import Ctx, Graph
 from apsi_layers.layers.losses import loss_value
 from apsi_layers.layers.training.batches import loss_positions, plain_batches, rows, seeds
 from apsi_layers.layers.training.finite import check_trained, constant_loss
+from apsi_layers.layers.training.state import NnState, replace_states
 from apsi_layers.layers.training.weights import position_weights, weight_keep
 from apsi_layers.nn import tree
 from apsi_layers.nn.nonfinite import NonFiniteError
@@ -43,32 +43,15 @@ def split_state(params):
     return names, leaves, train
 
 
-def replace_states(value, updates):
-    """The tree with each state record that a layer replaced (ctx.set_state) swapped for the new one."""
-    hit = updates.get(id(value))
-    if hit is not None and hit[0] is value:
-        return hit[1]
-    if isinstance(value, Record):
-        return Record(**{k: replace_states(v, updates) for k, v in vars(value).items()})
-    if isinstance(value, list | tuple):
-        return type(value)(replace_states(v, updates) for v in value)
-    return value
-
-
 def _tensor(a):
     return Tensor(a)
 
 
-def fit_numpy(plan):
-    from apsi_layers.layers.training.driver import fit_loop
-
-    return fit_loop(plan, NumpySession(plan))
-
-
-class NumpySession:
+class NumpySession(NnState):
     """fit's state on the NumPy backend, for the shared loop (layers/training/driver.py)."""
 
-    backend = device = "numpy"
+    backend = "numpy"
+    device = "cpu"          # where it computes, as torch's sessions and serve_model's /info say it
 
     def __init__(self, plan):
         self.plan = plan
@@ -106,8 +89,17 @@ class NumpySession:
             raise _NonFinite(v)
         return value, (ctx, params)
 
+    sums = None           # the epoch's (Σ loss · weight, Σ weight) so far: a mid-epoch checkpoint's
+
+    def partial_state(self):
+        return list(self.sums)
+
+    def set_partial(self, state):
+        self.sums = [float(state[0]), int(state[1])]
+
     def train_epoch(self, epoch, batches, on_step):
-        data, total, count = self.plan.data, 0.0, 0
+        data = self.plan.data
+        sums = self.sums = self.sums or [0.0, 0]       # (a resumed epoch starts from its sums)
         full = self.graph is not None                 # a graph trains on every node at once
         for k, idx in enumerate(batches, 1):
             keep, lead, ys = loss_positions(data.mask, rows(data.targets, idx, full), idx, full)
@@ -116,10 +108,11 @@ class NumpySession:
                 on_step(None)
                 continue
             v = self._step(epoch, k, idx, full, keep, lead, ys)
-            total += v * weight
-            count += weight
+            sums[0] += v * weight
+            sums[1] += weight
             on_step(v)
-        return total / count
+        self.sums = None
+        return sums[0] / sums[1]
 
     def _step(self, epoch, k, idx, full, keep, lead, ys):
         plan, data, ops = self.plan, self.plan.data, self.ops
@@ -176,21 +169,6 @@ class NumpySession:
     def set_leaves(self, arrays):
         self.leaves_ = [Tensor(np.array(a)) for a in arrays]
 
-    def opt_state(self):
-        state = self.opt._state
-        return self.opt.steps, None if state is None else [
-            {k: np.array(v) for k, v in s.items()} for s in state]
-
-    def set_opt_state(self, steps, states):
-        restore_opt(self.opt, steps, states, [self.names[i] for i in self.train],
-                    [self.leaves_[i].data.shape for i in self.train])
-
-    def noise_state(self):
-        return self.noise.bit_generator.state, None
-
-    def set_noise_state(self, meta, array):
-        self.noise.bit_generator.state = meta
-
     last_lr = lr_override = None
 
     def set_lr(self, lr):
@@ -212,17 +190,6 @@ class NumpySession:
         if not self.leaves_:
             return self.plan.params
         return tree.unflatten_like(self.plan.params, [Tensor(np.array(v.data)) for v in self.leaves_])
-
-
-def restore_opt(opt, steps, states, names, shapes):
-    """Put a checkpoint's optimizer state (nn's layout) into `opt`."""
-    opt.steps = steps
-    if states is None:
-        opt._state, opt._names, opt._shapes = None, None, None
-        return
-    opt._state = [{k: (np.array(v) if np.ndim(v) else float(v)) for k, v in s.items()} for s in states]
-    # fit steps the optimizer over the list of trainable leaves, whose names are their positions
-    opt._names, opt._shapes = [str(i) for i in range(len(names))], [tuple(s) for s in shapes]
 
 
 def _batch_weights(weights, mask, idx, full, keep, lead):

@@ -8,7 +8,8 @@ Modules, each with one job (only the ones that need torch import it, and only wh
     losses.py     named losses on torch.nn.functional's kernels (mse, mae, huber)
     optim.py      nn optimizers and schedules -> torch.optim
     compiled.py   torch.compile with the eager fallback
-    fit.py        fit_torch(plan) and predict_torch(plan), called by layers' fit/predict
+    backend.py    the registry's entry (backends/registry.py): session, predict, exports, check
+    loop.py       TorchSession (fit's state for the shared loop, layers/training/driver.py), predict
     module.py     torch_module(net, params) -> ApsiModule, params_from_torch(net, m)
     check.py      check_torch(): every layer on both backends in float64
     nn_dispatch.py  torch versions of nn's functions, for Apsi-written losses and lambda layers

@@ -63,76 +63,30 @@ class Result:
                 f"between NumPy and PyTorch on {self.device}: {names}")
 
 
-def cases():
-    """The models checked: every layer type, composition and zoo family."""
-    from apsi_layers.layers.exports import layers_exports
-    from apsi_layers.nn import softmax, tanh
+def uncovered():
+    """The registered layers (layers/registry.py) no case below builds: a new layer needs a case."""
+    from apsi_layers.layers import registry
 
-    L = Record(**layers_exports())
+    return sorted(set(registry.constructors()) - registry.recording(cases))
+
+
+def cases():
+    """The models checked: every layer type, composition and zoo family, as each family file gives them
+    (its @parity_cases function, layers/registry.py)."""
+    from apsi_layers import nn
+    from apsi_layers.layers import registry
+    from apsi_layers.layers.exports import layers_exports
+
     r = np.random.default_rng(0)
 
     def x(*shape):
         return r.standard_normal(shape)
 
     edges = np.array([[0, 1, 2, 3, 4, 5, 0, 2, 6, 1], [1, 2, 3, 4, 5, 6, 3, 0, 0, 6]])
-    graph = (edges, 7)
-    mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [1, 0, 0, 0, 0]], dtype=bool)
-    tokens = r.integers(0, 11, (2, 6))
-    seq, img = x(3, 5, 4), x(2, 2, 8, 8)
-    shared = L.dense(5, activation="tanh")
-    seq_of, dense = L.sequential, L.dense
-    two = Record(a=[6], b=[3])
-    dag = L.dag(inputs=two, nodes=Record(ha=[dense(5, activation="relu"), "a"], hb=[dense(5), "b"],
-                                        h=[L.merge("concat"), ["ha", "hb"]], out=[dense(2), "h"],
-                                        side=[dense(1), "hb"]), outputs=["out", "side"])
-    pair = Record(a=[4], b=[4])
-    siamese = L.dag(inputs=pair, nodes=Record(ea=[shared, "a"], eb=[shared, "b"],
-                                             d=[L.merge("sub"), ["ea", "eb"]], out=[dense(1), "d"]),
-                    outputs="out")
-    pools = seq_of(L.max_pool2d(2), L.avg_pool2d(3, stride=1, padding="same"),
-                   L.max_pool2d(3, stride=2, padding="same"), L.global_avg_pool())
-    return [
-        Case("mlp", L.mlp(6, 3, hidden=[8, 8]), x(5, 6)),
-        Case("dense", seq_of(dense(4, activation="gelu", inputs=6), dense(3, bias=False)), x(5, 6)),
-        Case("embedding", seq_of(L.embedding(11, 4, inputs=[6]), L.flatten(), dense(2)), tokens),
-        Case("conv1d", seq_of(L.conv1d(4, 3, padding="same", inputs=[3, 10]),
-                              L.conv1d(4, 2, stride=2, dilation=2, groups=2), L.flatten(), dense(2)),
-             x(2, 3, 10)),
-        Case("conv2d", L.cnn_classifier([2, 8, 8], 3, filters=[4, 6], hidden=8), img),
-        Case("conv2d_opts", seq_of(L.conv2d(4, [3, 2], stride=[2, 1], padding=1, inputs=[2, 8, 8]),
-                                   L.conv2d(4, 3, padding="same", dilation=2, groups=4)), img),
-        Case("pooling", pools, img, input_shape=[2, 8, 8]),
-        Case("pooling1d", seq_of(L.max_pool1d(3, stride=2, padding="same"), L.avg_pool1d(2), L.flatten()),
-             x(2, 3, 10), input_shape=[3, 10]),
-        Case("batch_norm", L.mlp(6, 3, hidden=[8], batch_norm=True), x(5, 6)),
-        Case("batch_norm2d", seq_of(L.conv2d(3, 3, inputs=[2, 8, 8]), L.batch_norm()), img),
-        Case("layer_norm", seq_of(dense(8, inputs=6), L.layer_norm(), dense(3)), x(5, 6)),
-        Case("rms_norm", seq_of(dense(8, inputs=6), L.rms_norm(), dense(3)), x(5, 6)),
-        Case("dropout", L.mlp(6, 3, hidden=[16], dropout=0.4), x(5, 6)),
-        Case("lstm", seq_of(L.lstm_layer(6, return_sequences=True, inputs=[5, 4]), L.lstm_layer(3)), seq),
-        Case("lstm_mask", L.lstm_layer(6, return_state=True, inputs=[5, 4]), seq, mask=mask),
-        Case("gru", seq_of(L.gru_layer(6, return_sequences=True, inputs=[5, 4]), L.gru_layer(3)), seq),
-        Case("gru_mask", L.gru_layer(6, return_sequences=True, inputs=[5, 4]), seq, mask=mask),
-        Case("attention", seq_of(dense(8, inputs=[5, 4]), L.attention(2)), seq),
-        Case("attention_mask", seq_of(dense(8, inputs=[5, 4]), L.attention(2, causal=True)), seq, mask=mask),
-        Case("transformer", seq_of(dense(8, inputs=[5, 4]), L.transformer_block(2, hidden=16)), seq),
-        Case("transformer_lm", L.transformer_lm(11, d=8, heads=2, layers=2, context=6), tokens),
-        Case("residual", L.resnet_mlp(6, 3, width=8, blocks=2), x(5, 6)),
-        Case("parallel", seq_of(L.parallel(dense(4, inputs=6), dense(3, activation="tanh")),
-                                L.parallel(dense(7), dense(7), merge="add")), x(5, 6)),
-        Case("dag", dag, [x(5, 6), x(5, 3)], input_shape=two),
-        Case("siamese", siamese, [x(5, 4), x(5, 4)], input_shape=pair),
-        Case("activation_fn", seq_of(dense(4, inputs=6), L.activation(lambda v: tanh(v) * 2.0)), x(5, 6)),
-        Case("lambda_layer", seq_of(dense(4, inputs=6), L.lambda_layer(lambda v: softmax(v) * v)), x(5, 6)),
-        Case("gcn", L.gcn_classifier(5, 3, hidden=[8], dropout=0.0), x(7, 5), graph=graph),
-        Case("sage", seq_of(L.sage_layer(6, activation="relu"), L.sage_layer(3)), x(7, 5),
-             input_shape=[5], graph=graph),
-        Case("gat", seq_of(L.gat_layer(4, heads=2), L.gat_layer(3, heads=2, concat=False)), x(7, 5),
-             input_shape=[5], graph=graph),
-        Case("gin", seq_of(L.gin_layer(6, train_eps=True), L.gin_layer(3)), x(7, 5), input_shape=[5],
-             graph=graph),
-        Case("vae", L.vae(6, 2, hidden=[8]), x(5, 6)),
-    ]
+    d = Record(x=x, graph=(edges, 7), tokens=r.integers(0, 11, (2, 6)), seq=x(3, 5, 4), img=x(2, 2, 8, 8),
+               mask=np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [1, 0, 0, 0, 0]], dtype=bool),
+               two=Record(a=[6], b=[3]), pair=Record(a=[4], b=[4]), nn=nn)
+    return [Case(**case) for case in registry.cases(Record(**layers_exports()), d)]
 
 
 def check_torch(device="auto", out=print, names=None):
@@ -203,11 +157,11 @@ def _inputs(ops, x):
 
 
 def _numpy_side(nn, case, params):
-    from apsi_layers.backends.numpy import ops as numpy_ops
+    from apsi_layers.backends import registry
 
     from .convert import is_state
 
-    ops = numpy_ops.OPSET
+    ops = registry.find("numpy").opset()         # the reference: found by name, not a sibling import
     x = _inputs(ops, case.x)
     outs = _outputs(case.model.apply(params, x, _ctx(ops, case)))
     r = np.random.default_rng(2)

@@ -75,18 +75,18 @@ class _ScipyMatrixFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, a, name):
-        from apsi_layers.nn.linalg_more import _RAW_FUNCTIONS
+        from apsi_layers.nn.matrix_functions import RAW_FUNCTIONS
 
         ctx.name = name
         ctx.save_for_backward(a)
-        out = _RAW_FUNCTIONS[name](a.detach().cpu().double().numpy())
+        out = RAW_FUNCTIONS[name](a.detach().cpu().double().numpy())
         return torch.as_tensor(out, dtype=a.dtype, device=a.device)
 
     @staticmethod
     def backward(ctx, g):
         (a,) = ctx.saved_tensors
         n = a.shape[-1]
-        from apsi_layers.nn.linalg_more import singular
+        from apsi_layers.nn.matrix_functions import singular
 
         host = a.detach().cpu().double().numpy().reshape(-1, n, n)
         if ctx.name == "sqrtm" and any(singular(m) for m in host):

@@ -13,17 +13,18 @@ import numpy as np
 import torch
 
 from apsi_lang.errors import ApsiError
-from apsi_layers.backends.numpy.loop import replace_states
 from apsi_layers.backends.torch.ops import NumpyStreamOps, TorchOps
 from apsi_layers.layers.context import Ctx, Graph
 from apsi_layers.layers.training.batches import kept_count, plain_batches, seeds
 from apsi_layers.layers.training.finite import NonFiniteError, check_trained, constant_loss
+from apsi_layers.layers.training.state import replace_states, restore_opt
 from apsi_layers.layers.training.weights import weight_keep
 from apsi_layers.nn import tree
 from apsi_layers.nn.tensor import Tensor
 
 from . import convert, devices, nn_dispatch, precision, view
 from .compiled import Forward
+from .feed import on_device
 from .losses import loss_value
 from .optim import TorchOptimizer
 
@@ -31,10 +32,10 @@ from .optim import TorchOptimizer
 class Setup:
     """Device, precision, op set and the data on the device: what fit and predict share."""
 
-    def __init__(self, plan, fn):
+    def __init__(self, plan, fn, device=None):
         nn_dispatch.install()
         try:
-            self.device = devices.select(torch, plan.device or "auto")
+            self.device = devices.select(torch, device or plan.device or "auto")
             self.precision = precision.resolve(torch, plan.precision or "fp32", self.device)
         except ApsiError as e:                  # the messages name the option; say whose option it is
             raise ApsiError(f"{fn}: {e.message}") from None
@@ -61,12 +62,6 @@ def _y(plan, ys):
     return ys if plan.several_outputs else ys[0]
 
 
-def fit_loop(plan):
-    from apsi_layers.layers.training.driver import fit_loop as shared_loop
-
-    return shared_loop(plan, TorchSession(plan))
-
-
 class TorchSession:
     """fit's state on the torch backend, for the shared loop (layers/training/driver.py): the data on
     the device once, batches gathered there, the loss read once per epoch (one sync)."""
@@ -77,16 +72,15 @@ class TorchSession:
 
     def __init__(self, plan):
         self.plan = plan
-        if plan.distributed:
-            plan.device = _rank_device(plan.device)
-        self.s = s = Setup(plan, "fit")
+        # distributed: this rank's own device (the plan is frozen: the choice is the session's)
+        self.s = s = Setup(plan, "fit", _rank_device(plan.device) if plan.distributed else None)
         self.device = devices.name(s.device)
         if plan.distributed:
             from .sharded import Shard
 
             self.shard = Shard(s.device, fsdp=plan.distributed == "fsdp")
+            # only rank 0 (the writer) shows progress and writes checkpoints (driver.py)
             self.world, self.rank, self.writer = self.shard.world, self.shard.rank, self.shard.rank == 0
-            plan.verbose = plan.verbose and self.writer         # only rank 0 shows progress
         self.names = [n for n, _ in tree.named_leaves(plan.params)] if tree.leaves(plan.params) else []
         self.leaves_ = [t for _, t in convert.leaves_to_torch(plan.params, s.device, s.precision.dtype)]
         self.train = [i for i, n in enumerate(self.names)
@@ -110,8 +104,9 @@ class TorchSession:
         # each rank draws its own dropout masks (rank 0's stream is the single-process one)
         self.noise = s.ops.rng(seeds(plan.seed)[1] + self.rank)
         data = plan.data
-        self.xs = [s.tensor(a) for a in data.inputs]
-        self.ys = [s.tensor(a) for a in data.targets]
+        # small in-memory data goes to the device once; files, datasets and large arrays per batch
+        self.xs = [on_device(s, a) for a in data.inputs]
+        self.ys = [on_device(s, a) for a in data.targets]
         self.mask = None if data.mask is None else s.tensor(data.mask)
         self.w = None if data.weights is None else s.tensor(data.weights)
         # a graph trains on every node at once: the loss positions are the same each step, found once
@@ -142,7 +137,8 @@ class TorchSession:
             return self._train_shard(epoch, batches, on_step)
         plan, s, data = self.plan, self.s, self.plan.data
         full = s.graph is not None            # a graph trains on every node at once
-        losses, sizes, start = [], [], 0
+        losses, sizes = self._sums()
+        start = 0
         order = torch.from_numpy(np.concatenate(batches)).to(device=s.device)
         with precision.matmul_mode(torch, s.precision):
             for idx in batches:
@@ -165,7 +161,27 @@ class TorchSession:
                 if self.opt is None:
                     self._steps += 1
                 on_step(None)
+        self.sums = None
         return _epoch_loss(losses, sizes, epoch, self.steps)
+
+    sums = None       # the epoch's step losses (device scalars) and weights so far: see partial_state
+
+    def _sums(self):
+        """The lists an epoch appends to (a resumed epoch's start with the steps done before)."""
+        self.sums = self.sums or ([], [])
+        return self.sums
+
+    def partial_state(self):
+        """The epoch so far, for a mid-epoch checkpoint: the step losses read from the device (exact:
+        a float32 or bfloat16 value is a float64 exactly) with their dtype, and their weights."""
+        losses, sizes = self.sums or ([], [])
+        dtype = str(losses[0].dtype).replace("torch.", "") if losses else "float32"
+        return {"losses": [float(v) for v in losses], "dtype": dtype, "sizes": list(sizes)}
+
+    def set_partial(self, state):
+        dtype = getattr(torch, state["dtype"])
+        self.sums = ([torch.tensor(v, dtype=dtype, device=self.s.device) for v in state["losses"]],
+                     [int(w) if float(w).is_integer() else float(w) for w in state["sizes"]])
 
     def _train_shard(self, epoch, batches, on_step):
         """One epoch of this rank's share of each global batch (backends/torch/sharded.py)."""
@@ -178,7 +194,7 @@ class TorchSession:
 
     def _shard_epoch(self, epoch, batches, on_step):
         plan, s, shard = self.plan, self.s, self.shard
-        contributions, totals = [], []
+        contributions, totals = self._sums()
         with precision.matmul_mode(torch, s.precision):
             for idx in batches:
                 mine, weight, total = shard.rows(idx, plan)
@@ -202,6 +218,7 @@ class TorchSession:
                 if self.opt is None:
                     self._steps += 1
                 on_step(None)
+        self.sums = None
         if self.state_idx:
             shard.average([self.leaves_[i] for i in self.state_idx])
         return _epoch_loss(shard.epoch_means(contributions, totals, s.device), totals, epoch, self.steps)
@@ -217,7 +234,7 @@ class TorchSession:
         """The model's raw outputs (evaluation mode) for `data`, one NumPy array per output."""
         plan, s = self.plan, self.s
         params = convert.rebuild(plan.params, self.whole()) if self.leaves_ else plan.params
-        xs = [s.tensor(a) for a in data.inputs]
+        xs = [on_device(s, a) for a in data.inputs]
         mask = None if data.mask is None else s.tensor(data.mask)
         outs = []
         with torch.no_grad(), s.autocast():
@@ -274,8 +291,6 @@ class TorchSession:
                 group["lr"] = float(lr)
 
     def optimizer(self):
-        from apsi_layers.backends.numpy.loop import restore_opt
-
         out = copy.deepcopy(self.plan.opt)
         steps, states = self.opt_state()
         restore_opt(out, steps, states, [self.names[i] for i in self.train],
@@ -382,8 +397,8 @@ def _epoch_loss(losses, sizes, epoch, step):
 def _val_loss(plan, s, leaves):
     params = convert.rebuild(plan.params, leaves) if leaves else plan.params
     data = plan.val
-    xs = [s.tensor(a) for a in data.inputs]
-    ys = [s.tensor(a) for a in data.targets]
+    xs = [on_device(s, a) for a in data.inputs]
+    ys = [on_device(s, a) for a in data.targets]
     mask = None if data.mask is None else s.tensor(data.mask)
     w = None if data.weights is None else s.tensor(data.weights)
     values, weights = [], []

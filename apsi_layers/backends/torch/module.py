@@ -76,8 +76,8 @@ class ApsiModule(torch.nn.Module):
         return convert.rebuild(self._like, self.leaves())
 
     def forward(self, x, graph=None, mask=None):
-        from apsi_layers.backends.numpy.loop import replace_states
         from apsi_layers.layers.context import Ctx
+        from apsi_layers.layers.training.state import replace_states
 
         ops = self._ops()
         ctx = Ctx(ops, training=self.training, rng=self._random(ops) if self.training else None,

@@ -6,7 +6,6 @@ calls to the versions below, which keep nn's meaning (argument names, axis lists
 `install()` registers them; the torch backend calls it once when it loads.
 """
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -14,35 +13,16 @@ from apsi_lang.errors import ApsiError
 from apsi_layers.nn import foreign
 from apsi_layers.nn.tensor import Tensor
 
-from .convert import host_to_device
+from .nn_args import binary as _binary
+from .nn_args import like as _like
+from .nn_args import ref as _ref
 from .ops import TorchOps
-
-
-def _like(x, ref):
-    """x (an nn Tensor, a number, a list) as a torch tensor on ref's device; torch tensors pass."""
-    if isinstance(x, torch.Tensor):
-        return x
-    data = x.data if type(x) is Tensor else x
-    if ref.is_floating_point():
-        return host_to_device(np.asarray(data, dtype=np.float64), ref.device, ref.dtype)
-    return torch.as_tensor(data, device=ref.device)
-
-
-def _ref(*xs):
-    return next(x for x in xs if isinstance(x, torch.Tensor))
 
 
 def _axis(axis, x):
     if axis is None:
         return tuple(range(x.ndim))
     return tuple(axis) if isinstance(axis, list | tuple) else axis
-
-
-def _binary(fn):
-    def op(a, b):
-        ref = _ref(a, b)
-        return fn(_like(a, ref), _like(b, ref))
-    return op
 
 
 def _reduction(fn):

@@ -7,8 +7,7 @@ import torch.nn.functional as F
 
 from apsi_layers.nn.construct import DTYPES, dtype_of
 
-from .nn_dispatch import _binary as binary
-from .nn_dispatch import _like as like
+from .nn_args import binary, like
 
 
 def axis_arg(axis):

@@ -5,8 +5,7 @@ arguments and NumPy meanings as nn's; the index finders run NumPy's code on host
 import torch
 import torch.nn.functional as F
 
-from .nn_dispatch import _binary as binary
-from .nn_dispatch import _like as like
+from .nn_args import binary, like
 from .nn_numlib import _dims, _host
 
 

@@ -36,6 +36,17 @@ def path_arg(option, value):
     return value
 
 
+def every_arg(value, checkpoint):
+    """checkpoint_every=STEPS: a checkpoint after every STEPS optimizer steps, inside epochs too."""
+    if value is None:
+        return None
+    if type(value) is not int or value < 1:
+        raise ApsiError(f"fit: checkpoint_every must be a number of steps >= 1, not {show(value, True)}")
+    if checkpoint is None:
+        raise ApsiError("fit: checkpoint_every= needs checkpoint=\"run.ckpt\" (the file it writes)")
+    return value
+
+
 def save(shown, snapshot):
     """Write `snapshot` (meta dict, leaves, opt states, best leaves, noise array) to the path."""
     from apsi_layers.nn.params_io import write_npz

@@ -2,75 +2,16 @@
 (shapes that disagree, labels out of range, NaN/inf named by argument, row and column, empty data)."""
 
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from apsi_lang.errors import ApsiError
 from apsi_lang.values import Record, show
-from apsi_layers.nn.tensor import Tensor, to_plain
 
 from ..base import fmt
 from ..core import Embedding
 from ..losses import CLASS_LOSSES
+from .arrays import Data, as_array  # noqa: F401  (Data: plan's and generate's name)
 from .model_checks import check_params, input_count, shapes_of
-
-
-@dataclass
-class Data:
-    """Inputs (a list: one array per model input), targets (one per output, or None), row count."""
-
-    inputs: list
-    targets: list | None
-    n: int
-    mask: np.ndarray | None = None
-    weights: np.ndarray | None = None       # one per sample (sample_weight=, class_weight=), or None
-
-
-def as_array(fn, arg, value):
-    if type(value) is Tensor:
-        return value.data
-    if isinstance(value, np.ndarray):
-        return value
-    try:
-        arr = np.asarray(to_plain(value))
-    except (TypeError, ValueError, RecursionError):     # (lists nested thousands deep: a client's)
-        arr = None
-    if arr is None or arr.dtype == object or arr.dtype.kind not in "biuf":
-        found = _list_problem(value, arg) if isinstance(value, list) else None
-        what = f"; {found}" if found else (", not a ragged list" if isinstance(value, list) else
-                                           f", not {show(value, True)}")
-        raise ApsiError(f"{fn}: {arg} must be a tensor or a (nested) list of numbers of equal lengths"
-                        f"{what}")
-    return arr
-
-
-def _list_problem(value, arg, depth=64):
-    """Where a nested list stops being numbers of equal lengths, in words (None when not found): a
-    client of serve_model sending [["a", 2]] must learn which entry, not just 'ragged'."""
-    def at(path):
-        return f"{arg}[{', '.join(map(str, path))}]"
-
-    def shape_of(x):
-        return len(x) if isinstance(x, list | tuple) else None
-
-    def kind(x):
-        return "a number" if shape_of(x) is None else f"a list of {len(x)}"
-
-    def walk(v, path):
-        if isinstance(v, list | tuple):
-            if len(path) >= depth:
-                return f"{arg} is lists nested more than {depth} deep (tensors have at most {depth} axes)"
-            odd = next((i for i, x in enumerate(v) if shape_of(x) != shape_of(v[0])), None)
-            if odd is not None:
-                return f"{at(path + [odd])} is {kind(v[odd])} but {at(path + [0])} is {kind(v[0])}"
-            return next((f for i, x in enumerate(v) if (f := walk(x, path + [i]))), None)
-        if type(v) is int and abs(v) > 2 ** 1023:
-            return f"{at(path)} is {show(v)[:20]}… ({len(show(v))} digits), too large for a float"
-        if type(v) in (int, float, bool):
-            return None
-        return f"{at(path)} is {show(v, True)[:60]}, not a number"
-    return walk(value, [])
 
 
 def wants_ids(model):
@@ -87,14 +28,49 @@ def _arrays(fn, arg, value, several, count):
         if not isinstance(value, list | tuple) or len(value) != count:
             raise ApsiError(f"{fn}: the model has {count} {arg}; pass a list of {count} tensors, one per "
                             f"{arg[:-1]}")
-        return [as_array(fn, f"{arg}[{i}]", v) for i, v in enumerate(value)]
-    return [as_array(fn, arg, value)]
+        return [_array(fn, f"{arg}[{i}]", v) for i, v in enumerate(value)]
+    return [_array(fn, arg, value)]
 
 
-def make_data(fn, model, inputs, targets, mask, several_in, several_out, loss, need_targets):
-    xs = _arrays(fn, "inputs", inputs, several_in, input_count(model))
+def _array(fn, arg, value):
+    """as_array, except that a mapped .npy array stays on disk (make_data decides)."""
+    return value if _sources().is_source(value) else as_array(fn, arg, value)
+
+
+def _sources():
+    from apsi_layers.data import fit_data
+
+    return fit_data
+
+
+def _nan_ok(model):
+    """NaN in the inputs is what a model starting with impute() fills in."""
+    from ..preprocessing import starts_with_impute
+
+    return starts_with_impute(model)
+
+
+def _vocab(model):
+    emb = model
+    while emb.children():
+        emb = emb.children()[0][1]
+    return emb.vocab
+
+
+def make_data(fn, model, inputs, targets, mask, several_in, several_out, loss, need_targets, seed=0):
+    src = _sources()
     ids = wants_ids(model)
+    if isinstance(inputs, src.Dataset):
+        if targets is not None or mask is not None or several_in or several_out:
+            raise ApsiError(f"{fn}: a dataset gives both inputs and targets (fn(i) => [x, y]) for a model "
+                            f"with one input and one output; call {fn}(model, params, ds, ...) without "
+                            "targets or mask")
+        return src.dataset_data(fn, inputs, seed, _vocab(model) if ids else None, _nan_ok(model))
+    xs = _arrays(fn, "inputs", inputs, several_in, input_count(model))
     for i, a in enumerate(xs):
+        if isinstance(a, src.Mapped):        # read by rows per batch, checked in one streamed pass
+            xs[i] = src.mapped_input(fn, "inputs", a, _vocab(model) if ids else None, _nan_ok(model))
+            continue
         if a.ndim == 0:
             raise ApsiError(f"{fn}: inputs must have a batch axis (one row per sample), got a scalar")
         if len(a) and 0 in a.shape[1:]:
@@ -113,14 +89,16 @@ def make_data(fn, model, inputs, targets, mask, several_in, several_out, loss, n
     ys = None
     if targets is not None:
         n_out = len(getattr(model, "outputs", [0])) if several_out else 1
-        ys = _arrays(fn, "targets", targets, several_out, n_out)
+        ys = [src.read_whole(a, fn) if isinstance(a, src.Mapped) else a
+              for a in _arrays(fn, "targets", targets, several_out, n_out)]
         for a in ys:
             if a.ndim == 0 or len(a) != n:
                 raise ApsiError(f"{fn}: inputs and targets have different lengths ({n} inputs, "
                                 f"{len(a) if a.ndim else 0} targets); give one target per input row")
     elif need_targets:
         raise ApsiError(f"{fn}: targets are missing: fit(model, params, inputs, targets, loss=...)")
-    for arg, arrays in (("inputs", xs), ("targets", ys or [])):
+    for arg, arrays in (("targets", ys or []),) if _nan_ok(model) else (
+            ("inputs", xs), ("targets", ys or [])):
         for i, a in enumerate(arrays):
             _check_finite(fn, arg if len(arrays) == 1 else f"{arg}[{i}]", a)
     return Data(inputs=xs, targets=ys, n=n, mask=_mask(fn, mask, n, xs))
@@ -142,7 +120,7 @@ def _empty_sample(fn, model, a, index):
 def _check_finite(fn, arg, a):
     """NaN or inf in the data is named before training (row and column), not reported later as a
     loss that "became NaN" with advice about the learning rate."""
-    if a.dtype.kind != "f":
+    if not isinstance(a, np.ndarray) or a.dtype.kind != "f":      # (a column was checked streaming)
         return
     bad = ~np.isfinite(a)
     if bad.any():
@@ -173,7 +151,9 @@ def token_ids(fn, model, a):
 def _mask(fn, mask, n, xs):
     if mask is None:
         return None
-    m = as_array(fn, "mask", mask)
+    m = _array(fn, "mask", mask)
+    if _sources().is_source(m):
+        m = _sources().read_whole(m, fn)
     if m.dtype.kind != "b":
         if not np.all((m == 0) | (m == 1)):
             raise ApsiError(f"{fn}: mask must hold booleans (or 0/1), one per sample or step")
@@ -198,6 +178,9 @@ def check_targets(fn, loss, data, out_shape, several_out):
     outs = out_shape if several_out else [out_shape]
     check = _target if isinstance(loss, str) else _custom_target
     for i, (y, out) in enumerate(zip(data.targets, outs, strict=True)):
+        if data.first is not None:           # a dataset: every call's y is checked as it comes
+            _sources().target_rule(fn, y, lambda a, out=out: check(fn, loss, a, out, None), data.first[1])
+            continue
         data.targets[i] = check(fn, loss, y, out, data.mask)
 
 

@@ -1,7 +1,8 @@
 """The epoch loop both backends share: batches, histories, metrics, validation, early stopping,
 checkpoints and resume, the epoch callback, progress, Ctrl-C and NaN stops.
 
-A backend supplies a session (backends/numpy/session.py, backends/torch/session.py) that trains one
+A backend supplies a session (NumpySession in backends/numpy/loop.py, TorchSession in backends/torch/
+loop.py; backends/registry.py finds the backend by name) that trains one
 epoch over the index arrays it is given and reads and writes its state as NumPy arrays:
 
     train_epoch(epoch, batches, on_step) -> mean loss over the kept positions (NonFiniteError on NaN)
@@ -9,25 +10,32 @@ epoch over the index arrays it is given and reads and writes its state as NumPy 
     leaves() / set_leaves(arrays)          parameters and running statistics, in tree order
     opt_state() / set_opt_state(steps, states)     the optimizer in nn's layout
     noise_state() / set_noise_state(meta, array)   the dropout/sampling stream
-    current_lr(), steps, trained(), optimizer(), backend, device
+    current_lr(), set_lr(lr) (reduce_lr's new rate), steps, trained(), optimizer(), backend, device
+    world, rank, writer (optional: a distributed session; only the writer shows progress and saves)
 
 Everything else is decided here once, so the two backends cannot drift.
 """
 
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from apsi_lang import interactive
 from apsi_lang.errors import ApsiError
 from apsi_lang.values import Record
+from apsi_layers.data import sources
 
 from . import checkpoint as ckpt
 from . import metrics as metric_fns
-from . import plateau, stopping
+from . import midepoch, plateau, stopping
 from .batches import epoch_batches, seeds
 from .finite import NonFiniteError
 from .progress import progress
+from .session import Session
+
+if TYPE_CHECKING:
+    from .plan import FitPlan
 
 
 class Run:
@@ -43,6 +51,7 @@ class Run:
         self.saved = None                 # the epoch the checkpoint file holds (None: not written yet)
         self.lrs = []                     # each epoch's learning rate (its last step's)
         self.plateau = plateau.State()    # reduce_lr's state
+        self.saved_within = None          # (epoch, batches done) of a mid-epoch checkpoint
 
     def add(self, loss, val, m, vm):
         self.epoch += 1
@@ -54,17 +63,19 @@ class Run:
                 store.setdefault(k, []).append(v)
 
 
-def fit_loop(plan, session):
+def fit_loop(plan: "FitPlan", session: Session) -> Record:
     t0 = time.perf_counter()
     run = Run()
     shuffle = np.random.default_rng(seeds(plan.seed)[0])
-    if plan.resume is not None:
-        _resume(plan, session, run, shuffle)
+    skip = _resume(plan, session, run, shuffle) if plan.resume is not None else 0
     # distributed: each step takes batch_size rows on every rank, a global batch of batch_size × world
     size = plan.batch_size * getattr(session, "world", 1)
     writes = getattr(session, "writer", True)        # only rank 0 writes checkpoints
     steps = len(epoch_batches(plan.data.n, size, np.random.default_rng(0), plan.graph))
-    show = progress(plan.verbose, plan.epochs, steps, first=run.epoch + 1)
+    # under `apsi launch` the ranks share the terminal: rank 0 (alone verbose) writes lines, as a
+    # live bar's redraws erased what the other ranks printed between them, and drew the bar again
+    show = progress(plan.verbose and writes, plan.epochs, steps, first=run.epoch + 1,
+                    shared=getattr(session, "world", 1) > 1)
     stopped, note = None, None
     keep = plan.checkpoint is not None or interactive.active()
     run.epoch_leaves = session.leaves() if keep else None
@@ -73,8 +84,13 @@ def fit_loop(plan, session):
         while run.epoch < plan.epochs:
             epoch = run.epoch + 1
             started = time.perf_counter()
-            loss = session.train_epoch(epoch, epoch_batches(plan.data.n, size, shuffle, plan.graph),
-                                       show.step)
+            at_start = _jsonable(shuffle.bit_generator.state)
+            batches = epoch_batches(plan.data.n, size, shuffle, plan.graph)[skip:]
+            sources.announce(plan.data, midepoch.rank_rows(session, plan, batches), epoch)
+            on_step = midepoch.stepper(plan, session, run, epoch, at_start, skip, steps, show.step,
+                                       lambda within: _save(plan, session, run, shuffle, writes, within))
+            skip = 0
+            loss = session.train_epoch(epoch, batches, on_step)
             val = session.val_loss() if plan.val is not None else None
             m, vm = _metrics(plan, session)
             run.add(loss, val, m, vm)
@@ -88,10 +104,7 @@ def fit_loop(plan, session):
             if plan.csv_log is not None and writes:
                 plateau.write_csv(plan.csv_log, run)
             if plan.checkpoint is not None:
-                snap = _snapshot(plan, session, run, shuffle)       # on every rank: FSDP's gathers
-                if writes:                                         # are collectives
-                    ckpt.save(plan.checkpoint, snap)
-                run.saved = run.epoch           # (on every rank: rank 0 has written it for all)
+                _save(plan, session, run, shuffle, writes)
             if plan.on_epoch is not None and _callback(plan.on_epoch, epoch, logs) == "stop":
                 stopped = "callback"
                 break
@@ -100,6 +113,7 @@ def fit_loop(plan, session):
                 break
     except KeyboardInterrupt as e:
         if not interactive.active():
+            show.close()                # the bars first, so the line below them is the last word
             if writes:                  # (rank 0 says it for every rank of a distributed fit)
                 _say_where_to_resume(plan, run, e)
             raise
@@ -112,6 +126,7 @@ def fit_loop(plan, session):
         _back_to_epoch_end(plan, session, run)
     finally:
         show.close()
+        sources.close(plan.data, plan.val)
     if note is not None:
         import sys
 
@@ -195,7 +210,9 @@ def _say_where_to_resume(plan, run, error):
     if run.saved is None:
         where = f"no epoch finished, so {plan.checkpoint} was not written"
     else:
-        where = (f"{plan.checkpoint} holds the run after epoch {run.saved}; continue with "
+        at = (f"epoch {run.saved}" if run.saved_within is None else
+              f"{run.saved_within[1]} steps of epoch {run.saved_within[0]}")
+        where = (f"{plan.checkpoint} holds the run after {at}; continue with "
                  f'fit(…, resume="{plan.checkpoint}")')
     print(f"fit: {signals.describe(error)} during epoch {run.epoch + 1}; {where}", file=sys.stderr,
           flush=True)
@@ -239,6 +256,18 @@ def _global_batch(plan):
     return plan.batch_size * world_size()
 
 
+def _save(plan, session, run, shuffle, writes, within=None):
+    """Write the checkpoint (after an epoch, or inside one with `within`: midepoch.py)."""
+    snap = _snapshot(plan, session, run, shuffle)       # on every rank: FSDP's gathers are collectives
+    if within is not None:
+        snap["meta"]["within"] = within
+    snap["meta"]["ranks"] = midepoch.rank_states(session, within)
+    if writes:
+        ckpt.save(plan.checkpoint, snap)
+    run.saved = run.epoch           # (on every rank: rank 0 has written it for all)
+    run.saved_within = None
+
+
 def _snapshot(plan, session, run, shuffle):
     steps, opt_states = session.opt_state()
     noise_meta, noise = session.noise_state()
@@ -265,7 +294,8 @@ def _resume(plan, session, run, shuffle):
     try:
         session.set_leaves(snap["leaves"])
         session.set_opt_state(int(meta["steps"]), snap["opt"])
-        session.set_noise_state(meta["noise"], snap["noise"])
+        if not midepoch.resume_rank(meta, session):
+            session.set_noise_state(meta["noise"], snap["noise"])
         shuffle.bit_generator.state = meta["shuffle"]
         run.epoch = int(meta["epoch"])
         run.history = [float(v) for v in meta["history"]]
@@ -284,6 +314,7 @@ def _resume(plan, session, run, shuffle):
         raise ckpt.damaged(plan.resume) from None
     run.best = snap["best"]
     run.saved = run.epoch
+    return midepoch.resume_within(meta, session, shuffle)
 
 
 def _jsonable(state):

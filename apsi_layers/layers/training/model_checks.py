@@ -42,7 +42,7 @@ def check_params(fn, model, params, data):
     try:
         spec, out = model.build(rng, shape)
     except ApsiError as e:
-        hint = _rank_hint(model, shape)
+        hint = _rank_hint(model, shape, shapes_of(data.inputs))
         raise ApsiError(f"{fn}: {e.message} (inputs of shape {fmt(shapes_of(data.inputs))}){hint}") from None
     if not isinstance(params, Record | list | tuple | dict) and not isinstance(params, Tensor):
         raise ApsiError(f"{fn}: params must be the parameter tree from model.init(seed=0), "
@@ -66,6 +66,7 @@ def check_params(fn, model, params, data):
     for name, s in want:
         got = tuple(have_d[name].shape)
         if got != s.shape:
+            _check_width(fn, model, want, have_d, shape, data)
             layer = _layer_of(rng.trace, name)
             raise ApsiError(f"{fn}: parameter {name} has shape {list(got)} but {layer} needs "
                             f"{list(s.shape)} for inputs of per-sample shape {fmt(shape)}; the data and "
@@ -73,17 +74,56 @@ def check_params(fn, model, params, data):
     return out
 
 
-def _rank_hint(model, shape):
+def _check_width(fn, model, want, have_d, shape, data):
+    """Inputs of the wrong width (issue 28): say so in the data's terms, before naming a parameter."""
+    expected = _expected_input(model, want, have_d, shape)
+    if expected is None or expected == shape:
+        return
+    given = f"(inputs of shape {fmt(shapes_of(data.inputs))})"
+    if len(shape) == 1:
+        n = expected[0]
+        said = f"the model expects {n} input feature{'s' if n != 1 else ''} per sample and got {shape[0]}"
+    else:
+        said = f"the model expects inputs of per-sample shape {fmt(expected)} and got {fmt(shape)}"
+    batch = "[N, " + fmt(expected)[1:]
+    raise ApsiError(f"{fn}: {said} {given}; give inputs of shape {batch}, or use a model made for "
+                    f"this data (with its own parameters from model.init)")
+
+
+def _expected_input(model, want, have_d, shape):
+    """The per-sample input the model and its parameters were made for, where it is known: the
+    model's own (inputs=, a zoo model), else the input width of a first layer whose weight is
+    [inputs, units] (dense)."""
+    known = model.known_input()
+    if isinstance(known, tuple) and isinstance(shape, tuple) and len(known) == len(shape):
+        return tuple(s if k is None else k for k, s in zip(known, shape))
+    if not want or not isinstance(shape, tuple) or not shape:
+        return None
+    name, first = want[0]
+    got = tuple(have_d[name].shape)
+    if len(got) == 2 == len(first.shape) and first.shape[0] == shape[-1] and got[1] == first.shape[1]:
+        return shape[:-1] + (got[0],)
+    return None
+
+
+def _rank_hint(model, shape, full):
     """Why the shapes may disagree, when the model knows its per-sample input and the data has
-    another number of axes (most often one sample given without its batch axis)."""
+    another number of axes: one sample given without its batch axis, or sequences of one feature
+    without their feature axis ([N, T] where the model takes [T, 1])."""
     known = model.known_input()
     if not isinstance(known, tuple) or not isinstance(shape, tuple) or len(known) == len(shape):
         return ""
     batch = "[N, " + fmt(known)[1:]
     hint = f"; the model takes per-sample inputs {fmt(known)}, so batches of shape {batch}"
-    if len(shape) == len(known) - 1:
+    if len(shape) == len(known) - 1 and known[-1] == 1 and _fits(shape, known[:-1]):
+        hint += f": reshape(x, {fmt(tuple(full) + (1,))})"
+    elif len(shape) == len(known) - 1:
         hint += ": give one sample as a batch of one, [x]"
     return hint
+
+
+def _fits(shape, known):
+    return all(k is None or k == s for s, k in zip(shape, known, strict=True))
 
 
 def _layer_of(trace, name):

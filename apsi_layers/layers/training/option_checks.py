@@ -1,5 +1,5 @@
 """fit's and predict's other options: loss, optimizer, schedule, epochs, batch size, seed, clip,
-verbose and backend, each checked into a plain value with a message naming the option."""
+verbose, precision and compile, each checked into a plain value with a message naming the option."""
 
 import copy
 import sys
@@ -11,7 +11,6 @@ from apsi_layers.nn import optim
 from ..losses import NAMES
 from ..suggest import unknown
 
-BACKENDS = ("numpy", "auto", "torch")
 OPTIMIZERS = {"sgd": optim.sgd, "adam": optim.adam, "adamw": optim.adamw, "rmsprop": optim.rmsprop,
               "adagrad": optim.adagrad, "nadam": optim.nadam, "radam": optim.radam}
 
@@ -119,11 +118,6 @@ def distributed_arg(value, graph):
     return "fsdp" if value == "fsdp" else on
 
 
-def check_backend(fn, backend):
-    if backend not in BACKENDS:
-        raise ApsiError(f"{fn}: {unknown('backend', backend, BACKENDS)}")
-
-
 PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16")
 
 
@@ -140,27 +134,3 @@ def compile_arg(fn, value):
     if value is None or isinstance(value, bool):
         return bool(value)
     raise ApsiError(f"{fn}: compile must be true or false, not {show(value, True)}")
-
-
-def torch_only_options(plan):
-    """[(option, value)] that only the torch backend can honour."""
-    out = []
-    if plan.device not in (None, "auto", "cpu", "numpy"):
-        out.append(("device", plan.device))
-    if plan.precision not in (None, "fp64"):
-        out.append(("precision", plan.precision))
-    if plan.compile:
-        out.append(("compile", True))
-    return out
-
-
-def check_numpy_options(fn, plan, why=""):
-    """device/precision/compile make sense on torch only; on NumPy only their neutral values pass."""
-    if plan.device not in (None, "auto", "cpu", "numpy"):
-        raise ApsiError(f'{fn}: device="{plan.device}" needs backend="torch"{why}; the NumPy backend runs '
-                        'on the CPU (device="cpu")')
-    if plan.precision not in (None, "fp64"):
-        raise ApsiError(f'{fn}: precision="{plan.precision}" needs backend="torch"{why}; the NumPy backend '
-                        'computes in float64 (precision="fp64")')
-    if plan.compile not in (False, None):
-        raise ApsiError(f"{fn}: compile=true needs backend=\"torch\"{why}")

@@ -2,8 +2,9 @@
 
 Everything a user can get wrong is caught here, before a single step runs: unknown options, names
 of losses and optimizers, data and model shapes that disagree, labels out of range, empty data,
-bad batch sizes. The backends (apsi_layers/backends/numpy/ and apsi_layers/backends/torch/)
-receive a FitPlan / PredictPlan and only loop.
+bad batch sizes. The backends (apsi_layers/backends/<name>/, found through backends/registry.py)
+receive a FitPlan / PredictPlan and only loop. A plan is frozen once built: what a backend derives from
+it (a rank's device, whether this process shows progress) is the backend's own setup value.
 """
 
 from dataclasses import dataclass, field
@@ -15,7 +16,8 @@ from ..base import Layer
 from ..context import graph_arg
 from ..norm import BatchNorm
 from ..suggest import unknown
-from .checkpoint import path_arg
+from . import options
+from .checkpoint import every_arg, path_arg
 from .data_checks import Data, check_targets, make_data, split_data, val_data
 from .metrics import check_targets_fit, metrics_arg, task_arg
 from .model_checks import arity, check_model, check_params
@@ -37,14 +39,11 @@ from .plateau import csv_arg, plateau_arg
 from .stopping import rule_arg
 from .weights import training_weights
 
-FIT_OPTIONS = ("loss", "opt", "epochs", "batch_size", "seed", "clip", "schedule", "graph", "mask", "val",
-               "verbose", "backend", "device", "precision", "compile", "metrics", "validation_split",
-               "early_stopping", "checkpoint", "resume", "on_epoch", "distributed", "sample_weight",
-               "class_weight", "weighted_metrics", "task", "reduce_lr", "csv_log")
+FIT_OPTIONS = options.NAMES          # the table in options.py
 PREDICT_OPTIONS = ("graph", "mask", "batch_size", "backend", "device", "precision", "compile")
 
 
-@dataclass
+@dataclass(frozen=True)
 class FitPlan:
     model: Layer
     params: object                 # the parameter tree as given (float64 nn tensors)
@@ -59,7 +58,7 @@ class FitPlan:
     graph: tuple | None            # (edges int ndarray [2, E], node count) or None
     val: Data | None
     verbose: bool
-    backend: str                   # "numpy" or "torch" (auto already resolved)
+    backend: str                   # a registry name; "auto" until fit/predict resolve it
     device: str | None = None
     precision: str | None = None
     compile: bool = False
@@ -75,9 +74,10 @@ class FitPlan:
     task: str | None = None                         # how outputs become classes (metrics.TASKS)
     reduce_lr: object = None                        # a plateau.Plateau rule, or None
     csv_log: str | None = None                      # the CSV file of every epoch's logs
+    checkpoint_every: int | None = None             # also checkpoint every this many steps (mid-epoch)
 
 
-@dataclass
+@dataclass(frozen=True)
 class PredictPlan:
     model: Layer
     params: object
@@ -98,17 +98,22 @@ def check_options(fn, options, valid):
             raise ApsiError(f"{fn}: {unknown('option', key, valid)}")
 
 
-def fit_plan(model, params, inputs, targets, options):
+def fit_plan(model: Layer, params: object, inputs: object, targets: object, options: dict) -> FitPlan:
     check_options("fit", options, FIT_OPTIONS)
     check_model("fit", model)
     o = dict(options)
     loss = loss_arg(model, o.get("loss"))
     several_in, several_out = arity(model)
     data = make_data("fit", model, inputs, targets, o.get("mask"), several_in, several_out,
-                 loss, need_targets=loss != "vae")
+                 loss, need_targets=loss != "vae", seed=seed_arg(o.get("seed", 0)))
+    if data.first is not None:
+        o["batch_size"] = dataset_options(o)
     if loss == "vae" and data.targets is None:
         data.targets = [data.inputs[0]]            # a VAE reconstructs its inputs
     graph = graph_arg("fit", o["graph"], data.n) if o.get("graph") is not None else None
+    if graph is not None and any(hasattr(a, "source") for a in data.inputs):
+        raise ApsiError("fit: graph= trains on every node at once, so its inputs must be in memory; "
+                        "load them with load_npy(path, mmap=false)")
     out_shape = check_params("fit", model, params, data)
     check_targets("fit", loss, data, out_shape, several_out)
     data.weights = training_weights(o, data, loss, several_out)
@@ -135,9 +140,20 @@ def fit_plan(model, params, inputs, targets, options):
         reduce_lr=plateau_arg(o.get("reduce_lr"), val is not None, names, opt, schedule),
         csv_log=csv_arg(o.get("csv_log")),
         checkpoint=path_arg("checkpoint", o.get("checkpoint")), resume=path_arg("resume", o.get("resume")),
-        on_epoch=callback_arg(o.get("on_epoch")), distributed=distributed_arg(o.get("distributed"), graph))
+        on_epoch=callback_arg(o.get("on_epoch")), distributed=distributed_arg(o.get("distributed"), graph),
+        checkpoint_every=every_arg(o.get("checkpoint_every"), o.get("checkpoint")))
     _check_lone_batch(model, plan)
     return plan
+
+
+def dataset_options(o):
+    """A dataset's calls are its batches: batch_size and what needs all samples at once do not apply."""
+    for key in ("batch_size", "validation_split", "sample_weight", "class_weight", "metrics",
+                "weighted_metrics", "graph"):
+        if o.get(key) is not None:
+            raise ApsiError(f"fit: {key}= is not used with a dataset (each call of its function is one "
+                            "batch); give the dataset's batches their size, or fit from arrays")
+    return 1
 
 
 def _check_lone_batch(model, plan):
@@ -158,7 +174,7 @@ def _has(model, kind):
     return isinstance(model, kind) or any(_has(child, kind) for child in model.layers)
 
 
-def predict_plan(model, params, x, options):
+def predict_plan(model: Layer, params: object, x: object, options: dict) -> PredictPlan:
     check_options("predict", options, PREDICT_OPTIONS)
     check_model("predict", model)
     several_in, several_out = arity(model)

@@ -52,6 +52,7 @@ class Bar(Quiet):
     def __init__(self, epochs, steps_per_epoch, first=1):
         self.epochs, self.steps, self.first = epochs, steps_per_epoch, first
         self.losses = []
+        self.bar = None
 
     def start(self):
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -87,7 +88,10 @@ class Bar(Quiet):
             self.task = self._new(epoch + 1)
 
     def close(self):
+        if self.bar is None:            # closed already (a Ctrl-C closes it before its message)
+            return
         self.bar.stop()
+        self.bar = None
         if len(self.losses) > 1:       # a one-line summary that stays: the loss curve at a glance
             print(f"loss {self.losses[0]:.4f} → {self.losses[-1]:.4f}  {sparkline(self.losses)}", flush=True)
 
@@ -111,9 +115,11 @@ def sparkline(values, width=40):
     return "".join(_BLOCKS[0 if span == 0 else min(7, int((v - lo) / span * 7.999))] for v in values)
 
 
-def progress(verbose, epochs, steps_per_epoch, first=1):
+def progress(verbose, epochs, steps_per_epoch, first=1, shared=False):
+    """shared: other processes write to the same terminal (the ranks of `apsi launch`), where a bar
+    that redraws itself would erase their lines: one plain line per epoch instead."""
     if not verbose:
         return Quiet()
-    if sys.stdout.isatty():
+    if sys.stdout.isatty() and not shared:
         return Bar(epochs, steps_per_epoch, first)
     return Lines(epochs, steps_per_epoch, first)

@@ -9,6 +9,8 @@ times its weight, summed and divided by the number of samples (keras/src/losses/
 Weights that are all 1 are dropped here, so such a fit is the unweighted run bit for bit.
 """
 
+import sys
+
 import numpy as np
 
 from apsi_lang.errors import ApsiError
@@ -34,7 +36,7 @@ def training_weights(options, data, loss, several_outputs):
 
 def sample_weights(fn, arg, value, n):
     """One finite weight >= 0 per sample, as float64 [n]."""
-    from .data_checks import as_array
+    from .arrays import as_array
 
     w = as_array(fn, arg, value)
     if w.ndim != 1 or len(w) != n:
@@ -48,6 +50,9 @@ def sample_weights(fn, arg, value, n):
     if not w.any():
         raise ApsiError(f"{fn}: every {arg} is 0, so no sample counts; give some samples a weight > 0")
     return w
+
+
+_FLOAT_MAX = sys.float_info.max      # an int above it has no float (10**400); NaN and inf fail too
 
 
 def class_weights(value, data, loss, several_outputs):
@@ -77,7 +82,7 @@ def _class_table(value):
         if isinstance(k, bool) or not isinstance(k, int) or k < 0:
             raise ApsiError(f"fit: class_weight's classes must be ints >= 0 (the labels), not "
                             f"{show(k, True)}")
-        if isinstance(v, bool) or not isinstance(v, int | float) or not (np.isfinite(v) and v >= 0):
+        if isinstance(v, bool) or not isinstance(v, int | float) or not (0 <= v <= _FLOAT_MAX):
             raise ApsiError(f"fit: class_weight[{k}] is {show(v, True)}; weights must be finite numbers "
                             ">= 0")
         table[k] = float(v)

@@ -1,0 +1,93 @@
+"""csv_to_npy: a CSV file of numbers too large for memory, streamed into .npy shards.
+
+The reading is load_csv's (apsi_layers/nn/csv_io.py: NumPy's parser for plain blocks, csv_read's
+strict records and messages for anything else), but the rows go to a buffer of one shard plus one
+block instead of an array of the whole file: when the buffer holds a shard's rows they are written
+(atomically, under the write permission) and the buffer starts again. Memory stays about one shard.
+"""
+
+import os
+
+import numpy as np
+
+from apsi_lang import csv_read, permissions
+from apsi_lang.errors import ApsiError
+from apsi_lang.values import show
+from apsi_layers.nn import csv_io
+
+DTYPES = {"float32": np.float32, "float64": np.float64}
+
+
+class _Sharder(csv_io._Reader):
+    def __init__(self, path, raw, header, sep, columns, out, rows, dtype):
+        super().__init__(path, raw, header, sep, columns, None)
+        self.prefix, self.shard_rows, self.dtype, self.written = out, rows, dtype, []
+
+    def _first(self, cells):
+        # one shard plus one block of lines (a block never holds more lines than half its bytes)
+        self.limit = self.shard_rows + csv_io.BLOCK_BYTES // 2 + 2
+        super()._first(cells)
+
+    def _block(self, block, line):
+        super()._block(block, line)
+        self._spill()
+
+    def _rows(self, recs):
+        super()._rows(self._room(recs))
+
+    def _room(self, recs):
+        for rec in recs:
+            if self.out is not None and self.n == len(self.out):
+                self._spill()
+            yield rec
+
+    def _spill(self, last=False):
+        while self.n >= self.shard_rows or (last and self.n):
+            k = min(self.n, self.shard_rows)
+            self._write(self.out[:k])
+            self.out[:self.n - k] = self.out[k:self.n]
+            self.n -= k
+
+    def _write(self, rows):
+        from apsi_layers.data.memmap import save_npy
+        from apsi_layers.nn.tensor import Tensor
+
+        name = f"{self.prefix}-{len(self.written):05d}.npy"
+        save_npy(name, Tensor(rows.astype(self.dtype)))
+        self.written.append(name)
+
+    def run(self):
+        self.limit = self.shard_rows + csv_io.BLOCK_BYTES // 2 + 2
+        start = self._first_line()
+        if start is None:
+            self._slow(0, 1)
+        else:
+            self._blocks(*start)
+        self._spill(last=True)
+        if not self.written:
+            raise ApsiError(f"load_csv({show(self.path, True)}): the file has no data rows")
+        return self.written
+
+
+def csv_to_npy(path, out, header=True, sep=",", columns=None, shard_rows=1_000_000, dtype="float32"):
+    """Stream a CSV file of numbers into .npy shards OUT-00000.npy, OUT-00001.npy, … of shard_rows
+    rows each (load_csv's rules and messages); returns the list of files (load_npy takes it)."""
+    if type(out) is not str or not out or out.endswith(".npy"):
+        raise ApsiError(f'csv_to_npy: out must be a file name prefix like "data/train" (shards become '
+                        f'data/train-00000.npy, …), not {show(out, True)}')
+    if type(shard_rows) is not int or shard_rows < 1:
+        raise ApsiError(f"csv_to_npy: shard_rows must be an int >= 1, not {show(shard_rows, True)}")
+    if dtype not in DTYPES:
+        raise ApsiError(f'csv_to_npy: dtype must be "float32" or "float64", not {show(dtype, True)}')
+    csv_read.check_sep("csv_to_npy", sep)
+    folder = os.path.dirname(out)
+    if folder and not os.path.isdir(permissions.require("write", what=f"csv_to_npy(out={out!r})", path=out)
+                                    .rsplit(os.sep, 1)[0]):
+        raise ApsiError(f'csv_to_npy: the folder "{folder}" does not exist; create it first with make_dir')
+    with csv_read.open_csv("csv_to_npy", path) as raw:
+        try:
+            return _Sharder(path, raw, header, sep, columns, out, shard_rows, DTYPES[dtype]).run()
+        except ApsiError as e:
+            if e.message.startswith("load_csv("):        # load_csv's messages, as this call's
+                raise ApsiError("csv_to_npy(" + e.message[len("load_csv("):]) from None
+            raise

@@ -1,0 +1,115 @@
+"""fit's and predict's Data from sources that stay out of memory: mapped .npy inputs (checked in one
+streamed pass) and dataset(count, fn) batches (checked call by call, named by batch)."""
+
+import numpy as np
+
+from apsi_lang.errors import ApsiError
+
+from .memmap import Mapped
+from .sources import Column, Dataset, DatasetSource, mapped_column
+
+CHUNK_BYTES = 1 << 20          # the streamed checks read this much at a time
+
+
+def is_source(x):
+    return isinstance(x, Mapped | Dataset)
+
+
+def mapped_input(fn, arg, m, ids_vocab, nan_ok=False):
+    """A mapped input as a column of float64 rows (token ids: int64), after one streamed pass that
+    finds NaN/inf (or ids out of range) and names the row, as in-memory inputs are checked."""
+    step = max(1, CHUNK_BYTES // max(1, m.size // max(1, len(m)) * m.np_dtype.itemsize))
+    key = (ids_vocab, nan_ok)
+    checked = m.__dict__.setdefault("checked", set())     # a second fit over the same files: once
+    for start in range(0, 0 if key in checked else len(m), step):
+        rows = np.arange(start, min(start + step, len(m)))
+        block = m.take(rows, fn)
+        if ids_vocab is not None:
+            _check_ids(fn, block, ids_vocab, start)
+        elif block.dtype.kind == "f" and not nan_ok and not np.isfinite(block).all():
+            where = np.argwhere(~np.isfinite(block))[0]
+            raise ApsiError(f"{fn}: {arg} hold {block[tuple(where)]} at row {start + int(where[0])} (file "
+                            f"{_file_of(m, start + int(where[0]))!r}); replace those values first "
+                            "(an imputation layer fills them)")
+    checked.add(key)
+    return mapped_column(fn, arg, m, np.int64 if ids_vocab is not None else np.float64)
+
+
+def _file_of(m, row):
+    k = int(np.searchsorted(m.starts, np.asarray(m.rows)[row], side="right") - 1)
+    return m.shards[k].shown
+
+
+def _check_ids(fn, block, vocab, start):
+    if block.dtype.kind == "f" and not np.all(block == np.round(block)):
+        raise ApsiError(f"{fn}: the model starts with an embedding, so inputs must be int token ids; "
+                        f"rows from {start} hold fractional numbers")
+    if block.size and (block.min() < 0 or block.max() >= vocab):
+        bad = int(block.max() if block.max() >= vocab else block.min())
+        raise ApsiError(f"{fn}: token id {bad} is out of range (ids 0..{vocab - 1})")
+
+
+def read_whole(m, fn):
+    """Targets and masks are read into memory (one value or row per sample: small beside inputs)."""
+    return m.take(np.arange(len(m)), fn)
+
+
+def dataset_data(fn, ds, seed, ids_vocab, nan_ok=False):
+    """Data whose inputs and targets are the columns of a dataset's calls; call 0 is made now, so
+    shapes are checked (and errors met) before training."""
+    from apsi_layers.layers.training.arrays import Data
+
+    first = ds.call(0, seed, 0, fn)
+    if len(first) < 2 and fn == "fit":
+        raise ApsiError("fit: the dataset function returned only x at batch 0; fit needs [x, y]")
+    x_rule = _input_rule(fn, first[0], ids_vocab, nan_ok)
+    src = DatasetSource(ds, seed, fn, [x_rule] + ([_same_tail(fn, "y", first[1])] if len(first) > 1 else []))
+    x0 = x_rule(first[0], 0, 0)
+    xs = [Column(src, 0, (ds.count, *x0.shape[1:]), x0.dtype)]
+    ys = [Column(src, 1, (ds.count, *first[1].shape[1:]), first[1].dtype)] if len(first) > 1 else None
+    return Data(inputs=xs, targets=ys if fn == "fit" else None, n=ds.count, first=first)
+
+
+def _same_tail(fn, k, like):
+    tail = tuple(like.shape[1:])
+
+    def rule(a, i, epoch):
+        if tuple(a.shape[1:]) != tail:
+            raise ApsiError(f"{fn}: the dataset function returned {k} of shape {list(a.shape)} at batch "
+                            f"{i}{f' (epoch {epoch})' if epoch else ''}, but batch 0's {k} has per-sample "
+                            f"shape {list(tail)}; every batch needs the same shape after the first axis")
+        return a
+    return rule
+
+
+def _input_rule(fn, x0, ids_vocab, nan_ok):
+    same = _same_tail(fn, "x", x0)
+
+    def rule(a, i, epoch):
+        a = same(a, i, epoch)
+        if ids_vocab is not None:
+            _check_ids(fn, a, ids_vocab, 0)
+            return a.astype(np.int64)
+        if a.dtype.kind == "f" and not nan_ok and not np.isfinite(a).all():
+            raise ApsiError(f"{fn}: the dataset function returned x holding NaN or inf at batch {i}"
+                            f"{f' (epoch {epoch})' if epoch else ''}; replace those values first")
+        return a.astype(np.float64)
+    return rule
+
+
+def target_rule(fn, column, check, y0):
+    """check(y) -> y (data_checks._target's conversions and messages), applied to every call's y."""
+    src = column.source
+    tail = src.rules[1]
+
+    def rule(a, i, epoch):
+        try:
+            return check(tail(a, i, epoch))
+        except ApsiError as e:
+            if f"batch {i}" in e.message:
+                raise
+            raise ApsiError(f"{e.message} (dataset batch {i}{f', epoch {epoch}' if epoch else ''})") from None
+    src.rules[1] = rule
+    y0 = rule(y0, 0, 0)
+    column.shape = (column.shape[0], *y0.shape[1:])
+    column.dtype = y0.dtype

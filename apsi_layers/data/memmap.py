@@ -1,0 +1,263 @@
+"""load_npy / save_npy: .npy files read by rows, never whole.
+
+A `Mapped` value is one or more .npy shards seen as one array along the first axis. A batch's rows
+are gathered in ascending file order (locality) from a read-only shared mapping of each file and
+put back into the batch's order; then the mapping's pages are let go of (madvise MADV_DONTNEED: the
+page cache keeps them warm for the next epoch, but they stop counting as this process's memory), so
+the resident memory stays about one batch whatever the file's size. Before each gather the file's
+size is compared with the size it had when loaded: a file cut short or grown by another program is
+an error naming it, never a wrong batch.
+"""
+
+import mmap
+import os
+
+import numpy as np
+
+from apsi_lang import permissions
+from apsi_lang.errors import ApsiError
+from apsi_lang.values import show
+
+KINDS = "biuf"      # bool, int, uint, float: what a tensor holds
+MAPPED_BUDGET = 64 << 20    # the most of a file mapped into the process at once while gathering
+FAULT_AROUND = 64 << 10     # what one page fault may map (/proc/sys/vm/fault_around_bytes' default)
+
+
+class Shard:
+    """One .npy file: where its rows start, how many, and the file it was opened as."""
+
+    def __init__(self, shown, resolved):
+        from apsi_lang.files import open_checked
+
+        self.shown = shown
+        try:
+            self.file = open_checked(resolved, "rb")
+        except OSError as e:
+            from apsi_lang.data_files import _os_error
+
+            raise _os_error("load_npy", shown, e) from None
+        self.fd = self.file.fileno()
+        self.dtype, shape, self.offset = _header(self.file, shown)
+        if not shape:
+            raise ApsiError(f"load_npy: {shown!r} holds a single number (shape []); a data file needs "
+                            "a first axis of rows")
+        self.rows, self.tail = shape[0], tuple(shape[1:])
+        self.row_bytes = int(self.dtype.itemsize * int(np.prod(self.tail, dtype=np.int64)))
+        self.size = self.offset + self.rows * self.row_bytes
+        self.seen = actual = os.fstat(self.fd).st_size
+        if actual < self.size:
+            raise ApsiError(f"load_npy: {shown!r} is truncated: its header promises {self.rows} rows "
+                            f"({self.size} bytes) but the file has {actual} bytes; write it again "
+                            "(save_npy writes atomically)")
+
+    def check(self, what):
+        """The file must still have the size it had when loaded (no silently wrong rows)."""
+        actual = os.fstat(self.fd).st_size
+        if actual != self.seen:
+            raise ApsiError(f"{what}: {self.shown!r} changed size while it was in use ({self.seen} "
+                            f"bytes when loaded, {actual} now); do not rewrite a data file during fit, "
+                            "or load it again")
+
+    def rows_view(self):
+        """The file's rows as a read-only array over a shared mapping (made on first use)."""
+        if getattr(self, "_view", None) is None:
+            self._map = mmap.mmap(self.fd, 0, access=mmap.ACCESS_READ) if self.seen else None
+            count = self.rows * int(np.prod(self.tail, dtype=np.int64))
+            flat = (np.frombuffer(self._map, dtype=self.dtype, count=count, offset=self.offset)
+                    if self._map is not None and count else np.empty(0, self.dtype))
+            self._view = flat.reshape((self.rows, *self.tail))
+        return self._view
+
+    def gather(self, out, local, what):
+        """Rows `local` (ascending) into `out`, a few at a time, the mapping's pages let go of after
+        each few: a fault maps up to 64 KiB of neighbouring cached pages (Linux's fault-around), so
+        a batch of scattered small rows would otherwise map most of a file for a moment."""
+        self.check(what)
+        view = self.rows_view()
+        step = max(1, MAPPED_BUDGET // max(FAULT_AROUND, self.row_bytes))
+        for a in range(0, len(local), step):
+            np.take(view, local[a:a + step], axis=0, out=out[a:a + step])
+            if self._map is not None:
+                self._map.madvise(mmap.MADV_DONTNEED)
+
+
+def _header(f, shown):
+    fmt = np.lib.format
+    try:
+        version = fmt.read_magic(f)
+        read = {(1, 0): fmt.read_array_header_1_0, (2, 0): fmt.read_array_header_2_0,
+                (3, 0): fmt.read_array_header_2_0}.get(version)
+        if read is None:
+            raise ValueError(version)
+        shape, fortran, dtype = read(f)
+    except (ValueError, OSError, SyntaxError, KeyError, TypeError):
+        raise ApsiError(f"load_npy: {shown!r} is not a .npy file (or its header is damaged); save_npy "
+                        "writes one") from None
+    if dtype.hasobject or dtype.kind not in KINDS or dtype.fields is not None:
+        raise ApsiError(f"load_npy: {shown!r} holds {dtype} values; a data file holds numbers (bool, "
+                        "int, uint or float)")
+    if fortran and len(shape) > 1:
+        raise ApsiError(f"load_npy: {shown!r} is stored in Fortran (column) order, which cannot be read "
+                        "by rows; save it again with save_npy")
+    return dtype, tuple(int(s) for s in shape), f.tell()
+
+
+class Mapped:
+    """Rows of one or more .npy shards as one read-only array: len, shape, x[i], x[a:b], x[ids]."""
+
+    __apsi_attrs__ = frozenset({"shape", "ndim", "dtype", "size", "files"})
+    __apsi_type__ = "mapped array"
+    __array_ufunc__ = None
+
+    def __init__(self, shards, rows=None):
+        self.shards = shards
+        self.starts = np.cumsum([0] + [s.rows for s in shards])
+        total = int(self.starts[-1])
+        # a row view (x[a:b] of a mapped array, validation_split): which of the shards' rows it is
+        self.rows = rows if rows is not None else range(total)
+        first = shards[0]
+        self.np_dtype, self.tail = first.dtype, first.tail
+
+    @property
+    def shape(self):
+        return [len(self.rows), *self.tail]
+
+    @property
+    def ndim(self):
+        return 1 + len(self.tail)
+
+    @property
+    def dtype(self):
+        return self.np_dtype.name
+
+    @property
+    def size(self):
+        return len(self.rows) * int(np.prod(self.tail, dtype=np.int64))
+
+    @property
+    def files(self):
+        return [s.shown for s in self.shards]
+
+    def __len__(self):
+        return len(self.rows)
+
+    def __repr__(self):
+        return f"mapped array {self.shape} {self.dtype} ({len(self.shards)} file(s))"
+
+    def view(self, sl):
+        """The rows sl (a slice) as another Mapped array: nothing is read."""
+        return Mapped(self.shards, self.rows[sl])
+
+    def check(self, what):
+        for s in self.shards:
+            s.check(what)
+
+    def take(self, idx, what="read"):
+        """The rows at positions idx (any order, repeats allowed) as an ndarray, read in ascending
+        file order."""
+        idx = np.asarray(idx, dtype=np.int64)
+        if self.rows.step == 1 and self.rows.start:
+            idx = idx + self.rows.start
+        elif not (self.rows.step == 1 and self.rows.start == 0):
+            idx = np.asarray(self.rows)[idx]
+        order = np.argsort(idx, kind="stable")
+        wanted = idx[order]
+        out = np.empty((len(idx),) + self.tail, dtype=self.np_dtype)
+        sorted_out = out if np.array_equal(order, np.arange(len(idx))) else np.empty_like(out)
+        self._read_sorted(wanted, sorted_out, what)
+        if sorted_out is not out:
+            out[order] = sorted_out
+        return out
+
+    def _read_sorted(self, wanted, out, what):
+        if not len(wanted):
+            return
+        shard_of = np.searchsorted(self.starts, wanted, side="right") - 1
+        bounds = np.concatenate([[0], np.flatnonzero(np.diff(shard_of)) + 1, [len(wanted)]])
+        for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+            k = int(shard_of[a])
+            self.shards[k].gather(out[a:b], wanted[a:b] - self.starts[k], what)
+
+    def __getitem__(self, key):
+        from apsi_layers.nn.tensor import Tensor
+
+        rows, rest = (key[0], key[1:]) if isinstance(key, tuple) and key else (key, ())
+        n = len(self.rows)
+        if isinstance(rows, slice):
+            picked = self.take(np.arange(n)[rows])
+        elif type(rows) in (int, bool) or isinstance(rows, np.integer):
+            i = int(rows)
+            if not -n <= i < n:
+                raise ApsiError(f"index {i} is out of range for a mapped array of {n} rows")
+            picked = self.take([i % n])[0]
+        else:
+            ids = np.asarray(rows.data if isinstance(rows, Tensor) else rows)
+            if ids.dtype.kind == "b":
+                ids = np.flatnonzero(ids)
+            if ids.dtype.kind not in "iu" or ids.ndim != 1:
+                raise ApsiError("a mapped array takes an int, a slice or a list of row numbers as its "
+                                f"first index, not {show(rows, True)}")
+            if ids.size and (ids.max() >= n or ids.min() < -n):
+                raise ApsiError(f"row {int(ids.max() if ids.max() >= n else ids.min())} is out of range "
+                                f"for a mapped array of {n} rows")
+            picked = self.take(ids % max(n, 1))
+        if rest:      # x[i, j] indexes the row; x[a:b, j] each row
+            picked = picked[tuple(rest)] if picked.ndim == len(self.tail) else picked[(slice(None), *rest)]
+        return Tensor(_as_tensor_data(picked))
+
+
+def _as_tensor_data(a):
+    return a.astype(np.float64) if a.dtype.kind == "f" and a.dtype != np.float64 else np.ascontiguousarray(a)
+
+
+def is_mapped(x):
+    return isinstance(x, Mapped)
+
+
+def load_npy(path, mmap=True):
+    """A .npy file (or a list of shards, one array along the first axis) read by rows when used.
+    mmap=false reads it whole into a tensor."""
+    paths = path if isinstance(path, list | tuple) else [path]
+    if not paths or any(type(p) is not str or not p for p in paths):
+        raise ApsiError(f"load_npy: path must be a file name or a list of file names, not {show(path, True)}")
+    shards = [Shard(p, permissions.require("read", what=f"load_npy({show(p, True)})", path=p))
+              for p in paths]
+    first = shards[0]
+    for s in shards[1:]:
+        if s.dtype != first.dtype or s.tail != first.tail:
+            raise ApsiError(f"load_npy: shard {s.shown!r} holds {s.dtype} rows of shape {list(s.tail)} but "
+                            f"{first.shown!r} holds {first.dtype} rows of shape {list(first.tail)}; every "
+                            "shard must have the same dtype and the same shape after the first axis")
+    mapped = Mapped(shards)
+    if mmap is False:
+        from apsi_layers.nn.tensor import Tensor
+
+        return Tensor(_as_tensor_data(mapped.take(np.arange(len(mapped)), "load_npy")))
+    return mapped
+
+
+def save_npy(path, x):
+    """Write x as a .npy file, atomically (a reader never sees half a file)."""
+    from apsi_lang.files import atomic_open
+    from apsi_layers.nn.tensor import Tensor
+
+    if type(path) is not str or not path:
+        raise ApsiError(f"save_npy: path must be a file name like \"x.npy\", not {show(path, True)}")
+    if not path.endswith(".npy"):
+        raise ApsiError(f"save_npy: {path!r} must end in .npy (np.load and load_npy read it by that name)")
+    if isinstance(x, Mapped):
+        a = x.take(np.arange(len(x)), "save_npy")
+    else:
+        from apsi_layers.layers.training.data_checks import as_array
+
+        a = as_array("save_npy", "x", x.data if isinstance(x, Tensor) else x)
+    resolved = permissions.require("write", what=f"save_npy({show(path, True)})", path=path)
+    if not os.path.isdir(os.path.dirname(os.path.abspath(resolved))):
+        raise ApsiError(f'save_npy: the folder "{os.path.dirname(path) or "."}" does not exist; create it '
+                        "first with make_dir")
+    try:
+        with atomic_open(resolved, "wb") as f:
+            np.lib.format.write_array(f, np.ascontiguousarray(a), allow_pickle=False)
+    except OSError as e:
+        raise ApsiError(f"save_npy({path!r}): cannot write it: {e.strerror or e}") from None
+    return None

@@ -1,0 +1,300 @@
+"""Preprocessing layers that learn from data: normalization, category_lookup, impute.
+
+What they learn sits in the parameter tree under `state` (as batch norm's running statistics): the
+optimizer never changes it, save_params/save_model and checkpoints carry it, and predict (NumPy,
+torch, `use web`) applies it exactly as fit did. It is learnt by adapt(model, params, data), which
+reads the training data once, streamed (an array, a mapped .npy file or a dataset), and returns the
+tree with each preprocessing layer's state filled in. Adapt on the training split only: statistics
+of validation or test rows in the model would leak them into training.
+"""
+
+import numpy as np
+
+from apsi_lang.errors import ApsiError
+from apsi_lang.values import Record, show
+
+from .base import Layer, field, fmt
+from .registry import parity_cases, register
+
+
+def _features(layer, input_shape):
+    if not isinstance(input_shape, tuple) or not input_shape or input_shape[-1] is None:
+        layer.fail(f"works on the last axis (features) and needs its size, got inputs {fmt(input_shape)}")
+    return input_shape[-1]
+
+
+class Normalization(Layer):
+    """(x - mean) / sqrt(var + eps) per feature (the last axis), mean and var learnt by adapt."""
+
+    kind = "normalization"
+
+    def __init__(self, eps=1e-12, name=None):
+        super().__init__(name, None, eps=None if eps == 1e-12 else eps)
+        if isinstance(eps, bool) or not isinstance(eps, int | float) or eps < 0:
+            raise ApsiError(f"normalization: eps must be a number >= 0, got {show(eps, True)}")
+        self.eps = float(eps)
+
+    def build(self, rng, input_shape):
+        f = _features(self, input_shape)
+        return Record(state=Record(mean=rng.zeros((f,)), var=rng.ones((f,)))), input_shape
+
+    def apply(self, params, x, ctx):
+        st = params.state
+        return (x - st.mean) / ctx.ops.sqrt(st.var + self.eps)
+
+    def learner(self):
+        return _Moments()
+
+
+class _Moments:
+    """Mean and (population) variance in one pass, block by block (Chan et al.'s pairwise update),
+    in float64."""
+
+    def __init__(self):
+        self.n, self.mean, self.m2 = 0, None, None
+
+    def add(self, block):
+        b = block.reshape(-1, block.shape[-1]).astype(np.float64)
+        if not len(b):
+            return
+        n_b, mean_b = len(b), b.mean(axis=0)
+        m2_b = ((b - mean_b) ** 2).sum(axis=0)
+        if self.mean is None:
+            self.n, self.mean, self.m2 = n_b, mean_b, m2_b
+            return
+        n = self.n + n_b
+        delta = mean_b - self.mean
+        self.mean = self.mean + delta * (n_b / n)
+        self.m2 = self.m2 + m2_b + delta ** 2 * (self.n * n_b / n)
+        self.n = n
+
+    def state(self, like):
+        if self.mean is None:
+            raise ApsiError("adapt: normalization saw no rows")
+        return Record(mean=self.mean, var=self.m2 / self.n)
+
+
+class CategoryLookup(Layer):
+    """Category codes (numbers) to one-hot columns: [unknown, c_1, …, c_K] with the K most frequent
+    codes seen by adapt (ties: the smaller code first), sorted. A code adapt did not keep (or never
+    saw) sets the unknown column; unknown="zeros" leaves all columns 0 for it instead; output="index"
+    gives its column number (0 = unknown) as a float."""
+
+    kind = "category_lookup"
+
+    def __init__(self, max_categories, unknown="column", output="one_hot", name=None):
+        super().__init__(name, None, unknown=None if unknown == "column" else unknown,
+                         output=None if output == "one_hot" else output)
+        if type(max_categories) is not int or max_categories < 1:
+            raise ApsiError(f"category_lookup: max_categories must be an int >= 1, got "
+                            f"{show(max_categories, True)}")
+        if unknown not in ("column", "zeros"):
+            raise ApsiError(f'category_lookup: unknown must be "column" or "zeros", got '
+                            f'{show(unknown, True)}')
+        if output not in ("one_hot", "index"):
+            raise ApsiError(f'category_lookup: output must be "one_hot" or "index", got {show(output, True)}')
+        self.k, self.unknown, self.output = max_categories, unknown, output
+
+    def positional(self):
+        return [self.k]
+
+    def build(self, rng, input_shape):
+        if input_shape not in ((), (1,)):
+            self.fail(f"takes one category code per sample (inputs [N] or [N, 1]), got {fmt(input_shape)}")
+        # unused slots hold NaN, which equals no code
+        values = rng.full((self.k,), float("nan"))
+        out = (1,) if self.output == "index" else (self.k + 1,)
+        return Record(state=Record(values=values)), out
+
+    def apply(self, params, x, ctx):
+        ops = ctx.ops
+        codes = ops.reshape(x, (x.shape[0], 1))
+        hit = codes == ops.expand_dims(params.state.values, 0)          # [N, K]
+        ones, zeros = ops.ones((1, self.k)), ops.zeros((1, self.k))
+        found = ops.where(hit, ones, zeros)
+        known = ops.sum(found, axis=1, keepdims=True)
+        if self.output == "index":
+            position = ops.constant(np.arange(1, self.k + 1, dtype=np.float64).reshape(1, -1))
+            return ops.sum(found * position, axis=1, keepdims=True)
+        first = 1.0 - known if self.unknown == "column" else known * 0.0
+        return ops.concat([first, found], 1)
+
+    def learner(self):
+        return _Counts(self.k)
+
+
+class _Counts:
+    def __init__(self, k):
+        self.k, self.counts = k, {}
+
+    def add(self, block):
+        values, counts = np.unique(block.reshape(-1).astype(np.float64), return_counts=True)
+        for v, c in zip(values.tolist(), counts.tolist(), strict=True):
+            if v == v:                       # NaN is no category
+                self.counts[v] = self.counts.get(v, 0) + c
+
+    def state(self, like):
+        top = sorted(self.counts.items(), key=lambda vc: (-vc[1], vc[0]))[:self.k]
+        values = np.full(self.k, np.nan)
+        values[:len(top)] = sorted(v for v, _ in top)
+        return Record(values=values)
+
+
+class Impute(Layer):
+    """Missing values (NaN) replaced per feature: by the mean adapt saw (strategy="mean") or by
+    `fill` (strategy="constant"). fit and predict accept NaN in the inputs of a model starting with it."""
+
+    kind = "impute"
+
+    def __init__(self, strategy="mean", fill=0.0, name=None):
+        super().__init__(name, None, strategy=None if strategy == "mean" else strategy,
+                         fill=None if fill == 0.0 else fill)
+        if strategy not in ("mean", "constant"):
+            raise ApsiError(f'impute: strategy must be "mean" or "constant", got {show(strategy, True)}')
+        if isinstance(fill, bool) or not isinstance(fill, int | float) or fill != fill:
+            raise ApsiError(f"impute: fill must be a number, got {show(fill, True)}")
+        self.strategy, self.fill = strategy, float(fill)
+
+    def build(self, rng, input_shape):
+        f = _features(self, input_shape)
+        values = rng.full((f,), self.fill)
+        return Record(state=Record(values=values)), input_shape
+
+    def apply(self, params, x, ctx):
+        return ctx.ops.where(x != x, params.state.values, x)      # (NaN is the one value not equal to itself)
+
+    def learner(self):
+        return _NanMeans(self.fill) if self.strategy == "mean" else None
+
+
+class _NanMeans:
+    def __init__(self, fill):
+        self.fill, self.total, self.count = fill, None, None
+
+    def add(self, block):
+        b = block.reshape(-1, block.shape[-1]).astype(np.float64)
+        seen = ~np.isnan(b)
+        total, count = np.where(seen, b, 0.0).sum(axis=0), seen.sum(axis=0)
+        self.total = total if self.total is None else self.total + total
+        self.count = count if self.count is None else self.count + count
+
+    def state(self, like):
+        if self.total is None:
+            raise ApsiError("adapt: impute saw no rows")
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means = self.total / self.count
+        return Record(values=np.where(self.count > 0, means, self.fill))   # a column all NaN: fill
+
+
+@register()
+def normalization(eps=1e-12, name=None):
+    """A layer (x - mean) / sqrt(var + eps) per feature; adapt(model, params, x_train) learns them."""
+    return Normalization(eps, name)
+
+
+@register()
+def category_lookup(max_categories, unknown="column", output="one_hot", name=None):
+    """A layer from category codes to one-hot columns (column 0: unknown); adapt learns the codes."""
+    return CategoryLookup(max_categories, unknown, output, name)
+
+
+@register()
+def impute(strategy="mean", fill=0.0, name=None):
+    """A layer filling NaN inputs per feature (the mean adapt saw, or fill)."""
+    return Impute(strategy, fill, name)
+
+
+PREPROCESSING = (Normalization, CategoryLookup, Impute)
+
+
+@parity_cases
+def _cases(L, d):
+    import numpy as np
+
+    codes = np.array([[3.0], [1.0], [2.0], [7.0], [1.0]])
+    return [
+        dict(name="normalization", model=L.sequential(L.normalization(), L.dense(3)), x=d.x(5, 6),
+             input_shape=[6]),
+        dict(name="impute", model=L.sequential(L.impute(fill=0.5), L.dense(3)), x=d.x(5, 6),
+             input_shape=[6]),
+        dict(name="category_lookup", model=L.sequential(L.category_lookup(4), L.dense(2)), x=codes,
+             input_shape=[1]),
+    ]
+
+
+def leading(model):
+    """The preprocessing layers a model starts with, in order: [(path of keys, layer)]."""
+    if isinstance(model, PREPROCESSING):
+        return [((), model)]
+    found = []
+    for key, child in getattr(model, "pairs", []) if model.kind == "sequential" else []:
+        if not isinstance(child, PREPROCESSING):
+            break
+        found.append(((key,), child))
+    return found
+
+
+def starts_with_impute(model):
+    layer = model
+    while not isinstance(layer, Impute) and layer.children():
+        layer = layer.children()[0][1]
+    return isinstance(layer, Impute)
+
+
+def adapt(model, params, data):
+    """The parameter tree with the state of each preprocessing layer the model starts with learnt
+    from `data` (a tensor, a mapped .npy array or a dataset: its x), read once per layer, streamed."""
+    from apsi_layers.backends import registry
+    from apsi_layers.nn.tensor import Tensor
+
+    from .context import Ctx
+
+    chain = leading(model)
+    if not chain:
+        raise ApsiError(f"adapt: {model.label()} does not start with a preprocessing layer "
+                        "(normalization, category_lookup, impute); there is nothing to adapt")
+    ops = registry.find("numpy").opset()        # adapt reads the data on the host, in float64
+    done = []
+    for path, layer in chain:
+        learner = layer.learner()
+        if learner is None:
+            done.append((path, layer))
+            continue
+        for piece in _pieces(data):
+            x = piece
+            for p, before in done:
+                x = before.apply(_at(params, p), x, Ctx(ops, training=False))
+            learner.add(np.asarray(x.data))
+        state = learner.state(None)
+        params = _put(params, path, Record(**{k: Tensor(np.asarray(v, dtype=np.float64))
+                                             for k, v in vars(state).items()}))
+        done.append((path, layer))
+    return params
+
+
+def _pieces(data):
+    from apsi_layers.data.fit_data import is_source
+    from apsi_layers.data.predict_source import pieces
+    from apsi_layers.nn.tensor import Tensor
+
+    from .training.arrays import as_array
+
+    if is_source(data):
+        yield from pieces(data)
+        return
+    a = as_array("adapt", "data", data)
+    yield Tensor(a.astype(np.float64) if a.dtype != np.float64 else a)
+
+
+def _at(params, path):
+    for key in path:
+        params = field(params, key)
+    return params
+
+
+def _put(params, path, state):
+    """A copy of the tree with the record at `path` given the new state."""
+    if not path:
+        return Record(**{**vars(params), "state": state})
+    key = path[0]
+    return Record(**{**vars(params), key: _put(getattr(params, key), path[1:], state)})

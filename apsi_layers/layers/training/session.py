@@ -1,0 +1,46 @@
+"""The session protocol as a type: what a backend's fit state gives the shared loop (driver.py).
+
+A session trains one epoch over the index arrays it is given and reads and writes its state as NumPy
+arrays; driver.py's docstring says what each method means. A distributed session also has `world`,
+`rank` and `writer` (the loop reads them with defaults 1, 0, True).
+"""
+
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+
+class Session(Protocol):
+    backend: str
+    device: str
+
+    @property
+    def steps(self) -> int: ...
+
+    def train_epoch(self, epoch: int, batches: Sequence[np.ndarray],
+                    on_step: Callable[[float | None], None]) -> float: ...
+
+    def val_loss(self) -> float: ...
+
+    def outputs(self, data: Any) -> list[np.ndarray]: ...
+
+    def leaves(self) -> list[np.ndarray]: ...
+
+    def set_leaves(self, arrays: Sequence[np.ndarray]) -> None: ...
+
+    def opt_state(self) -> tuple[int, list[dict] | None]: ...
+
+    def set_opt_state(self, steps: int, states: list[dict] | None) -> None: ...
+
+    def noise_state(self) -> tuple[Any, np.ndarray | None]: ...
+
+    def set_noise_state(self, meta: Any, array: np.ndarray | None) -> None: ...
+
+    def current_lr(self) -> float: ...
+
+    def set_lr(self, lr: float) -> None: ...
+
+    def trained(self, check: bool = True) -> Any: ...
+
+    def optimizer(self) -> Any: ...

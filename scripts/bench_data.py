@@ -1,0 +1,194 @@
+"""Data larger than memory (issue 32): fit over memory-mapped .npy shards and dataset(count, fn).
+Each measurement runs in its own child process on the same generated files. Prints ratios; asserts
+nothing.
+
+    python scripts/bench_data.py [--rows 400000] [--features 32] [--epochs 2] [--skip-torch]
+
+1. fit (NumPy) over load_npy shards vs the same fit from the array in memory (the page cache warm:
+   one untimed epoch first): seconds per epoch and the ratio (target <= 1.15). Then, in a fresh child,
+   the rise of the resident memory during the mapped fit (Linux VmHWM, reset after the imports and
+   the model's init) as a share of the data plus the model (target <= 25%), and of its anonymous
+   part (RssAnon, sampled every 2 ms): the rest is page-cache pages mapped for a moment while a
+   batch is gathered (up to 64 MiB: apsi_layers/data/memmap.py), which the kernel may drop at will.
+2. fit (torch, fp32, CPU) over the shards vs a hand-written torch.utils.data.DataLoader over the same
+   file (np.load(mmap_mode="r"), a per-sample Dataset, shuffle=True, num_workers 0 and 2), the same
+   model, optimizer, batch size and epochs: the ratio (target <= 1.0).
+3. fit over dataset(count, fn) whose Apsi function spends 1 ms per call (busy waiting on clock())
+   vs the same batches from a function that returns at once: the step's extra seconds per call
+   (0 when the read-ahead hides the call completely).
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+COMMON = r"""
+import json, os, sys, time
+import numpy as np
+from apsi_lang import permissions
+permissions.set_current(permissions.Grants(granted=frozenset({"python"}), project_root=os.getcwd()))
+from apsi_layers.data.memmap import load_npy
+from apsi_layers.layers import fit, mlp
+files = sorted(f for f in os.listdir(".") if f.startswith("x-"))
+EPOCHS, BATCH, FEATURES = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+net = mlp(FEATURES, 1, hidden=[64])
+p0 = net.init(seed=0)
+y = np.load("y.npy")
+
+def timed(x, backend="numpy"):
+    fit(net, p0, x, y, loss="mse", epochs=1, batch_size=BATCH, backend=backend)     # warm
+    t = time.perf_counter()
+    fit(net, p0, x, y, loss="mse", epochs=EPOCHS, batch_size=BATCH, backend=backend)
+    return (time.perf_counter() - t) / EPOCHS
+"""
+
+CHILDREN = {
+    "memory": "print(json.dumps(timed(np.concatenate([np.load(f) for f in files]))))",
+    "mapped": "print(json.dumps(timed(load_npy(files))))",
+    "rss": textwrap.dedent("""
+        import threading
+        x = load_npy(files)
+        fit(net, p0, x[0:1000], y[0:1000], loss="mse", epochs=1, batch_size=BATCH)   # imports, threads
+        def status(key):
+            line = next(l for l in open("/proc/self/status") if l.startswith(key))
+            return int(line.split()[1]) * 1024
+        open("/proc/self/clear_refs", "w").write("5")
+        base, anon0, peak_anon, done = status("VmHWM"), status("RssAnon"), [0], threading.Event()
+        def sample():             # the kernel keeps no peak of anonymous memory: sample it
+            while not done.wait(0.002):
+                peak_anon[0] = max(peak_anon[0], status("RssAnon"))
+        t = threading.Thread(target=sample)
+        t.start()
+        fit(net, p0, x, y, loss="mse", epochs=1, batch_size=BATCH)
+        done.set()
+        t.join()
+        print(json.dumps([status("VmHWM") - base, peak_anon[0] - anon0]))
+    """),
+    "torch_mapped": "print(json.dumps(timed(load_npy(files), 'torch')))",
+    "loader": textwrap.dedent("""
+        import torch
+        torch.manual_seed(0)
+        workers = int(sys.argv[6])
+        class Rows(torch.utils.data.Dataset):
+            def __init__(self):
+                self.x, self.y = np.load("whole.npy", mmap_mode="r"), y
+            def __len__(self):
+                return len(self.x)
+            def __getitem__(self, i):
+                return torch.from_numpy(np.array(self.x[i])), torch.tensor(self.y[i], dtype=torch.float32)
+        model = torch.nn.Sequential(torch.nn.Linear(FEATURES, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1))
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+        loader = torch.utils.data.DataLoader(Rows(), batch_size=BATCH, shuffle=True, num_workers=workers,
+                                             persistent_workers=workers > 0)
+        def epoch():
+            for xb, yb in loader:
+                opt.zero_grad()
+                loss = torch.nn.functional.mse_loss(model(xb), yb)
+                loss.backward()
+                opt.step()
+        epoch()
+        t = time.perf_counter()
+        for _ in range(EPOCHS):
+            epoch()
+        print(json.dumps((time.perf_counter() - t) / EPOCHS))
+    """),
+}
+
+DATASET = """use layers
+use nn
+let x = load_npy("whole.npy")
+let y = load_npy("y.npy", mmap=false)
+let B = int(args[1])
+fn calls(ms):
+    fn batch(i):
+        let t = clock()
+        while clock() - t < ms / 1000.0:
+            pass
+        return [x[i * B:(i + 1) * B], y[i * B:(i + 1) * B]]
+    return dataset(len(x) // B, batch)
+let net = mlp(x.shape[1], 1, hidden=[64])
+let p = net.init(seed=0)
+fn timed(ms):
+    let r0 = fit(net, p, calls(ms), loss="mse", epochs=1)
+    let t = clock()
+    let r = fit(net, p, calls(ms), loss="mse", epochs=int(args[0]))
+    return (clock() - t) / int(args[0])
+let fast = timed(0)
+let slow = timed(1)
+print(fast, slow, len(x) // B)
+"""
+
+
+def child(folder, kind, args, extra=()):
+    code = COMMON + CHILDREN[kind]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    out = subprocess.run([sys.executable, "-c", code, kind, *map(str, args), *map(str, extra)], cwd=folder,
+                         capture_output=True, text=True, env=env, timeout=900)
+    if out.returncode:
+        sys.exit(f"{kind}: {out.stderr}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def make_files(folder, rows, features):
+    import numpy as np
+
+    r = np.random.default_rng(0)
+    x = r.normal(size=(rows, features)).astype(np.float32)
+    np.save(folder / "whole.npy", x)
+    for k, part in enumerate(np.array_split(x, 4)):
+        np.save(folder / f"x-{k}.npy", part)
+    np.save(folder / "y.npy", (x[:, :1] * 2 + x[:, 1:2]).astype(np.float32))
+    return x.nbytes
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=400_000)
+    ap.add_argument("--features", type=int, default=32)
+    ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--batch", type=int, default=1024)
+    ap.add_argument("--skip-torch", action="store_true")
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        data = make_files(folder, a.rows, a.features)
+        model = (a.features * 64 + 64 + 64 + 1) * 8
+        args = (a.rows, a.epochs, a.batch, a.features)
+        print(f"data {data / 2**20:.1f} MB ({a.rows} x {a.features} float32, 4 shards), batch {a.batch}, "
+              f"{a.epochs} timed epochs, one thread per process")
+        print("| measure | value | target |")
+        print("|---|---|---|")
+        mem, mapped = child(folder, "memory", args), child(folder, "mapped", args)
+        print(f"| NumPy s/epoch: in memory / mapped shards | {mem:.3f} / {mapped:.3f} = "
+              f"{mapped / mem:.2f}x | <= 1.15x |")
+        rise, anon = child(folder, "rss", args)
+        whole = data + model
+        print(f"| NumPy mapped fit: peak RSS rise (all / anonymous) / (data + model) | {rise / 2**20:.1f} / "
+              f"{anon / 2**20:.1f} MB of {whole / 2**20:.1f} MB = {100 * rise / whole:.1f}% / "
+              f"{100 * anon / whole:.1f}% | <= 25% |")
+        if not a.skip_torch:
+            ours = child(folder, "torch_mapped", args)
+            for w in (0, 2):
+                theirs = child(folder, "loader", args, (w,))
+                print(f"| torch s/epoch: fit over shards / DataLoader num_workers={w} | {ours:.3f} / "
+                      f"{theirs:.3f} = {ours / theirs:.2f}x | <= 1.0x |")
+        (folder / "ds.apsi").write_text(DATASET)
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+        out = subprocess.run([sys.executable, "-m", "apsi", "ds.apsi", str(a.epochs), str(a.batch)],
+                             cwd=folder, capture_output=True, text=True, env=env, timeout=900)
+        if out.returncode:
+            sys.exit(out.stderr)
+        fast, slow, calls = map(float, out.stdout.split())
+        print(f"| dataset: s/epoch with a 0 ms / 1 ms Apsi fn ({int(calls)} calls) | {fast:.3f} / "
+              f"{slow:.3f}: {1000 * (slow - fast) / calls:.3f} ms of the 1 ms per call shows | 0 ms |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,38 @@
+"""csv_to_npy (issue 32): a CSV streamed into .npy shards with load_csv's rules and messages."""
+
+import numpy as np
+
+from .run import error, ok
+
+
+def test_shards_hold_the_csv_rows_in_order(tmp_path):
+    a = np.random.default_rng(0).normal(size=(2500, 3))
+    np.savetxt(tmp_path / "t.csv", a, delimiter=",", header="a,b,c", comments="")
+    out = ok(tmp_path, """use nn
+let files = csv_to_npy("t.csv", "t", shard_rows=1000, dtype="float64", columns=["a", "c"])
+print(files)
+let x = load_npy(files)
+print(x.shape)
+""")
+    assert out.splitlines() == ['["t-00000.npy", "t-00001.npy", "t-00002.npy"]', "[2500, 2]"]
+    got = np.concatenate([np.load(tmp_path / f"t-0000{i}.npy") for i in range(3)])
+    assert np.array_equal(got, a[:, [0, 2]])
+    assert [len(np.load(tmp_path / f"t-0000{i}.npy")) for i in range(3)] == [1000, 1000, 500]
+
+
+def test_quoted_cells_take_the_strict_reading(tmp_path):
+    (tmp_path / "q.csv").write_text('x,y\n"1",2\n3,"4"\n5,6\n')
+    ok(tmp_path, 'use nn\nlet f = csv_to_npy("q.csv", "q", shard_rows=2)\n')
+    assert np.load(tmp_path / "q-00000.npy").tolist() == [[1, 2], [3, 4]]
+    assert np.load(tmp_path / "q-00001.npy").tolist() == [[5, 6]]
+
+
+def test_a_bad_cell_is_named_by_line_and_column_as_load_csv_does(tmp_path):
+    rows = "\n".join(f"{i},{i * 2}" for i in range(5000))
+    (tmp_path / "b.csv").write_text("x,y\n" + rows + "\n7,oops\n")
+    msg = error(tmp_path, 'use nn\nlet f = csv_to_npy("b.csv", "b", shard_rows=1000)\n')
+    said = error(tmp_path, 'use nn\nlet f = load_csv("b.csv")\n')
+    mine = next(line for line in msg.splitlines() if "error: csv_to_npy(" in line)
+    theirs = next(line for line in said.splitlines() if "error: load_csv(" in line)
+    assert "line 5002" in mine
+    assert mine.split("error: csv_to_npy(")[1] == theirs.split("error: load_csv(")[1]

@@ -1,0 +1,54 @@
+"""fit over a mapped file 4× larger than the memory the process may still take (issue 32): a child
+process caps its data segment (RLIMIT_DATA: heap and private mappings) at what it uses plus CAP
+bytes, shows the cap holds (reading the file whole fails), then trains over the file."""
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.slow
+
+CAP = 24 << 20
+
+CHILD = textwrap.dedent("""
+    import resource, sys
+    import numpy as np
+    from apsi_lang import permissions
+    from apsi_layers.data.memmap import load_npy
+    from apsi_layers.layers import fit, mlp
+
+    permissions.set_current(permissions.Grants(granted=frozenset(), project_root="."))
+    x = load_npy("x.npy")
+    y = np.zeros((len(x), 1))
+    net = mlp(32, 1, hidden=[16])
+    p = net.init(seed=0)
+    fit(net, p, x[0:5000], y[0:5000], loss="mse", epochs=1, batch_size=1024)     # imports, threads
+    used = int(next(l for l in open("/proc/self/status") if l.startswith("VmData")).split()[1]) * 1024
+    cap = used + int(sys.argv[1])
+    resource.setrlimit(resource.RLIMIT_DATA, (cap, resource.RLIM_INFINITY))
+    try:
+        load_npy("x.npy", mmap=False)
+        print("whole file read under the cap", flush=True)
+        sys.exit(1)
+    except MemoryError:
+        print("reading the file whole: MemoryError", flush=True)
+    r = fit(net, p, x, y, loss="mse", epochs=1, batch_size=2048)
+    print("trained", r.steps, r.history[0] >= 0, flush=True)
+""")
+
+
+def test_fit_over_a_file_four_times_the_memory_cap(tmp_path):
+    rows = 4 * CAP // (32 * 4)
+    x = np.lib.format.open_memmap(tmp_path / "x.npy", mode="w+", dtype=np.float32, shape=(rows, 32))
+    x[:] = np.random.default_rng(0).normal(size=(1, 32)).astype(np.float32)
+    x.flush()
+    del x
+    r = subprocess.run([sys.executable, "-c", CHILD, str(CAP)], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=600, env={"MALLOC_ARENA_MAX": "1", "OMP_NUM_THREADS": "1",
+                                         "OPENBLAS_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.splitlines() == ["reading the file whole: MemoryError",
+                                     f"trained {-(-rows // 2048)} True"]

@@ -1,0 +1,110 @@
+"""Preprocessing layers that learn from data (issue 32): adapt in one streamed pass, the state in the
+parameter tree, applied identically by predict on both backends."""
+
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from .run import error, ok
+
+
+@pytest.fixture
+def table(tmp_path):
+    r = np.random.default_rng(3)
+    x = (r.normal(size=(3000, 3)) * [1.0, 10.0, 0.1] + [5.0, -2.0, 0.0]).astype(np.float32)
+    x[r.random(x.shape) < 0.1] = np.nan
+    np.save(tmp_path / "x0.npy", x[:1000])
+    np.save(tmp_path / "x1.npy", x[1000:])
+    return x.astype(np.float64)
+
+
+def test_impute_then_normalization_adapted_streaming_over_shards(tmp_path, table):
+    ok(tmp_path, """use layers
+use nn
+let x = load_npy(["x0.npy", "x1.npy"])
+let net = sequential([impute(), normalization(), dense(1)])
+let p = adapt(net, net.init(seed=0, input_shape=[3]), x)
+save_params("p.npz", p)
+save_npy("out.npy", predict(net, p, x))
+""")
+    p = np.load(tmp_path / "p.npz")
+    means = np.nanmean(table, axis=0)
+    assert np.allclose(p["impute.state.values"], means, rtol=1e-12, atol=0)
+    filled = np.where(np.isnan(table), means, table)
+    assert np.allclose(p["normalization.state.mean"], filled.mean(axis=0), rtol=1e-12)
+    assert np.allclose(p["normalization.state.var"], filled.var(axis=0), rtol=1e-10)
+    z = (filled - filled.mean(axis=0)) / np.sqrt(filled.var(axis=0) + 1e-12)
+    ref = z @ p["dense.w"] + p["dense.b"]
+    assert np.allclose(np.load(tmp_path / "out.npy"), ref, rtol=1e-10, atol=1e-12)
+
+
+def test_fit_takes_nan_inputs_when_the_model_imputes_them(tmp_path, table):
+    np.save(tmp_path / "y.npy", np.nan_to_num(table[:, :1], nan=0.0))
+    out = ok(tmp_path, """use layers
+use nn
+let x = load_npy(["x0.npy", "x1.npy"])
+let net = sequential([impute(), normalization(), dense(1)])
+let p = adapt(net, net.init(seed=0, input_shape=[3]), x[0:2000])
+let r = fit(net, p, x[0:2000], load_npy("y.npy")[0:2000], loss="mse", epochs=2, batch_size=100)
+print(r.history[1] < r.history[0], array_equal(r.params.impute.state.values, p.impute.state.values))
+""")
+    assert out.split() == ["true", "true"]
+
+
+def test_category_lookup_keeps_the_most_frequent_and_sends_unknowns_to_column_0(tmp_path):
+    codes = np.random.default_rng(0).integers(0, 9, size=500).astype(np.float64)
+    np.save(tmp_path / "c.npy", codes)
+    out = ok(tmp_path, """use layers
+use nn
+let c = category_lookup(4)
+let ds = dataset(5, fn(i) => [load_npy("c.npy")[i * 100:(i + 1) * 100]])
+let p = adapt(c, c.init(input_shape=[]), ds)
+print(p.state.values.tolist())
+save_npy("oh.npy", predict(c, p, array([0, 1, 2, 3, 4, 5, 6, 7, 8, 42])))
+let z = category_lookup(4, unknown="zeros")
+save_npy("z.npy", predict(z, p, array([42])))
+""")
+    counts = Counter(codes.tolist())
+    kept = sorted(v for v, _ in sorted(counts.items(), key=lambda vc: (-vc[1], vc[0]))[:4])
+    assert out.strip() == str(kept)
+    oh = np.load(tmp_path / "oh.npy")
+    for row, code in zip(oh, list(range(9)) + [42], strict=True):
+        want = np.zeros(5)
+        want[kept.index(code) + 1 if code in kept else 0] = 1
+        assert np.array_equal(row, want)
+    assert np.array_equal(np.load(tmp_path / "z.npy"), np.zeros((1, 5)))
+
+
+@pytest.mark.torch
+def test_torch_predict_applies_the_same_state(tmp_path, table):
+    pytest.importorskip("torch")
+    out = ok(tmp_path, """use layers
+use nn
+let x = load_npy(["x0.npy", "x1.npy"])
+let net = sequential([impute(), normalization(), dense(2)])
+let p = adapt(net, net.init(seed=0, input_shape=[3]), x)
+let a = predict(net, p, x[0:500])
+let b = predict(net, p, x[0:500], backend="torch", precision="fp64")
+print(allclose(a, b, rtol=1e-12, atol=1e-12))
+""", "--allow-python")
+    assert out.strip() == "true"
+
+
+def test_adapt_needs_a_preprocessing_layer_first(tmp_path):
+    msg = error(tmp_path, "use layers\nuse nn\nlet n = mlp(2, 1)\n"
+                          "let p = adapt(n, n.init(seed=0), ones(4, 2))\n")
+    assert "does not start with a preprocessing layer" in msg
+
+
+def test_a_model_file_keeps_the_learnt_state(tmp_path):
+    out = ok(tmp_path, """use layers
+use nn
+let x = array([[1.0, 10.0], [3.0, nan], [5.0, 30.0]])
+let net2 = sequential(impute(), normalization(), dense(1))
+let p = adapt(net2, net2.init(seed=0, input_shape=[2]), x)
+save_model("m.apsimodel", net2, p)
+let m = load_model("m.apsimodel")
+print(array_equal(predict(m.net, m.params, x), predict(net2, p, x)), m.params.impute.state.values.tolist())
+""")
+    assert out.strip() == "true [3.0, 20.0]"

@@ -1,0 +1,138 @@
+"""A third backend added by a test alone (tests/layers/toy_backend/: NumPy in float32, registered by name)
+runs fit, predict and the option checks through the registry and the shared epoch loop, with no edit
+to apsi_layers outside backends/registry.py. The numbers are checked against NumPy written here."""
+
+import ast
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from apsi_lang import permissions
+from apsi_lang.errors import ApsiError
+from apsi_layers import nn
+from apsi_layers.backends import registry
+from apsi_layers.layers import dense, fit, mlp, predict
+
+from .toy_backend import BACKEND
+
+TOY = Path(__file__).parent / "toy_backend"
+
+
+@pytest.fixture
+def toy():
+    registry.register(BACKEND)
+    yield "toy32"
+    registry.unregister("toy32")
+
+
+def linear_data(n=64, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, 3))
+    y = x @ np.array([[1.5], [-2.0], [0.5]]) + 0.25
+    return x, y
+
+
+def reference_sgd(w, b, x, y, lr, epochs):
+    """Full-batch gradient descent on mean squared error, in float64 NumPy."""
+    for _ in range(epochs):
+        err = x @ w + b - y
+        w, b = w - lr * 2 * x.T @ err / err.size, b - lr * 2 * err.sum(0) / err.size
+    return w, b
+
+
+def test_fit_on_the_toy_backend_follows_plain_gradient_descent(toy):
+    x, y = linear_data()
+    net = dense(1, inputs=3)
+    p0 = net.init(seed=0)
+    r = fit(net, p0, nn.Tensor(x), nn.Tensor(y), loss="mse", opt=nn.sgd(lr=0.1), epochs=20, batch_size=64,
+            backend=toy, verbose=False)
+    assert r.backend == "toy32" and r.device == "toy32" and r.steps == 20 and len(r.history) == 20
+    w, b = reference_sgd(p0.w.data, p0.b.data, x, y, 0.1, 20)
+    assert r.params.w.data.dtype == np.float32          # the session's own precision came back
+    np.testing.assert_allclose(r.params.w.data, w, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(r.params.b.data, b, rtol=1e-5, atol=1e-6)
+    assert r.history[-1] < r.history[0] / 10
+
+
+def test_predict_on_the_toy_backend(toy):
+    x, _ = linear_data(n=10)
+    net = dense(2, inputs=3)
+    p = net.init(seed=1)
+    y = predict(net, p, nn.Tensor(x), backend=toy)
+    assert y.data.dtype == np.float32
+    np.testing.assert_allclose(y.data, x @ p.w.data + p.b.data, rtol=1e-5, atol=1e-6)
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """A project folder the run may write its checkpoint in."""
+    monkeypatch.chdir(tmp_path)
+    before = permissions.current()
+    permissions.set_current(permissions.Grants(granted=frozenset(), project_root=tmp_path))
+    yield tmp_path
+    permissions.set_current(before)
+
+
+def test_the_shared_loop_checkpoints_and_resumes_the_toy_session(toy, project):
+    """Checkpoints, resume, histories and the shuffling are the driver's: a run stopped after 2 epochs
+    and resumed to 5 gives the numbers of 5 epochs straight."""
+    x, y = linear_data(n=40)
+    net = mlp(3, 1, hidden=[8])
+    p0 = net.init(seed=0)
+    common = dict(loss="mse", batch_size=16, backend=toy, verbose=False)
+    straight = fit(net, p0, nn.Tensor(x), nn.Tensor(y), epochs=5, opt=nn.adam(lr=0.01), **common)
+    ckpt = "run.ckpt"
+    fit(net, p0, nn.Tensor(x), nn.Tensor(y), epochs=2, opt=nn.adam(lr=0.01), checkpoint=ckpt, **common)
+    resumed = fit(net, p0, nn.Tensor(x), nn.Tensor(y), epochs=5, opt=nn.adam(lr=0.01), resume=ckpt, **common)
+    assert resumed.history == straight.history and resumed.steps == straight.steps == 15
+    for a, b in zip(nn.tree.leaves(resumed.params), nn.tree.leaves(straight.params), strict=True):
+        np.testing.assert_array_equal(a.data, b.data)
+
+
+def test_the_toy_backends_own_option_checks_run_before_training(toy):
+    x, y = linear_data(n=8)
+    net = dense(1, inputs=3)
+    with pytest.raises(ApsiError, match=r'fit: device="cuda" is not available on backend="toy32"'):
+        fit(net, net.init(seed=0), nn.Tensor(x), nn.Tensor(y), loss="mse", backend=toy, device="cuda")
+    with pytest.raises(ApsiError, match=r"fit: unknown backend 'toy3'; valid: numpy, auto, torch, toy32 "
+                                        r"\(did you mean 'toy32'\?\)"):
+        fit(net, net.init(seed=0), nn.Tensor(x), nn.Tensor(y), loss="mse", backend="toy3")
+
+
+def test_an_unregistered_backend_is_unknown_again():
+    registry.register(BACKEND)
+    registry.unregister("toy32")
+    x, y = linear_data(n=8)
+    with pytest.raises(ApsiError, match="unknown backend 'toy32'"):
+        fit(dense(1, inputs=3), dense(1, inputs=3).init(seed=0), nn.Tensor(x), nn.Tensor(y), loss="mse",
+            backend="toy32")
+
+
+def test_the_toy_backend_touches_no_other_backends_files():
+    """What makes adding a backend one folder: it reaches the others only through the registry."""
+    for path in TOY.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                if node.module.startswith("apsi_layers.backends"):
+                    assert node.module == "apsi_layers.backends.registry", (path.name, node.module)
+
+
+def test_every_session_has_what_the_protocol_names():
+    """layers/training/session.py's Session (what mypy checks) against the three sessions."""
+    import importlib.util
+
+    from apsi_layers.backends.numpy.loop import NumpySession
+    from apsi_layers.layers.training.session import Session
+
+    from .toy_backend.session import Toy32Session
+
+    members = [n for n in vars(Session) if not n.startswith("_")]       # (backend, device: set in __init__)
+    assert {"train_epoch", "leaves", "set_lr", "steps"} <= set(members)
+    sessions = [NumpySession, Toy32Session]
+    if importlib.util.find_spec("torch") is not None:
+        from apsi_layers.backends.torch.loop import TorchSession
+
+        sessions.append(TorchSession)
+    for cls in sessions:
+        assert [m for m in members if not hasattr(cls, m)] == [], cls.__name__
