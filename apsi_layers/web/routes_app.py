@@ -70,7 +70,7 @@ def reply(value, where):
     """The starlette response for what a handler returned. A response() is checked again now, as it
     is sent: its headers map stays the program's to change after response() checked it."""
     if type(value) is Response:
-        from .api import response
+        from .responses import response
 
         value = response(value.body, value.status, value.headers)
         headers = value.headers
