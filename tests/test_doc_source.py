@@ -142,6 +142,14 @@ def test_each_option_table_is_the_functions_parameters():
     assert checked >= 40 and wrong == [], wrong
 
 
+def test_predicts_option_table_names_every_option_predict_takes():
+    """predict takes **options; the ones it accepts are plan.py's list, and help must show each."""
+    from apsi_layers.layers.training.plan import PREDICT_OPTIONS
+
+    table = next(t for _, t in all_tables() if t.options_of == "predict")
+    assert [row[0].strip("`") for row in table.rows] == list(PREDICT_OPTIONS)
+
+
 def test_help_on_a_layer_value_uses_the_name_the_program_wrote(tmp_path):
     """`dropout` is the Python function dropout_layer: help and the REPL say dropout."""
     p = apsi(["-e", "use layers\nhelp(dropout)\ndropout"], tmp_path)

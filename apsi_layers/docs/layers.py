@@ -227,6 +227,17 @@ TABLES = (
               ('`category_lookup(max_categories, unknown="column", output="one_hot")`', 'category codes (numbers, one per sample) to one-hot columns `[unknown, c1, …, cK]` over the K most frequent codes (ties: smaller first), sorted; a code not kept sets the unknown column (`unknown="zeros"`: no column); `output="index"` gives the column number, 0 for unknown'),
               ('`impute(strategy="mean", fill=0.0)`', 'NaN replaced per feature by the mean seen (`"mean"`) or by `fill` (`"constant"`); `fit` and `predict` accept NaN in the inputs of a model that starts with it'),
           )),
+    Table('docs/layers.md', 'option', 'predict',
+          ('Option', 'Default', 'Meaning'),
+          (
+              ('`graph`', 'none', 'edges `[2, E]` (or `{edges, nodes}`) for a model with graph layers'),
+              ('`mask`', 'none', 'bool `[N, T]`, the real steps of padded sequences: LSTM/GRU carry their state over padded steps, attention ignores padded keys'),
+              ('`batch_size`', '`1024`', 'rows per forward pass; the result does not depend on it'),
+              ('`backend`', '`"numpy"`', '`"numpy"`, `"torch"` (needs permission `python` and PyTorch) or `"auto"`, as fit\'s'),
+              ('`device`', 'none', 'torch only: `"cpu"`, `"cuda"`, `"cuda:1"`, `"mps"`, … as fit\'s `device`'),
+              ('`precision`', '`"fp32"` on torch', "torch only: `fp64`, `fp32`, `tf32`, `bf16`, `fp16`, as fit's"),
+              ('`compile`', 'false', 'torch only: `torch.compile` the model'),
+          )),
 )
 
 MODULE = 'models built from layers, trained with fit on NumPy (or PyTorch) and run with predict; ready-made models (mlp, cnn_classifier, transformer_lm, …) (docs/layers.md).'
