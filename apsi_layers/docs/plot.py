@@ -16,6 +16,22 @@ TABLES = (
               ('`xlim(low, high)`, `ylim(low, high)`', 'the range shown on an axis (otherwise it fits the data)'),
               ('`grid(on=true)`', 'light grid lines'),
           )),
+    Table('docs/plot.md', 'option', 'figure',
+          ('Option', 'Default', 'Meaning'),
+          (
+              ('`width`', '`640`', 'pixels (16 to 8000)'),
+              ('`height`', '`480`', 'pixels (16 to 8000)'),
+              ('`rows`', '`1`', 'panels down'),
+              ('`cols`', '`1`', 'panels across'),
+              ('`title`', '`none`', 'a title above all the panels'),
+          )),
+    Table('docs/plot.md', 'option', 'plot_history',
+          ('Option', 'Default', 'Meaning'),
+          (
+              ('`r`', 'required', 'the record `fit` returned'),
+              ('`path`', 'required', "a `.png` or `.svg` file, written under the sandbox's write rules"),
+              ('`title`', '`none`', 'a title above the panels'),
+          )),
 )
 
 MODULE = 'figures as PNG or SVG: line, scatter, hist and image, and plot_history (docs/plot.md).'

@@ -19,6 +19,13 @@ TABLES = (
               ('`timeout`', '`30`', 'seconds a request may take to arrive (its headers, from the connection or the end of the previous answer; then its body), and again to be answered; beyond it 408 (the prediction route checks it four times a second; a connection that sent nothing is only closed), and how long a stop waits for requests in flight'),
               ('`log`', '`true`', 'one access-log line per request on stderr; `log=false` is quiet'),
           )),
+    Table('docs/web.md', 'option', 'response',
+          ('Option', 'Default', 'Meaning'),
+          (
+              ('`body`', '`none`', 'a map, record, list, text, number, bool, none or tensor (sent as JSON)'),
+              ('`status`', '`200`', 'the HTTP status, 200–599'),
+              ('`headers`', '`none`', 'a map of headers of its own (not the framing ones)'),
+          )),
 )
 
 MODULE = 'serve a model (serve_model, with dynamic batching) or Apsi functions (serve) over HTTP (docs/web.md).'
