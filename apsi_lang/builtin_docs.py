@@ -149,6 +149,31 @@ TABLES = (
           (
               ('`topic`', '`none`', 'a name or a value: a builtin, a module (`nn`), a function (`fit`); none: where to look'),
           )),
+    Table('docs/language.md', 'option', 'str',
+          ('Option', 'Default', 'Meaning'),
+          (
+              ('`value`', '`""`', 'any value: its text as `print` writes it (none given: `""`)'),
+          )),
+    Table('docs/language.md', 'option', 'float',
+          ('Option', 'Default', 'Meaning'),
+          (
+              ('`x`', '`0`', 'a number or text such as `"2.5"`, `"inf"`, `"nan"` (none given: 0.0)'),
+          )),
+    Table('docs/language.md', 'option', 'list',
+          ('Option', 'Default', 'Meaning'),
+          (
+              ('`iterable`', '`[]`', 'a list, tuple, set, text (its characters) or map (its keys); none given: `[]`'),
+          )),
+    Table('docs/language.md', 'option', 'tuple',
+          ('Option', 'Default', 'Meaning'),
+          (
+              ('`iterable`', '`[]`', 'the items (none given: an empty tuple)'),
+          )),
+    Table('docs/language.md', 'option', 'set',
+          ('Option', 'Default', 'Meaning'),
+          (
+              ('`items`', '`[]`', 'the items; repeats are kept once (none given: an empty set)'),
+          )),
 )
 
 EXAMPLES = {

@@ -442,6 +442,38 @@ TABLES = (
               ('`temperature`', '`1.0`', 'sampling temperature; 0 always picks the most likely token'),
               ('`seed`', '`0`', 'the seed of the sampling'),
           )),
+    Table('docs/layers.md', 'option', 'plot_history',
+          ('Option', 'Default', 'Meaning'),
+          (
+              ('`r`', 'required', 'the record `fit` returned'),
+              ('`path`', 'required', "a `.png` or `.svg` file, written under the sandbox's write rules"),
+              ('`title`', '`none`', 'a title above the panels'),
+          )),
+    Table('docs/models.md', 'option', 'save_model',
+          ('Option', 'Default', 'Meaning'),
+          (
+              ('`path`', 'required', 'the file (`.apsim` is added when missing), written atomically'),
+              ('`net`', 'required', 'the model'),
+              ('`params`', 'required', "the parameter tree, or fit's result (it brings the history and optimizer too)"),
+              ('`labels`', '`none`', 'the class names, one per output'),
+              ('`meta`', '`none`', 'any plain data kept with the model'),
+              ('`opt`', '`none`', 'an optimizer with its state, to continue training later'),
+              ('`history`', '`none`', "a training history, when `params` is a tree rather than fit's result"),
+          )),
+    Table('docs/models.md', 'option', 'load_model',
+          ('Option', 'Default', 'Meaning'),
+          (
+              ('`path`', 'required', 'the `.apsim` file'),
+              ('`max_mb`', '`2048`', 'the most megabytes read: a larger file is refused'),
+          )),
+    Table('docs/models.md', 'option', 'model_from_checkpoint',
+          ('Option', 'Default', 'Meaning'),
+          (
+              ('`checkpoint`', 'required', 'the file `fit(checkpoint=…)` wrote'),
+              ('`net`', 'required', 'the model that run trained'),
+              ('`labels`', '`none`', 'the class names, one per output'),
+              ('`path`', '`none`', 'also write it as a model file there'),
+          )),
 )
 
 MODULE = 'models built from layers, trained with fit on NumPy (or PyTorch) and run with predict; ready-made models (mlp, cnn_classifier, transformer_lm, …) (docs/layers.md).'

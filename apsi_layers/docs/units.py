@@ -22,6 +22,12 @@ TABLES = (
               ('`dimension(q)`', 'q\'s dimension as text: `"length/time²"`'),
               ('`dimensionless(q)`', 'whether q has no dimension (plain numbers, angles, `m/km`)'),
           )),
+    Table('docs/units.md', 'option', 'magnitude',
+          ('Option', 'Default', 'Meaning'),
+          (
+              ('`q`', 'required', 'a quantity (or a plain value)'),
+              ('`unit`', '`none`', "the unit to read it in (none: q's own)"),
+          )),
 )
 
 MODULE = "quantities with units (pint's registry): numbers and tensors times units, converted and checked (docs/units.md)."

@@ -26,6 +26,16 @@ TABLES = (
               ('`status`', '`200`', 'the HTTP status, 200–599'),
               ('`headers`', '`none`', 'a map of headers of its own (not the framing ones)'),
           )),
+    Table('docs/web.md', 'option', 'serve',
+          ('Option', 'Default', 'Meaning'),
+          (
+              ('`routes`', 'required', 'a map `{"/path": handler, "POST /path": handler}` of Apsi functions'),
+              ('`host`', '`"127.0.0.1"`', "the address to listen on, as serve_model's"),
+              ('`port`', '`8000`', 'the TCP port (1–65535)'),
+              ('`max_body`', '`"1MB"`', 'the largest request body (`"512KB"`, `"2MB"`, bytes); beyond it 413'),
+              ('`timeout`', '`30`', "seconds a request may take to arrive and to be answered, as serve_model's"),
+              ('`log`', '`true`', '`false`: no access-log line per request'),
+          )),
 )
 
 MODULE = 'serve a model (serve_model, with dynamic batching) or Apsi functions (serve) over HTTP (docs/web.md).'
