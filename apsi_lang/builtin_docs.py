@@ -174,6 +174,15 @@ TABLES = (
           (
               ('`items`', '`[]`', 'the items; repeats are kept once (none given: an empty set)'),
           )),
+    Table('docs/language.md', 'option', 'read_csv',
+          ('Option', 'Default', 'Meaning'),
+          (
+              ('`path`', 'required', 'the CSV file'),
+              ('`header`', '`true`', '`true`: the first line names the columns (rows become records); `false`: rows are lists'),
+              ('`sep`', '`","`', 'the separator'),
+              ('`numbers`', '`true`', '`true`: a column whose cells are all numbers holds numbers; `false`: every cell stays text'),
+              ('`as`', '`"rows"`', '`"rows"`: one record (or list) per line; `"columns"`: one list per column'),
+          )),
 )
 
 EXAMPLES = {

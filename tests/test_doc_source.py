@@ -248,18 +248,13 @@ for module, names in [("", BUILTINS)] + [(m, modules.load(m, ".")) for m in srcs
 print(" ".join(missing))
 """
 
-# Names whose options help shows with their defaults but without a meaning yet (issue 28 wants one
-# per option): this number may only go down.
-OPTION_MEANINGS_STILL_MISSING = 13
-
-
-def test_options_without_a_meaning_only_decrease(tmp_path):
+def test_every_function_with_options_has_their_meanings(tmp_path):
+    """Issue 28: help gives one line per option of each builtin and each name of the modules."""
     p = subprocess.run([sys.executable, "-c", _MISSING_OPTION_MEANINGS], capture_output=True, text=True,
                        timeout=120, cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     missing = p.stdout.split()
-    assert len(missing) <= OPTION_MEANINGS_STILL_MISSING, f"{len(missing)} names: {missing}"
-    assert "layers.dense" not in missing and "nn.adam" not in missing
+    assert missing == [], f"{len(missing)} names have options without a meaning: {missing}"
 
 
 def test_every_exported_name_has_an_example(tmp_path):

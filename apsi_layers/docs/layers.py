@@ -374,6 +374,12 @@ TABLES = (
               ('`fill`', '`0.0`', 'the value for `strategy="constant"`'),
               ('`name`', '`none`', "a name for the layer's parameters and messages"),
           )),
+    Table('docs/layers.md', 'option', 'flatten',
+          ('Option', 'Default', 'Meaning'),
+          (
+              ('`tree`', '`none`', 'a parameter tree: gives its `(dotted name, tensor)` pairs; none: a flatten layer (`[…]` → `[features]`)'),
+              ('`name`', '`none`', "the layer's name (when tree is none)"),
+          )),
     Table('docs/layers.md', 'option', 'fit',
           ('Option', 'Default', 'Meaning'),
           (
@@ -473,6 +479,28 @@ TABLES = (
               ('`net`', 'required', 'the model that run trained'),
               ('`labels`', '`none`', 'the class names, one per output'),
               ('`path`', '`none`', 'also write it as a model file there'),
+          )),
+    Table('docs/backends.md', 'option', 'torch_module',
+          ('Option', 'Default', 'Meaning'),
+          (
+              ('`net`', 'required', 'the model'),
+              ('`params`', 'required', 'its parameters (copied)'),
+              ('`device`', '`"cpu"`', '`"cpu"`, `"cuda"`, `"auto"`, …'),
+              ('`dtype`', '`"float32"`', '`"float32"` (or `"fp32"`) or `"float64"` (`"fp64"`)'),
+              ('`seed`', '`0`', "the seed of the module's own dropout stream"),
+          )),
+    Table('docs/backends.md', 'option', 'check_torch',
+          ('Option', 'Default', 'Meaning'),
+          (
+              ('`device`', '`"auto"`', '`"auto"`, `"cpu"`, `"cuda"`, …: where the torch side runs'),
+          )),
+    Table('docs/models.md', 'option', 'export_onnx',
+          ('Option', 'Default', 'Meaning'),
+          (
+              ('`net`', 'required', 'the model'),
+              ('`params`', 'required', 'its parameters'),
+              ('`path`', 'required', 'a file name ending in `.onnx`'),
+              ('`opset`', '`none`', "the ONNX opset version (none: torch.onnx's default)"),
           )),
 )
 
