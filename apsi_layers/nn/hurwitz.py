@@ -80,8 +80,8 @@ def negative(n, x):
     """psi^(n)(x) for negative non-integer x and large n (> 100, where the reflection's cot polynomial
     would overflow): the series sum (x + k)^-s split at the poles nearest x, x = -m + r with r in (0, 1),
     into pairs (r + j)^-s + (-1)^s (1 - r + j)^-s (exactly 0 at half-integers when they cancel) and
-    zeta(s, r + m). The pairs are scaled by mu^-s, mu = min(r, 1 - r), the largest term; where they are not 0
-    they outweigh the zeta by more than 3^s, so adding the two cancels no digit."""
+    zeta(s, r + m). Everything is scaled by mu^-s, mu = min(r, 1 - r), the largest term; where the pairs are not
+    0 they outweigh the zeta by more than 3^s, so adding the two cancels no digit."""
     s = n + 1.0
     m = -np.floor(x)
     r = x + m
@@ -93,5 +93,11 @@ def negative(n, x):
         b = np.exp(-s * (np.log(r + j) - log_mu))
         a = np.exp(-s * (np.log(1.0 - r + j) - log_mu))
         total += np.where(j < m, b + parity * a, 0.0)
-    q = r + m                  # the rest, scaled apart: far below the pairs, it must not underflow with them
-    return parity * (factorial_over_power(n, mu, total) + factorial_over_power(n, q, scaled_zeta(s, q)))
+    q = r + m
+    rest = scaled_zeta(s, q)
+    # where the pairs are 0 (half-integers, even n) the rest alone, scaled apart: for huge n its share
+    # of the pairs' scale underflows; elsewhere it joins them (both may be past the float range alone)
+    together = total + np.exp(-s * (np.log(q) - log_mu)) * rest
+    alone = total == 0
+    return parity * np.where(alone, factorial_over_power(n, q, np.where(alone, rest, 1.0)),
+                             factorial_over_power(n, mu, np.where(alone, 1.0, together)))
