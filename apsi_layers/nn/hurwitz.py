@@ -45,7 +45,8 @@ def scaled_zeta(s, q):
 
 
 def _em_tail(s, y):
-    """y^s * sum_{k >= 0} (y + k)^-s by Euler-Maclaurin: y/(s-1) + 1/2 + sum_k B_2k/(2k)! (s)_{2k-1} / y^(2k-1)."""
+    """y^s * sum_{k >= 0} (y + k)^-s by Euler-Maclaurin:
+    y/(s-1) + 1/2 + sum_k B_2k/(2k)! (s)_{2k-1} / y^(2k-1)."""
     rising = s / y
     out = y / (s - 1.0) + 0.5 + _COEF[0] * rising
     for k, c in enumerate(_COEF[1:], 2):
@@ -80,8 +81,8 @@ def negative(n, x):
     """psi^(n)(x) for negative non-integer x and large n (> 100, where the reflection's cot polynomial
     would overflow): the series sum (x + k)^-s split at the poles nearest x, x = -m + r with r in (0, 1),
     into pairs (r + j)^-s + (-1)^s (1 - r + j)^-s (exactly 0 at half-integers when they cancel) and
-    zeta(s, r + m). Everything is scaled by mu^-s, mu = min(r, 1 - r), the largest term; where the pairs are not
-    0 they outweigh the zeta by more than 3^s, so adding the two cancels no digit."""
+    zeta(s, r + m). Everything is scaled by mu^-s, mu = min(r, 1 - r), the largest term; where the
+    pairs are not 0 they outweigh the zeta by more than 3^s, so adding the two cancels no digit."""
     s = n + 1.0
     m = -np.floor(x)
     r = x + m
