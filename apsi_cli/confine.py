@@ -21,7 +21,8 @@ for debugging.
 
 import os
 import sys
-from dataclasses import dataclass
+
+from apsi_lang.records import record
 
 from . import landlock, seccomp
 
@@ -69,7 +70,7 @@ RUN_ENV = {"PATH"}
 NET_SOCKETS = (seccomp.AF_INET, seccomp.AF_INET6, seccomp.AF_NETLINK)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Policy:
     """What the confined process may touch: plain paths and switches."""
 

@@ -16,11 +16,11 @@
 Unknown keys give a warning; a bad value is a ConfigError naming the file and the key.
 """
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import ConfigError
 from .permissions import PERMISSIONS
+from .records import Factory, record
 
 FILENAME = "apsi.toml"
 SCOPED = ("env", "run", "net")
@@ -28,17 +28,17 @@ DENY_KEYS = tuple(f"deny_{p}" for p in ("read", "write", "env", "run", "net"))
 KNOWN = {"run": {"allow", "read", "write", "deny", *SCOPED, *DENY_KEYS}, "pkg": {"torch_index"}}
 
 
-@dataclass
+@record
 class Config:
     path: Path | None = None            # the apsi.toml read, or None
     allow: tuple = ()
     read: tuple = ()                     # absolute paths
     write: tuple = ()
     torch_index: str | None = None
-    warnings: list = field(default_factory=list)
-    names: dict = field(default_factory=dict)          # env/run/net -> names granted
+    warnings: list = Factory(list)
+    names: dict = Factory(dict)          # env/run/net -> names granted
     deny: tuple = ()                                    # permissions denied whole
-    deny_scopes: dict = field(default_factory=dict)     # permission -> denied paths or names
+    deny_scopes: dict = Factory(dict)     # permission -> denied paths or names
     trust: str | None = None                            # load(): the trust state of the bytes parsed
 
     @property

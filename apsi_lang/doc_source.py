@@ -14,11 +14,12 @@ Those are plain data: reading them imports nothing else (help must stay cheap, a
 """
 
 import re
-from dataclasses import dataclass
 
 from .doc_table import Source, Table  # noqa: F401  (the shapes of the source, here for its readers)
+from .lazy_re import Pattern
+from .records import record
 
-_BACKTICKED = re.compile(r"`([^`]*)`")
+_BACKTICKED = Pattern(r"`([^`]*)`")
 
 
 def names_in(cell):
@@ -66,7 +67,7 @@ def _module_docs():
     return found
 
 
-@dataclass
+@record
 class Entry:
     """What help shows for one name."""
     name: str

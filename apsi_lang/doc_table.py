@@ -1,10 +1,10 @@
 """The shapes of the documentation source (doc_source.py): a table as docs/*.md shows it, and one
 module's documentation. Plain data, importable by the tables themselves without the machinery."""
 
-from dataclasses import dataclass
+from .records import record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Table:
     doc: str                # the docs file that shows it, e.g. "docs/layers.md"
     kind: str               # what a row documents: "builtin", "layer", "option", …
@@ -13,7 +13,7 @@ class Table:
     rows: tuple
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Source:
     """One module's documentation: its tables, a paragraph about it, and examples by name."""
     module: str             # "nn", "layers", … ("" for Apsi's builtins)

@@ -3,7 +3,6 @@ is a top-level value (`fit` typed alone). The text comes from the one documentat
 (doc_source.py) and the function's own parameters; nothing of Python's (docstrings, classes) is shown.
 """
 
-import inspect
 
 from . import doc_source
 from .values import show
@@ -109,6 +108,8 @@ def _options(entry, fn):
                 for _, row in entry.options]
     if fn is None:
         return []
+    import inspect  # only when help is asked for: with dataclasses, a tenth of start-up's instructions
+
     try:
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
@@ -135,6 +136,8 @@ def _exports(module):
 
 def signature(fn, name=None):
     """`fit(model, params, inputs, targets=none, **options)`: Apsi's spelling of the parameters."""
+    import inspect
+
     try:
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):

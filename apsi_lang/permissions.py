@@ -18,10 +18,10 @@ Other packages call `require(name, what=...)` to check and raise, or `allowed(na
 import os
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import PermissionDenied
+from .records import Factory, record
 
 PERMISSIONS = ("python", "read", "write", "net", "env", "run")
 PATH_PERMISSIONS = ("read", "write")
@@ -34,14 +34,14 @@ def _home_now():
     return os.path.expanduser("~")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Grants:
     """The permissions in force: whole grants, path grants, and the project folder."""
 
     granted: frozenset = frozenset()
     read_paths: tuple = ()
     write_paths: tuple = ()
-    project_root: Path = field(default_factory=Path.cwd)
+    project_root: Path = Factory(Path.cwd)
     # permission -> where it came from ("--allow-python", "/proj/apsi.toml"), for messages and doctor
     sources: tuple = ()
     # scoped grants: ((permission, (name, …)), …) for env/run/net, e.g. (("env", ("HOME",)),)
@@ -50,7 +50,7 @@ class Grants:
     denied: frozenset = frozenset()
     denied_scopes: tuple = ()
     # the home folder `~` means, taken when the grants are made (before the environment is cleaned)
-    home: str = field(default_factory=_home_now)
+    home: str = Factory(_home_now)
     # set by confined(): what runs may only compute, and the messages say so (not a --deny flag)
     only_computes: str = ""
 

@@ -8,6 +8,7 @@ import re
 import sys
 
 from .errors import ApsiError, ApsiSyntaxError
+from .lazy_re import Pattern
 from .names import apsi_name
 from .values import Record, a_type, no_address, show
 
@@ -151,8 +152,8 @@ def _depth_below(value, limit):
     return False
 
 
-_LOCALS = re.compile(r"(?:[\w<>]+\.<locals>\.)+")
-_TYPE_METHOD = re.compile(r"\b(?:list|str|dict|set|tuple|frozenset|int|float)\.(\w+\(\))")
+_LOCALS = Pattern(r"(?:[\w<>]+\.<locals>\.)+")
+_TYPE_METHOD = Pattern(r"\b(?:list|str|dict|set|tuple|frozenset|int|float)\.(\w+\(\))")
 
 
 def _fn(name):
@@ -165,89 +166,89 @@ def _plural(n, word):
 
 _EMPTY_POPS = {"pop from an empty set": "pop() of an empty set: check len(s) first",
                "popitem(): dictionary is empty": "popitem() of an empty map: check len(m) first"}
-_NOT_CALLABLE = re.compile(r"'(\w+)' object is not callable")
+_NOT_CALLABLE = Pattern(r"'(\w+)' object is not callable")
 _REWORDS = [   # CPython's messages that name Python types or syntax, in Apsi's words
-    (re.compile(r"(\S+)\(\) takes (\d+) positional arguments? but (\d+) (?:was|were) given"),
+    (Pattern(r"(\S+)\(\) takes (\d+) positional arguments? but (\d+) (?:was|were) given"),
      lambda m: f"{_fn(m.group(1))} takes {_plural(m.group(2), 'positional argument')} but was given "
                f"{m.group(3)}"),
-    (re.compile(r"(\S+)\(\) takes from (\d+) to (\d+) positional arguments but (\d+) were given"),
+    (Pattern(r"(\S+)\(\) takes from (\d+) to (\d+) positional arguments but (\d+) were given"),
      lambda m: f"{_fn(m.group(1))} takes {m.group(2)} to {m.group(3)} arguments but was given {m.group(4)}"),
-    (re.compile(r"(\S+)\(\) missing (\d+) required positional arguments?: (.*)"),
+    (Pattern(r"(\S+)\(\) missing (\d+) required positional arguments?: (.*)"),
      lambda m: f"{_fn(m.group(1))} needs {_plural(m.group(2), 'more argument')}: {m.group(3)}"),
-    (re.compile(r"(\S+)\(\) missing (\d+) required keyword-only arguments?: (.*)"),
+    (Pattern(r"(\S+)\(\) missing (\d+) required keyword-only arguments?: (.*)"),
      lambda m: f"{_fn(m.group(1))} needs the keyword {'argument' if m.group(2) == '1' else 'arguments'} "
                f"{m.group(3)} (name=value, after a bare '*' in its parameters)"),
-    (re.compile(r"(\S+)\(\) got an unexpected keyword argument '(\w+)'"),
+    (Pattern(r"(\S+)\(\) got an unexpected keyword argument '(\w+)'"),
      lambda m: f"{_fn(m.group(1))} has no parameter named '{m.group(2)}'"),
-    (re.compile(r"(\S+)\(\) got multiple values for argument '(\w+)'"),
+    (Pattern(r"(\S+)\(\) got multiple values for argument '(\w+)'"),
      lambda m: f"{_fn(m.group(1))} was given '{m.group(2)}' twice (by position and by name)"),
-    (re.compile(r"unsupported operand type\(s\) for ([^:]+): '(\w+)' and '(\w+)'"),
+    (Pattern(r"unsupported operand type\(s\) for ([^:]+): '(\w+)' and '(\w+)'"),
      lambda m: f"'{m.group(1).strip()}' does not work on {a_type_named(m.group(2))} and "
                f"{a_type_named(m.group(3))}"),
-    (re.compile(r'can only concatenate str \(not "(\w+)"\) to str'),
+    (Pattern(r'can only concatenate str \(not "(\w+)"\) to str'),
      lambda m: f"cannot add {a_type_named(m.group(1))} to a str: convert it with str(x), or use an "
                "f-string: f\"…{x}\""),
-    (re.compile(r"can only concatenate list \(not \"(\w+)\"\) to list"),
+    (Pattern(r"can only concatenate list \(not \"(\w+)\"\) to list"),
      lambda m: f"cannot add {a_type_named(m.group(1))} to a list: only a list (append adds one item)"),
-    (re.compile(r"invalid literal for int\(\) with base 10: (.*)", re.S),
+    (Pattern(r"invalid literal for int\(\) with base 10: (.*)", re.S),
      lambda m: f"int({_text(m.group(1))}): the text is not a whole number"),
-    (re.compile(r"could not convert string to float: (.*)", re.S),
+    (Pattern(r"could not convert string to float: (.*)", re.S),
      lambda m: f"float({_text(m.group(1))}): the text is not a number"),
-    (re.compile(r"unsupported format string passed to (\w+)\.__format__"),
+    (Pattern(r"unsupported format string passed to (\w+)\.__format__"),
      lambda m: f"a format spec (the part after ':' in f\"{{x:>8}}\") works on numbers and text, not on "
                f"{a_type_named(m.group(1))}: format its text instead, f\"{{str(x):>8}}\""),
-    (re.compile(r"bad operand type for unary (.): '(\w+)'"),
+    (Pattern(r"bad operand type for unary (.): '(\w+)'"),
      lambda m: f"'{m.group(1)}' does not work on {a_type_named(m.group(2))}"),
-    (re.compile(r"bad operand type for (\w+)\(\): '(\w+)'"),
+    (Pattern(r"bad operand type for (\w+)\(\): '(\w+)'"),
      lambda m: f"{m.group(1)}() does not work on {a_type_named(m.group(2))}"),
-    (re.compile(r"object of type '(\w+)' has no len\(\)"),
+    (Pattern(r"object of type '(\w+)' has no len\(\)"),
      lambda m: f"len() of {a_type_named(m.group(1))}: only a list, str, tuple, map, set or tensor has a "
                "length"),
-    (re.compile(r"unhashable type: '(\w+)'"),
+    (Pattern(r"unhashable type: '(\w+)'"),
      lambda m: f"{a_type_named(m.group(1))} cannot be a map key or a set item (it can change): keys are "
                "text, numbers, tuples, …" + (" — use tuple(xs)" if m.group(1) == "list" else "")),
-    (re.compile(r"can't multiply sequence by non-int of type '(\w+)'"),
+    (Pattern(r"can't multiply sequence by non-int of type '(\w+)'"),
      lambda m: f"'*' repeats a list or str by an int only, not by {a_type_named(m.group(1))}"),
-    (re.compile(r"'(\w+)' object cannot be interpreted as an integer"),
+    (Pattern(r"'(\w+)' object cannot be interpreted as an integer"),
      lambda m: f"expected an int here, not {a_type_named(m.group(1))}"
                + (": convert it with int(x)" if m.group(1) in ("float", "str") else "")),
-    (re.compile(r"'(\w+)' object is not iterable"),
+    (Pattern(r"'(\w+)' object is not iterable"),
      lambda m: f"{a_type_named(m.group(1))} cannot be looped over or spread: only a list, str, tuple, "
                "map, set or range can"),
-    (re.compile(r"cannot unpack non-iterable (\w+) object"),
+    (Pattern(r"cannot unpack non-iterable (\w+) object"),
      lambda m: f"cannot destructure {a_type_named(m.group(1))}: only a list, tuple or other sequence "
                "can be split into names"),
-    (re.compile(r"(list|tuple|string) indices must be integers(?: or slices)?, not (\w+)"),
+    (Pattern(r"(list|tuple|string) indices must be integers(?: or slices)?, not (\w+)"),
      lambda m: f"a {'str' if m.group(1) == 'string' else m.group(1)} index must be an int, not "
                f"{a_type_named(m.group(2))}" + (": convert it with int(i)" if m.group(2) == "float" else "")),
-    (re.compile(r"'(\w+)' object is not subscriptable"),
+    (Pattern(r"'(\w+)' object is not subscriptable"),
      lambda m: "a record's fields are read as r.name, not r[\"name\"] (get(r, name) takes a computed name)"
                if m.group(1) in ("Record", "record") else
                f"{a_type_named(m.group(1))} cannot be indexed with [ ]"),
-    (re.compile(r"'(\w+)' object does not support item assignment"),
+    (Pattern(r"'(\w+)' object does not support item assignment"),
      lambda m: "a record's fields are set as r.name = value, not r[\"name\"]"
                if m.group(1) in ("Record", "record") else
                f"{a_type_named(m.group(1))} cannot be changed with [ ] = (a str or tuple is fixed: make a "
                "new one)"),
-    (re.compile(r"sequence item (\d+): expected str instance, (\w+) found"),
+    (Pattern(r"sequence item (\d+): expected str instance, (\w+) found"),
      lambda m: f"join: item {m.group(1)} is {a_type_named(m.group(2))}, not a str: convert the items "
                "first, like \", \".join([str(x) for x in xs])"),
-    (re.compile(r"int too large to convert to float"),
+    (Pattern(r"int too large to convert to float"),
      lambda m: "an int too large for a float was given where a number is needed (floats end near "
                "1.8e308): give a smaller number"),
-    (re.compile(r"(max|min)\(\) (?:arg is an empty sequence|iterable argument is empty)"),
+    (Pattern(r"(max|min)\(\) (?:arg is an empty sequence|iterable argument is empty)"),
      lambda m: f"{m.group(1)}() of an empty list: check len(xs) first, or give default=…"),
-    (re.compile(r"(.*) is not in list", re.S),
+    (Pattern(r"(.*) is not in list", re.S),
      lambda m: f"{_text(m.group(1))} is not in the list (check with x in xs first)"),
-    (re.compile(r"Unknown format code '(.)' for object of type '(\w+)'"),
+    (Pattern(r"Unknown format code '(.)' for object of type '(\w+)'"),
      lambda m: f"the format code '{m.group(1)}' does not work on {a_type_named(m.group(2))}"
                + (" (true/false/none and lists format as text: use :>6, :<6, :^6)"
                   if m.group(2) == "str" else "")),
-    (re.compile(r"Invalid format specifier '(.*)' for object of type '(\w+)'", re.S),
+    (Pattern(r"Invalid format specifier '(.*)' for object of type '(\w+)'", re.S),
      lambda m: f"the format specifier {_text(repr(m.group(1)))} does not work on {a_type_named(m.group(2))}"),
-    (re.compile(r"substring not found"),
+    (Pattern(r"substring not found"),
      lambda m: "the text is not in the str (s.find(t) gives -1 instead of an error)"),
-    (re.compile(r"ord\(\) expected a character, but string of length (\d+) found"),
+    (Pattern(r"ord\(\) expected a character, but string of length (\d+) found"),
      lambda m: f"ord() needs a str of one character, not of length {m.group(1)}"),
 ]
 
@@ -263,7 +264,7 @@ def _text(py_repr):
     return show(value, quoted=True)
 
 
-_NO_ORDER = re.compile(r"'(\S+)' not supported between instances of '(\w+)' and '(\w+)'")
+_NO_ORDER = Pattern(r"'(\S+)' not supported between instances of '(\w+)' and '(\w+)'")
 
 
 def a_type_named(name):

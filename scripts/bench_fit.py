@@ -172,14 +172,10 @@ def time_torch(name, env):
     return float(out.stdout.split()[-1])
 
 
-def load():
-    try:
-        return Path("/proc/loadavg").read_text().split()[:3]
-    except OSError:
-        return ["?"]
-
-
 def main():
+    sys.path.insert(0, str(Path(__file__).resolve().parent))     # scripts/machine.py, when loaded by path
+    from machine import describe, load_line
+
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", default=",".join(MODELS))
     ap.add_argument("--threads", type=int, default=None)
@@ -198,7 +194,8 @@ def main():
         keras_note = "keras installed: its model.fit is not timed by this script yet"
     except ImportError:
         keras_note = "keras not installed"
-    print(f"load before: {' '.join(load())}   cores: {os.cpu_count()}   {keras_note}")
+    print(describe(torch=True))
+    print(keras_note)
     print(f"{'model':16} {'apsi numpy s/epoch':>19} {'torch fp64 s/epoch':>19} {'ratio':>7} {'target':>7}")
     for name in a.only.split(","):
         apsi_t = torch_t = float("inf")
@@ -208,7 +205,7 @@ def main():
         r = apsi_t / torch_t
         ok = "ok" if r <= TARGETS[name] else "OVER"
         print(f"{name:16} {apsi_t:19.3f} {torch_t:19.3f} {r:6.2f}x {TARGETS[name]:6.1f}x {ok}", flush=True)
-    print(f"load after: {' '.join(load())}")
+    print(load_line("load after"))
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
     python scripts/bench_lang.py [--quick]
 
-Start-up: `apsi -e "print(1)"` against `python -c "print(1)"`, median of N runs (target ≤ 3×), after
+Start-up: `apsi -e "print(1)"` against `python -c "print(1)"`, median of N runs (target ≤ 2×), after
 one warm-up run, with bytecode caching on as in a normal install (pip writes .pyc files; a machine
 with PYTHONDONTWRITEBYTECODE=1 would otherwise recompile Apsi's sources at every start).
 Loops: each Apsi program against the same program in Python, both compiled once and executed in
@@ -320,7 +320,11 @@ def startup_times(apsi_cmd, py_cmd, n=11):
 
 
 def main():
+    sys.path.insert(0, str(Path(__file__).resolve().parent))     # scripts/machine.py, when loaded by path
+    from machine import describe, load_line
+
     quick = "--quick" in sys.argv
+    print(describe())
     reps = 3 if quick else 7
     rows = []
     apsi_t, py_t = startup_times(apsi_command() + ["-e", "print(1)"], [sys.executable, "-c", "print(1)"])
@@ -334,6 +338,7 @@ def main():
     for name, a, p, target in rows:
         ok = "ok" if a / p <= target else "OVER"
         print(f"{name:32} {a * 1e3:9.1f}ms {p * 1e3:9.1f}ms {a / p:6.2f}x {target:6.1f}x {ok}")
+    print(load_line("load after"))
 
 
 if __name__ == "__main__":

@@ -244,6 +244,9 @@ def measure(side, name, precision, device, threads):
 
 
 def main():
+    sys.path.insert(0, str(Path(__file__).resolve().parent))     # scripts/machine.py, when loaded by path
+    from machine import describe, load_line
+
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--models", default=",".join(SIZES))
@@ -264,7 +267,7 @@ def main():
     threads = args.threads or "default"
     print(f"fit(backend=\"torch\") vs a hand-written PyTorch loop, device {args.device}, {threads} torch "
           f"threads, best of {args.rounds} rounds, each side in its own process")
-    print(f"machine: {_load()}")
+    print(describe(torch=True))
     print(f"{'model':<16}{'precision':<11}{'apsi':>10}{'pytorch':>10}{'ratio':>8}   target")
     for name in models:
         for precision in precisions:
@@ -276,19 +279,7 @@ def main():
             mark = "ok" if ratio <= TARGET else "over"
             print(f"{name:<16}{precision:<11}{best['apsi']:>9.3f}s{best['torch']:>9.3f}s{ratio:>7.2f}x"
                   f"   <= {TARGET:.2f}x {mark}", flush=True)
-    print(f"machine at the end: {_load()}")
-
-
-def _load():
-    """The conditions of the measurement: on a machine shared with other work the ratios are noise."""
-    import os
-
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    if not hasattr(os, "getloadavg"):
-        return f"{cores} cores"
-    one, five, _ = os.getloadavg()
-    busy = "  (busy: other processes share the CPU, the ratios are noisy)" if one > 0.5 * cores else ""
-    return f"{cores} cores, load average {one:.1f} (1 min), {five:.1f} (5 min){busy}"
+    print(load_line("load after"))
 
 
 if __name__ == "__main__":

@@ -132,7 +132,11 @@ def _plugin(name: str) -> Backend:
     ep = entry_points(GROUP).get(name)
     if ep is None:
         raise ModuleNotFoundError(f"no backend {name!r}")
-    return ep.load()()
+    try:
+        return ep.load()()
+    except Exception as e:      # a broken plug-in: say whose it is (as `use layers`' plug-ins do)
+        raise ApsiError(f'backend="{name}": the plug-in\'s entry point {ep.value!r} failed to load: '
+                        f"{type(e).__name__}: {e}") from None
 
 
 def may_use(backend: Backend) -> bool:
@@ -171,7 +175,7 @@ def _auto() -> Backend:
 def check_name(fn: str, name: str) -> None:
     from apsi_layers.layers.suggest import unknown
 
-    if name in BUILTIN or name == AUTO_NAME or name in _registered:
+    if isinstance(name, str) and (name in BUILTIN or name == AUTO_NAME or name in _registered):
         return
     known = names()
     if name not in known:

@@ -136,3 +136,44 @@ def test_every_session_has_what_the_protocol_names():
         sessions.append(TorchSession)
     for cls in sessions:
         assert [m for m in members if not hasattr(cls, m)] == [], cls.__name__
+
+
+def test_a_backend_an_installed_package_names_is_found_by_its_entry_point(monkeypatch):
+    """The entry-point group "apsi.backends": the object is loaded when a program first asks for it."""
+    from apsi_lang import installed
+
+    class EntryPoint:
+        name = "toy32"
+        loads = 0
+
+        def load(self):
+            EntryPoint.loads += 1
+            return lambda: BACKEND
+
+    monkeypatch.setitem(installed._cache, registry.GROUP, {"toy32": EntryPoint()})
+    monkeypatch.setattr(registry, "_loaded", {})
+    assert "toy32" in registry.names() and EntryPoint.loads == 0
+    x, _ = linear_data(n=4)
+    net = dense(1, inputs=3)
+    y = predict(net, net.init(seed=0), nn.Tensor(x), backend="toy32")
+    predict(net, net.init(seed=0), nn.Tensor(x), backend="toy32")
+    assert y.data.dtype == np.float32 and EntryPoint.loads == 1
+
+
+def test_a_broken_backend_plug_in_is_named(monkeypatch):
+    from apsi_lang import installed
+
+    class EntryPoint:
+        name, value = "broken", "somepkg.backend:make"
+
+        def load(self):
+            raise ImportError("No module named 'somepkg'")
+
+    monkeypatch.setitem(installed._cache, registry.GROUP, {"broken": EntryPoint()})
+    monkeypatch.setattr(registry, "_loaded", {})
+    x, _ = linear_data(n=4)
+    with pytest.raises(ApsiError, match=r"backend=\"broken\": the plug-in's entry point "
+                                        r"'somepkg.backend:make' failed to load: ImportError: No module"):
+        predict(dense(1, inputs=3), dense(1, inputs=3).init(seed=0), nn.Tensor(x), backend="broken")
+    with pytest.raises(ApsiError, match=r"unknown backend \[1\]; valid: numpy, auto, torch, broken"):
+        predict(dense(1, inputs=3), dense(1, inputs=3).init(seed=0), nn.Tensor(x), backend=[1])

@@ -22,27 +22,31 @@ def three_threads(monkeypatch):
 def test_the_parts_cover_the_batch_once_on_several_threads(three_threads):
     seen, names = np.zeros(10, int), set()
 
+    started = threading.Barrier(3, timeout=20)
+
     def part(lo, hi):
         seen[lo:hi] += 1
         names.add(threading.current_thread().name)
-        time.sleep(0.05)                  # so that no thread can take two parts
+        started.wait()                    # no thread can take two parts
 
     bt.over_batch(part, 10, 1)
     assert seen.tolist() == [1] * 10 and len(names) == 3
 
 
 def test_an_error_in_a_part_waits_for_the_others(three_threads):
-    done = []
+    started, done = [], []
 
     def part(lo, hi):
         if lo == 0:
-            raise ValueError("first part")
+            time.sleep(0.05)              # the pool threads start their parts meanwhile (or not: then
+            raise ValueError("first part")  # nobody runs them)
+        started.append(lo)
         time.sleep(0.1)
         done.append(lo)
 
     with pytest.raises(ValueError, match="first part"):
         bt.over_batch(part, 9, 1)
-    assert sorted(done) == [3, 6]         # nothing still writes once the caller sees the error
+    assert sorted(done) == sorted(started)    # nothing still writes once the caller sees the error
 
 
 def test_a_part_that_splits_again_runs_its_slices_itself(monkeypatch):
@@ -63,6 +67,26 @@ def test_a_part_that_splits_again_runs_its_slices_itself(monkeypatch):
     runner.join(20)
     assert not runner.is_alive(), "a nested over_batch waits for ever"
     assert seen.tolist() == [2] * 8       # each part ran inner over the whole batch
+
+
+def test_the_caller_runs_the_parts_no_pool_thread_has_started(monkeypatch):
+    # a pool thread that gets no core (here: busy with other work) must not hold the caller up
+    monkeypatch.setattr(bt, "MIN_BYTES", 0)
+    monkeypatch.setitem(bt._pool, "size", 3)
+    monkeypatch.setitem(bt._pool, "executor", None)
+    release = threading.Event()
+    busy = [bt._executor().submit(release.wait, 30) for _ in range(2)]
+    calls = []
+    runner = threading.Thread(target=bt.over_batch, args=(lambda lo, hi: calls.append((lo, hi)), 9, 1))
+    runner.start()
+    runner.join(10)
+    stuck = runner.is_alive()
+    release.set()
+    runner.join(30)
+    for f in busy:
+        f.result()
+    assert not stuck, "over_batch waited for pool threads that had not started its parts"
+    assert sorted(calls) == [(0, 3), (3, 6), (6, 9)]
 
 
 def test_one_thread_or_little_work_runs_on_the_caller(monkeypatch):

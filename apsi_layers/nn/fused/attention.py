@@ -10,6 +10,7 @@ import numpy as np
 from apsi_lang.errors import ApsiError
 
 from ..tensor import plain_array
+from .batch_threads import over_rows
 from .record import fused, tensor
 
 
@@ -24,36 +25,64 @@ def allowed(mask, causal, tq, tk):
     return keep
 
 
-def _forward(q, k, v, training, keep, scale):
-    s = np.matmul(q, np.swapaxes(k, -1, -2))
-    s *= scale
+def _softmax_rows(q, k, v, keep, scale, p, out):
+    np.matmul(q, np.swapaxes(k, -1, -2), out=p)
+    p *= scale
     if keep is not None:
-        s = np.where(keep, s, -np.inf)
-    top = s.max(axis=-1, keepdims=True)
+        np.copyto(p, -np.inf, where=~keep)
+    top = p.max(axis=-1, keepdims=True)
     if keep is not None:
         top[~np.isfinite(top)] = 0.0                        # a row with no key allowed
-    np.subtract(s, top, out=s)
-    p = np.exp(s, out=s)
+    p -= top
+    np.exp(p, out=p)
     total = p.sum(axis=-1, keepdims=True)
     if keep is not None:
         total[total == 0.0] = 1.0                           # ... gives zeros, not NaN
     p /= total
-    return np.matmul(p, v), ((q, k, v, p, scale) if training else None)
+    np.matmul(p, v, out=out)
+
+
+def _splits(q, k, v, keep):
+    """Whether the batch axis (axis 0) may be split over threads: q, k and v share their leading axes
+    and the mask is the same for every sample."""
+    return q.ndim >= 3 and q.shape[:-2] == k.shape[:-2] == v.shape[:-2] and (keep is None or keep.ndim <= 2)
+
+
+def _forward(q, k, v, training, keep, scale):
+    lead = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    p = np.empty(lead + (q.shape[-2], k.shape[-2]))
+    out = np.empty(lead + (q.shape[-2], v.shape[-1]))
+    if _splits(q, k, v, keep):
+        over_rows(lambda *a: _softmax_rows(*a[:3], keep, scale, *a[3:]), q, k, v, p, out)
+    else:
+        _softmax_rows(q, k, v, keep, scale, p, out)
+    return out, ((q, k, v, p, scale) if training else None)
+
+
+def _grad_rows(needs, scale, g, q, k, v, p, gq, gk, gv):
+    if needs[2]:
+        np.matmul(np.swapaxes(p, -1, -2), g, out=gv)
+    if needs[0] or needs[1]:
+        ds = np.matmul(g, np.swapaxes(v, -1, -2))              # dp, then the softmax's VJP in place
+        ds -= np.sum(ds * p, axis=-1, keepdims=True)
+        ds *= p
+        ds *= scale
+        if needs[0]:
+            np.matmul(ds, k, out=gq)
+        if needs[1]:
+            np.matmul(np.swapaxes(ds, -1, -2), q, out=gk)
 
 
 def _backward(g, saved, needs):
     q, k, v, p, scale = saved
-    gv = np.matmul(np.swapaxes(p, -1, -2), g) if needs[2] else None
-    gq = gk = None
-    if needs[0] or needs[1]:
-        dp = np.matmul(g, np.swapaxes(v, -1, -2))
-        ds = dp
-        ds -= np.sum(dp * p, axis=-1, keepdims=True)
-        ds *= p
-        ds *= scale
-        gq = np.matmul(ds, k) if needs[0] else None
-        gk = np.matmul(np.swapaxes(ds, -1, -2), q) if needs[1] else None
-    return _sum_to(gq, q.shape), _sum_to(gk, k.shape), _sum_to(gv, v.shape)
+    gq, gk, gv = (np.empty(g.shape[:-1] + (q.shape[-1],)), np.empty(p.shape[:-2] + k.shape[-2:]),
+                  np.empty(p.shape[:-2] + v.shape[-2:]))
+    if _splits(q, k, v, None):
+        over_rows(lambda *a: _grad_rows(needs, scale, *a), g, q, k, v, p, gq, gk, gv)
+    else:
+        _grad_rows(needs, scale, g, q, k, v, p, gq, gk, gv)
+    return (_sum_to(gq, q.shape) if needs[0] else None, _sum_to(gk, k.shape) if needs[1] else None,
+            _sum_to(gv, v.shape) if needs[2] else None)
 
 
 def _sum_to(g, shape):

@@ -6,6 +6,7 @@ import numpy as np
 from apsi_lang.errors import ApsiError
 
 from ..tensor import Tensor
+from .batch_threads import over_rows
 from .record import fused, tensor
 
 
@@ -92,15 +93,36 @@ def batch_norm_eval(x, gamma, beta, mean, var, eps):
     return _bn_eval(*args, eps=eps)
 
 
-def _ln_forward(x, gamma, beta, training, eps):
+def _ln_rows(x, gamma, beta, eps, xhat, inv, y):
     mean = x.mean(axis=-1, keepdims=True)
-    xc = x - mean
-    inv = 1.0 / np.sqrt(np.mean(xc * xc, axis=-1, keepdims=True) + eps)
-    xhat = xc * inv
-    y = xhat * gamma
+    np.subtract(x, mean, out=xhat)
+    np.multiply(xhat, xhat, out=y)
+    np.add(np.mean(y, axis=-1, keepdims=True), eps, out=inv)
+    np.sqrt(inv, out=inv)
+    np.divide(1.0, inv, out=inv)
+    xhat *= inv
+    np.multiply(xhat, gamma, out=y)
     if beta is not None:
         y += beta
+
+
+def _ln_forward(x, gamma, beta, training, eps):
+    xhat, y, inv = np.empty_like(x), np.empty_like(x), np.empty(x.shape[:-1] + (1,))
+    over_rows(lambda *rows: _ln_rows(rows[0], gamma, beta, eps, *rows[1:]), x, xhat, inv, y)
     return y, ((xhat, inv, gamma) if training else None)
+
+
+def _ln_grad_rows(g, xhat, inv, gamma, gx):
+    # inv * (gh - mean(gh) - xhat * mean(gh * xhat)), the same operations in the same order,
+    # on two buffers instead of six
+    np.multiply(g, gamma, out=gx)
+    m1 = gx.mean(axis=-1, keepdims=True)
+    t = gx * xhat
+    m2 = np.mean(t, axis=-1, keepdims=True)
+    gx -= m1
+    np.multiply(xhat, m2, out=t)
+    gx -= t
+    gx *= inv
 
 
 def _ln_backward(g, saved, needs):
@@ -110,17 +132,8 @@ def _ln_backward(g, saved, needs):
     gbeta = flat_g.sum(axis=0) if needs[2] else None
     gx = None
     if needs[0]:
-        # inv * (gh - mean(gh) - xhat * mean(gh * xhat)), the same operations in the same order,
-        # on two buffers instead of six
-        gh = g * gamma
-        m1 = gh.mean(axis=-1, keepdims=True)
-        t = gh * xhat
-        m2 = np.mean(t, axis=-1, keepdims=True)
-        gh -= m1
-        np.multiply(xhat, m2, out=t)
-        gh -= t
-        gh *= inv
-        gx = gh
+        gx = np.empty(g.shape)
+        over_rows(lambda g, xhat, inv, gx: _ln_grad_rows(g, xhat, inv, gamma, gx), g, xhat, inv, gx)
     return gx, ggamma, gbeta
 
 
