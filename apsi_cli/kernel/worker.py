@@ -62,6 +62,13 @@ class Stream(io.TextIOBase):
         with self.lock:
             self._send()
 
+    def live(self, **numbers):
+        """fit's progress (training/progress.py Live): numbers for the kernel to draw as a bar that
+        updates in place; text printed before it goes out first."""
+        with self.lock:
+            self._send()
+            self.channel.send(type="progress", **numbers)
+
     def _send(self):
         if self.pending:
             self.channel.send(type="stream", name=self.name_, text="".join(self.pending))
