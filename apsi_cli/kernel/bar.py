@@ -73,7 +73,7 @@ def lines(message):
                  if len(losses) > 1 else "")
         return [(f"fit: {done}/{epochs} epochs in {_duration(message.get('elapsed'))}{curve}", None, None,
                  _metrics(message.get("last")))]
-    epoch, step, steps = _count(message.get("epoch")), _count(message.get("step")), _count(message.get("steps"))
+    epoch, step, steps = (_count(message.get(k)) for k in ("epoch", "step", "steps"))
     loss = _number(message.get("loss"))
     running = f"loss {loss:.4f}  " if loss is not None else ""
     rate = _number(message.get("rate")) or 0.0
