@@ -38,7 +38,8 @@ def parse_flags(argv):
 
 class Stream(io.TextIOBase):
     """sys.stdout / sys.stderr of the worker: each write is a stream message to the kernel. A person
-    watches it, though it is no terminal: fit shows its progress by default (one line per epoch)."""
+    watches it, though it is no terminal: fit shows its progress by default (a line per epoch, and
+    its live bar through `live`)."""
 
     watched = True
 
