@@ -128,3 +128,22 @@ def test_the_bars_html_is_the_kernels_own_with_names_escaped(monkeypatch):
     # the cell ended with the bar open (no "end" from fit): the kernel closes it itself
     assert end_kind == "update_display_data" and ended["transient"] == shown["transient"]
     assert ended["data"] == {"text/plain": "fit: ended with the cell\n"}
+
+
+@pytest.mark.slow
+def test_a_torch_fit_shows_the_bar_too(tmp_path):
+    """torch reads the loss once per epoch (steps carry none): the bar still moves and ends."""
+    pytest.importorskip("torch")
+    kernels.install("apsi-torch", "--allow-python")           # backend="torch" needs it
+    km, kc = kernels.start("apsi-torch", tmp_path)
+    try:
+        kernels.run(kc, DATA.format(n=64))
+        reply, outputs = kernels.run(kc, FIT.format(epochs=3, batch=16).replace(
+            "batch_size=16", 'batch_size=16, backend="torch"'), timeout=120)
+    finally:
+        km.shutdown_kernel(now=True)
+    assert reply["status"] == "ok", reply
+    bars = bar_messages(outputs)
+    assert bars[0][0] == "display_data" and len({c["transient"]["display_id"] for _, c in bars}) == 1
+    assert bars[-1][1]["data"]["text/plain"].startswith("fit: 3/3 epochs in ")
+    assert [printed(outputs).count(f"epoch {i}/3  loss") for i in range(1, 4)] == [1] * 3
