@@ -23,7 +23,8 @@ A service running on the program's thread (use web's server) stops more gently t
 raised into it: it registers `stopping(stop, grace)` while it runs; the first Ctrl-C or SIGTERM calls
 stop() and waits up to `grace` seconds for the program to go on by itself (requests in flight are
 answered, the call that served returns, the program ends normally). A second one, or a service that
-does not stop in time, gets the exception as above.
+does not stop in time, gets the exception as above (a SIGTERM repeated within SAME_SIGNAL_SECONDS is
+not a second one: GNU timeout sends it twice).
 """
 
 import contextlib
@@ -89,6 +90,30 @@ def _start(threading, target):
     return None
 
 
+def big_stack_executor(name):
+    """A one-thread concurrent.futures executor whose thread has the stack the program's thread has
+    (see _start), so code it runs (the model's own Apsi functions, served by `use web`) meets
+    "too many nested calls" at the recursion limit instead of overflowing an 8 MiB stack and killing
+    the process. The thread is started now, while the stack size is set."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    executor = ThreadPoolExecutor(1, thread_name_prefix=name)
+    for size in stack_sizes():
+        try:
+            old = threading.stack_size(size)
+        except (ValueError, RuntimeError, OverflowError):
+            continue
+        try:
+            executor.submit(lambda: None).result()
+            return executor
+        except (RuntimeError, MemoryError):
+            continue
+        finally:
+            threading.stack_size(old)
+    return executor
+
+
 def stack_sizes():
     """Stack sizes to try, largest first: the machine's memory (capped at 64 GiB), half of it, and
     STACK_BYTES, which any system grants."""
@@ -114,7 +139,7 @@ def _wait(thread, done):
             done.wait()
             return
         except KeyboardInterrupt as e:
-            if _stopped_gently(done):
+            if _stopped_gently(done, e):
                 continue                     # the service stopped; the program goes on
             _interrupt(thread, type(e))
             waiting = [True]
@@ -142,25 +167,36 @@ def stopping(stop, grace):
         _service = previous
 
 
-def _stopped_gently(done):
+SAME_SIGNAL_SECONDS = 1.0          # a second SIGTERM this soon after the first is the same request
+
+
+def _stopped_gently(done, first):
     """Ask the service to stop; True once it has (the program then goes on, and a later Ctrl-C stops
-    it as usual), False when it did not within its grace time or a second Ctrl-C came."""
+    it as usual), False when it did not within its grace time or a second Ctrl-C came. A SIGTERM that
+    follows a first one within SAME_SIGNAL_SECONDS is the same request: GNU timeout (and a kill of the
+    process group) sends it to the process and then to its group, so it often arrives twice."""
     import time
+
+    from .signals import Terminated
 
     service = _service
     if service is None:
         return False
     stop, grace = service
     stop()
-    deadline = time.monotonic() + grace
-    try:
-        while _service is service and not done.is_set():
-            if time.monotonic() > deadline:
+    began = time.monotonic()
+    deadline = began + grace
+    while True:
+        try:
+            while _service is service and not done.is_set():
+                if time.monotonic() > deadline:
+                    return False
+                done.wait(0.05)
+            return True
+        except KeyboardInterrupt as again:       # a second Ctrl-C: stop it the hard way
+            if not (isinstance(first, Terminated) and isinstance(again, Terminated)
+                    and time.monotonic() - began < SAME_SIGNAL_SECONDS):
                 return False
-            done.wait(0.05)
-    except KeyboardInterrupt:                # a second Ctrl-C: stop it the hard way
-        return False
-    return True
 
 
 def _hold_signals(waiting):

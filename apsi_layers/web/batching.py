@@ -8,6 +8,15 @@ this one computes). Only
 requests of the same kind (key) join a batch: rows of equal per-sample shapes, with or without a mask;
 a request that must run alone (a graph) has a key of its own. A request larger than max_batch runs
 alone. Results are handed back in order, one per request.
+
+A batch whose call fails is split in halves and each half run again, down to the requests that fail
+on their own (bisection: one bad request among 64 costs about a dozen calls, not 64), so a request's
+answer never depends on the rows of others: each failing request gets `explain(its error)`, and the
+others their outputs.
+
+The calls run on one thread with the stack the program's thread has (apsi_lang/bigstack.py): the
+model's own code runs there under the program's recursion limit, and a deep recursion through C code
+(sorted(key=…)) must end as an error, not overflow the default 8 MiB stack and kill the server.
 """
 
 import asyncio
@@ -15,8 +24,9 @@ import collections
 
 
 class Batcher:
-    def __init__(self, run, max_batch, max_wait, on_batch):
+    def __init__(self, run, max_batch, max_wait, on_batch, explain=None):
         self.run = run                  # run(list of items) -> list of results, on the worker thread
+        self.explain = explain or (lambda e: e)     # a request's own error -> what its client gets
         self.max_batch, self.max_wait, self.on_batch = max_batch, max_wait, on_batch
         self.waiting = collections.deque()      # (item, future)
         self.arrived = None
@@ -24,10 +34,10 @@ class Batcher:
         self.task = self.executor = None
 
     def start(self):
-        from concurrent.futures import ThreadPoolExecutor
+        from apsi_lang.bigstack import big_stack_executor
 
         self.arrived = asyncio.Event()
-        self.executor = ThreadPoolExecutor(1, thread_name_prefix="apsi-predict")
+        self.executor = big_stack_executor("apsi-predict")
         self.task = asyncio.get_running_loop().create_task(self._serve())
 
     async def stop(self):
@@ -52,16 +62,25 @@ class Batcher:
             if not live:
                 continue
             self.on_batch(sum(item.n for item, _ in live))
-            try:
-                results = await loop.run_in_executor(self.executor, self.run, [i for i, _ in live])
-            except Exception as e:
-                for _, f in live:
-                    if not f.done():
-                        f.set_exception(e)
-                continue
-            for (_, f), result in zip(live, results):
-                if not f.done():
-                    f.set_result(result)
+            outcomes = await loop.run_in_executor(self.executor, self._outcomes, [i for i, _ in live])
+            for (_, f), (ok, value) in zip(live, outcomes):
+                if f.done():
+                    continue
+                if ok:
+                    f.set_result(value)
+                else:
+                    f.set_exception(value)
+
+    def _outcomes(self, items):
+        """[(True, result) or (False, error)] per item, on the worker thread: the whole batch in one
+        call, and when that fails, each half again (see above)."""
+        try:
+            return [(True, r) for r in self.run(items)]
+        except (Exception, SystemExit) as e:    # noqa: BLE001 (each request is told its own error)
+            if len(items) == 1:
+                return [(False, self.explain(e))]
+        half = len(items) // 2
+        return self._outcomes(items[:half]) + self._outcomes(items[half:])
 
     async def _gather(self, loop):
         while not self.waiting:

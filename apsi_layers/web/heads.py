@@ -8,6 +8,12 @@ the same: `timeout` seconds from the connection (or from the end of the previous
 connection) to the end of the head, else a 408 and the connection closed; and at most HEAD_LIMIT
 bytes, else a 431.
 
+Every byte of every head counts, whatever the connection is doing (a head pipelined behind a request
+in flight too): with httptools, the parser's callbacks count a head's request line and headers as they
+complete (a whole head arriving in one read is measured exactly), and a read that is head from end to
+end is counted whole, so a head that never ends is refused once 64 KB of it (after the read it began
+in) have arrived. Once refused, the rest of the connection's bytes are ignored and it is closed.
+
 It subclasses the protocol uvicorn would choose (httptools or h11) and uses only what both share: the
 `cycle` attribute, which each sets when a head has been read whole, and `transport`.
 """
@@ -39,29 +45,83 @@ def protocol(seconds):
     late = _answer(408, b"Request Timeout", MESSAGE.format(seconds=seconds))
     large = _answer(431, b"Request Header Fields Too Large", TOO_LARGE)
 
+    callbacks = hasattr(base, "on_header")      # httptools: the parser calls back with each part
+
     class Timed(base):
         head_timer = None
         head_of = None              # the request cycle that was current when the timer was armed
         head_begun = False          # some bytes of the awaited head have arrived
-        head_bytes = 0              # ... and how many
+        head_bytes = 0              # ... and how many (h11; with httptools: the head's url and headers)
+        head_raw = 0                # httptools: bytes of reads that were head from end to end
+        in_head = False             # httptools: a head has begun and not ended
+        heads = 0                   # httptools: heads begun on this connection
+        refused = False             # a 431 was sent: the rest of the connection is ignored
 
         def connection_made(self, transport):
             super().connection_made(transport)
             self._arm()
 
         def data_received(self, data):
+            if self.refused:
+                return
             if self.head_timer is not None and self.head_of is not self.cycle:
                 self._disarm()                  # (the timer was for a head that has since ended)
             awaited = self.cycle is None or self.cycle.response_complete
             if awaited:
                 self._arm()                     # (a head is awaited: timed from the first of it)
                 self.head_begun = True
-                self.head_bytes += len(data)
-            before = self.cycle
+            inside, heads, before = self.in_head, self.heads, self.cycle
             super().data_received(data)
-            if awaited and self.cycle is before and self.head_bytes > HEAD_LIMIT and \
-                    not self.transport.is_closing():
-                self._disarm()                  # (still no whole head, and already too large)
+            if callbacks:
+                # every byte of a read that began and ended inside one head is head (pipelined
+                # behind a request in flight too); a head that began or ended within a read is counted
+                # exactly by the callbacks below
+                if inside and self.in_head and self.heads == heads:
+                    self.head_raw += len(data)
+                    self._check()
+            elif awaited:
+                self.head_bytes += len(data)
+                if self.cycle is before:
+                    self._check()               # (still no whole head, and already too large)
+
+        def on_message_begin(self):
+            if self.refused:
+                return
+            self.in_head, self.head_bytes, self.head_raw = True, 0, 0
+            self.heads += 1
+            super().on_message_begin()
+
+        def on_url(self, url):
+            if not self.refused:
+                self.head_bytes += len(url)
+                self._check()
+            if not self.refused:
+                super().on_url(url)
+
+        def on_header(self, name, value):
+            if not self.refused:
+                self.head_bytes += len(name) + len(value) + 4       # ("name: value\r\n")
+                self._check()
+            if not self.refused:
+                super().on_header(name, value)
+
+        def on_headers_complete(self):
+            self.in_head = False
+            if not self.refused:
+                super().on_headers_complete()
+
+        def on_body(self, body):
+            if not self.refused:
+                super().on_body(body)
+
+        def on_message_complete(self):
+            if not self.refused:
+                super().on_message_complete()
+
+        def _check(self):
+            if max(self.head_bytes, self.head_raw) > HEAD_LIMIT and not self.transport.is_closing():
+                self.refused = True
+                self._disarm()
                 self.transport.write(large)
                 self.transport.close()
 
@@ -71,7 +131,9 @@ def protocol(seconds):
 
         def _arm(self):
             if self.head_timer is None:
-                self.head_of, self.head_begun, self.head_bytes = self.cycle, False, 0
+                self.head_of, self.head_begun = self.cycle, False
+                if not callbacks:
+                    self.head_bytes = 0
                 self.head_timer = self.loop.call_later(seconds, self._late)
 
         def _disarm(self):

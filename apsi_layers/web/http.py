@@ -45,6 +45,24 @@ async def body_of(request, limit):
     return b"".join(chunks)
 
 
+def client_gone():
+    """The exception starlette raises when a client leaves before its body has arrived."""
+    from starlette.requests import ClientDisconnect
+
+    return ClientDisconnect
+
+
+class _Gone:
+    """The 'response' to a client that left: nothing is sent; Observed logs and counts it as 499."""
+
+    async def __call__(self, scope, receive, send):
+        scope[GONE_KEY] = 499
+
+
+GONE_KEY = "apsi.gone"
+GONE = _Gone()
+
+
 def too_large(size, limit, at_least=False):
     told = "more than max_body" if at_least else f"{size} bytes, more than max_body"
     return (f"the body is {told} = {limit} bytes; send less per request, or start the server with a "
@@ -87,6 +105,7 @@ class Observed:
                 await send(message)
 
             await self.app(scope, receive, sending)
+            status[0] = scope.get(GONE_KEY, status[0])
         except KeyboardInterrupt as e:
             # Ctrl-C or SIGTERM whose grace ran out while this request was answered (a handler still
             # running): bigstack raised it on this thread. uvicorn would log it as a Python traceback and

@@ -4,6 +4,11 @@ Decoding: objects become maps, arrays lists, null none; NaN and Infinity are not
 (as read_json does). Encoding takes only Apsi's plain data (maps with text keys, records, lists,
 tuples, text, numbers, bools, none) and tensors (as nested lists), so nothing else leaves the server.
 Floats are written with Python's shortest round-trip repr: a client reading them gets the same bits.
+
+A number of more than MAX_DIGITS digits is refused before parsing: converting one takes time that
+grows with the square of its length, and a program's run lifts Python's own limit on it
+process-wide (apsi_lang/program.py), so a single 600,000-digit integer would hold the event loop
+for seconds. Text that UTF-8 cannot hold (a lone surrogate such as "\ud800") is refused by name.
 """
 
 import json
@@ -20,6 +25,9 @@ def parse(body):
         return None, f"the body is not UTF-8 text (byte {e.start})"
     if not text or text.isspace():
         return None, "the body is empty; send JSON"
+    if len(body) > MAX_DIGITS and _long_number(body):
+        return None, (f"the body holds a number of more than {MAX_DIGITS} digits; send numbers as "
+                      "floats or shorter ints")
     try:
         if text.startswith("\ufeff"):         # (as json.loads says it)
             raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
@@ -30,6 +38,23 @@ def parse(body):
         return None, "the JSON is nested too deeply"
     except ValueError as e:                 # NaN/Infinity, a number too long to convert
         return None, f"the body is not valid JSON: {e}"
+
+
+MAX_DIGITS = 4300          # Python's default limit on the digits of an int read from text
+_DIGITS = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))
+_LONG_RUN = b"0" * (MAX_DIGITS + 1)
+_BLOCK = MAX_DIGITS // 2            # a run of MAX_DIGITS + 1 digits covers a whole block this long
+
+
+def _long_number(body):
+    """Whether the body holds a run of more than MAX_DIGITS digits, in time linear in the body: such a
+    run covers at least one whole aligned block of _BLOCK bytes, and most blocks show a non-digit in
+    their first bytes (isdigit stops there); only a block of digits leads to the exact search (every
+    digit as "0", every other byte as " ", one substring search). A regular expression took as long as
+    parsing the JSON."""
+    if not any(body[i:i + _BLOCK].isdigit() for i in range(0, len(body) - _BLOCK + 1, _BLOCK)):
+        return False
+    return _LONG_RUN in body.translate(_DIGITS)
 
 
 def _no_constant(name):
@@ -47,7 +72,17 @@ def dumps(value, where):
         data = plain(value, where)
     except RecursionError:
         raise ApsiError(f"{where}: the value is nested too deeply for JSON (or holds itself)") from None
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return utf8(json.dumps(data, ensure_ascii=False, separators=(",", ":")), where)
+
+
+def utf8(text, where):
+    """Text as UTF-8 bytes; ApsiError naming `where` for text UTF-8 cannot hold (a lone surrogate)."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        bad = ascii(text[e.start])[1:-1]
+        raise ApsiError(f"{where}: the text holds {bad}, half of a surrogate pair, which UTF-8 cannot "
+                        "send; send whole characters") from None
 
 
 def plain(value, where):

@@ -14,6 +14,7 @@ predict in the last bits, as BLAS sums a matrix product differently for differen
 import asyncio
 import contextlib
 import os
+import sys
 from dataclasses import dataclass
 
 from apsi_lang.errors import ApsiError, PermissionDenied
@@ -49,6 +50,7 @@ class ModelService:
         self.keep = {}
         self.checked = set()            # per-sample input shapes check_params accepted
         self.output_shape = None
+        self.graph_model = _has_graph_layer(model)
 
     # --- on the event loop: one request ---------------------------------------------------------
     def prepare(self, body):
@@ -68,10 +70,29 @@ class ModelService:
                 self.checked.add(shapes)
         except ApsiError as e:
             raise Problem(422, e.message) from None
-        graph = body.get("graph")
+        graph = self._graph(body.get("graph"), data.n)
         mask = None if data.mask is None else data.mask.shape[1:]
         return Pending(inputs=data.inputs, mask=data.mask, graph=graph, n=data.n, key=(shapes, mask),
                        alone=graph is not None)
+
+    def _graph(self, graph, rows):
+        """predict's graph= for a request, checked before anything is allocated for it: only a model
+        with graph layers takes one, and its node count is the number of rows sent (a client must not
+        choose a size the server then allocates)."""
+        if graph is None:
+            return None
+        if not self.graph_model:
+            raise Problem(422, "predict: this model has no graph layers: send no \"graph\" field")
+        from apsi_layers.layers.context import graph_arg
+
+        try:
+            edges, nodes = graph_arg("predict", graph, rows)
+        except ApsiError as e:
+            raise Problem(422, e.message) from None
+        if nodes != rows:
+            raise Problem(422, f"predict: the graph has {nodes} nodes but {rows} input rows were sent; "
+                               "a graph has one node per input row")
+        return [edges, nodes]
 
     def _inputs(self, value):
         """A map of named inputs becomes the list predict takes, in the model's order."""
@@ -91,37 +112,22 @@ class ModelService:
         return [value[n] for n in names]
 
     # --- on the worker thread: one batch ----------------------------------------------------------
-    def run(self, items):
+    def run(self, items, checked=True):
+        """One predict call on the rows of `items`, split back per item. The items were checked on
+        arrival (prepare: predict's own checks of the data, and of the parameters once per input shape),
+        so on NumPy the call skips those checks (a third of a small call's time); `checked=False` (the
+        warm-up, on rows that were not) runs the whole of predict."""
         import numpy as np
-
-        from apsi_layers.layers.training.api import predict_kept
 
         if len(items) == 1:
             xs, mask = items[0].inputs, items[0].mask
         else:
             xs = [np.concatenate([it.inputs[k] for it in items]) for k in range(len(items[0].inputs))]
             mask = None if items[0].mask is None else np.concatenate([it.mask for it in items])
-        options = {"backend": self.backend}
-        if self.device is not None:
-            options["device"] = self.device
-        if mask is not None:
-            options["mask"] = mask
-        if items[0].graph is not None:
-            options["graph"] = items[0].graph
-        x = xs if self.several_in else xs[0]
-        try:
-            y = predict_kept(self.model, self.params, x, self.keep, **options)
-        except ApsiError:
-            raise                           # (predict's checks, and error() in the model: 422)
-        except (Exception, SystemExit) as e:
-            # a bug in the program's own code in the model (a lambda_layer's function) is not the
-            # server's: name its line; and exit() there must not take the server down with it
-            message = http.program_error(e, "the model")
-            if message is None and isinstance(e, SystemExit):
-                message = "the model called exit(); a request cannot stop the server"
-            if message is None:
-                raise
-            raise Problem(500, message) from None
+        if checked and not self.torch:
+            y = self._predict_checked(xs, mask, items[0].graph)
+        else:
+            y = self._predict(xs, mask, items[0].graph)
         outs = [np.asarray(t.data) for t in y] if self.several_out else [np.asarray(y.data)]
         results, start = [], 0
         for it in items:
@@ -129,6 +135,47 @@ class ModelService:
             results.append(rows if self.several_out else rows[0])
             start += it.n
         return results
+
+    def _predict(self, xs, mask, graph):
+        from apsi_layers.layers.training.api import predict_kept
+
+        options = {"backend": self.backend}
+        if self.device is not None:
+            options["device"] = self.device
+        if mask is not None:
+            options["mask"] = mask
+        if graph is not None:
+            options["graph"] = graph
+        x = xs if self.several_in else xs[0]
+        return predict_kept(self.model, self.params, x, self.keep, **options)
+
+    def _predict_checked(self, xs, mask, graph):
+        """predict's NumPy run on data predict's checks have passed (prepare), without checking again."""
+        from apsi_layers.layers.training.api import _run
+        from apsi_layers.layers.training.data_checks import Data
+        from apsi_layers.layers.training.plan import PredictPlan
+
+        plan = PredictPlan(model=self.model, params=self.params, data=Data(xs, None, len(xs[0]), mask),
+                           graph=None if graph is None else tuple(graph), batch_size=None, backend="numpy",
+                           device=self.device, several_inputs=self.several_in,
+                           several_outputs=self.several_out)
+        return _run("predict", plan, self.keep)
+
+    def failure(self, e):
+        """What the client is told when a predict call failed on its request alone: the program's own
+        code in the model (a lambda_layer's function) failing, exit() there included, is the server's
+        500 naming its file and line (its Apsi traceback goes to stderr); predict's own checks are the
+        client's 422; anything else is a bug (500, its kind)."""
+        if isinstance(e, Problem):
+            return e
+        message = http.program_error(e, "the model")
+        if message is not None:
+            return Problem(500, message)
+        if isinstance(e, ApsiError):
+            return e                        # (predict's checks: 422)
+        if isinstance(e, SystemExit):
+            return Problem(500, "the model called exit(); a request cannot stop the server")
+        return e
 
     labels = None           # a model file's class labels (serve_model of load_model's record)
 
@@ -151,7 +198,7 @@ class ModelService:
         if not shapes or not all(isinstance(s, tuple) for s in shapes):
             return                          # the model learns its input shape from data: no warm-up
         # a graph model predicts on one node with no edges
-        graph = np.zeros((2, 0), dtype=np.int64) if _has_graph_layer(self.model) else None
+        graph = [np.zeros((2, 0), dtype=np.int64), 1] if self.graph_model else None
         # a length the model leaves open (a sequence's steps, none) is tried as 1 and 2 steps: the output
         # lengths that follow it are open too
         tries = (1, 2) if any(d is None for s in shapes for d in s) else (1,)
@@ -160,9 +207,15 @@ class ModelService:
             xs = [np.zeros((1, *(steps if d is None else d for d in s))) for s in shapes]
             item = Pending(inputs=xs, mask=None, graph=graph, n=1, key=(), alone=True)
             try:
-                out = self.run([item])[0]
+                try:
+                    out = self.run([item], checked=False)[0]
+                except (Exception, SystemExit) as e:
+                    raise self.failure(e) from None
             except PermissionDenied:
                 raise
+            except Problem as e:
+                raise ApsiError(f"{fn}: a first predict, on zeros of the model's input shape, failed: "
+                                f"{e.message}") from None
             except ApsiError as e:
                 raise ApsiError(f"{fn}: a first predict, on zeros of the model's input shape, failed: "
                                 f"{e.message}") from None
@@ -183,6 +236,12 @@ class ModelService:
                 "worker": os.getpid()}
 
 
+# While serving, a thread that wants the GIL gets it after this long at most (Python's default is 5 ms).
+# The predict thread gives the GIL up at every BLAS call and must take it back after each, while the
+# event loop parses JSON without a pause: at 5 ms a turn, a batch of a 3-layer mlp waited ~15 ms for the
+# GIL and the server idled half of the time (32-row requests, 64 clients: ~450 against ~1,000 requests/s
+# at 0.2 ms, measured in turn on a shared 2-core machine)
+SWITCH_SECONDS = 0.0002
 POST_SECONDS = 1.0         # how often a worker posts its counters for the others' scrapes (board.py)
 
 
@@ -248,6 +307,8 @@ def model_app(service, batcher, observer, opts, path, extra_info):
 
     @contextlib.asynccontextmanager
     async def lifespan(app):
+        switch = sys.getswitchinterval()
+        sys.setswitchinterval(SWITCH_SECONDS)
         batcher.start()
         deadlines.start()
         posting = asyncio.get_running_loop().create_task(_post_every(observer, POST_SECONDS)) \
@@ -262,6 +323,7 @@ def model_app(service, batcher, observer, opts, path, extra_info):
             if posting is not None:
                 posting.cancel()
                 observer.post()
+            sys.setswitchinterval(switch)
 
     async def not_here(request):            # (POST {path} is answered before starlette: predict_route.py)
         return http.error(500, "internal error (routing) while answering; the server goes on")

@@ -67,8 +67,12 @@ async def request_of(request, opts):
 
 
 def reply(value, where):
-    """The starlette response for what a handler returned."""
+    """The starlette response for what a handler returned. A response() is checked again now, as it
+    is sent: its headers map stays the program's to change after response() checked it."""
     if type(value) is Response:
+        from .responses import response
+
+        value = response(value.body, value.status, value.headers)
         headers = value.headers
         if value.status in (204, 304):         # (no body, no Content-Type: response() checked it)
             from starlette.responses import Response as Raw
@@ -78,7 +82,7 @@ def reply(value, where):
         if type(value.body) is str and kind is not None and "json" not in kind:
             from starlette.responses import Response as Raw
 
-            return Raw(value.body, status_code=value.status, headers=headers)
+            return Raw(jsonio.utf8(value.body, "the response"), status_code=value.status, headers=headers)
         return http.answer(value.status, value.body, headers)
     return http.answer(200, value)
 
@@ -110,6 +114,8 @@ def routes_app(found, observer, opts):
                 req = await request_of(request, opts)
             except Problem as p:
                 return http.error(p.status, p.message)
+            except http.client_gone():
+                return http.GONE                    # (nothing to send: logged and counted as 499)
             try:
                 value = fn(req)
             except (Exception, SystemExit) as e:    # noqa: BLE001 (reported; the server goes on)

@@ -81,10 +81,11 @@ def _run(fn, app, opts, what, workers, setup):
     from .heads import HEAD_LIMIT, protocol
 
     # (http=: uvicorn's own protocol, with a time limit on each request's head: heads.py; with h11
-    # instead of httptools, h11's own head limit, 16 KB, is raised past ours so that ours answers)
+    # instead of httptools, h11's own head limit, 16 KB, is raised past ours so that ours answers;
+    # loop=: asyncio's, accepting connections through accepting.py)
     config = uvicorn.Config(app, http=protocol(opts.timeout), log_config=None, access_log=False,
                             h11_max_incomplete_event_size=2 * HEAD_LIMIT,
-                            lifespan="on", server_header=False,
+                            lifespan="on", server_header=False, loop="apsi_layers.web.accepting:Loop",
                             timeout_graceful_shutdown=int(opts.timeout) + 1, timeout_keep_alive=5,
                             log_level="warning")
     _name_uvicorns_warnings(fn)

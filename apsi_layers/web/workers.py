@@ -35,10 +35,19 @@ def serve(fn, config, sock, count, stop, what, setup=None):
     """Fork `count` children serving `config` on `sock`; return once they have all stopped after
     stop.set() (a signal), or raise ApsiError when one could not start. Each child calls setup(slot)
     first: its number from 0 to count - 1, which a child that replaces a dead one takes over."""
+    from .accepting import Turns
+
+    turns = Turns(count)            # (each child takes its slot: connections are dealt out in turn)
+
+    def set_up(slot):
+        turns.take(slot)
+        if setup is not None:
+            setup(slot)
+
     children, stopping, failed = {}, False, None      # pid -> slot
     try:
         for slot in range(count):
-            children[_fork(fn, config, sock, setup, slot)] = slot
+            children[_fork(fn, config, sock, set_up, slot)] = slot
         pids = ", ".join(map(str, sorted(children)))
         print(f"{fn}: serving {what} with {count} worker processes (pids {pids}) (Ctrl-C stops)",
               file=sys.stderr, flush=True)
@@ -56,7 +65,7 @@ def serve(fn, config, sock, count, stop, what, setup=None):
                     failed = pid
                     stop.set()
                 else:
-                    new = _fork(fn, config, sock, setup, slot)
+                    new = _fork(fn, config, sock, set_up, slot)
                     children[new] = slot
                     print(f"{fn}: worker {pid} {_status(code)}; worker {new} serves in its place",
                           file=sys.stderr, flush=True)

@@ -4,7 +4,10 @@ import asyncio
 import time
 from dataclasses import dataclass
 
+import pytest
+
 from apsi_layers.web.batching import Batcher
+from apsi_layers.web.http import Problem
 
 
 @dataclass
@@ -68,25 +71,38 @@ def test_only_requests_of_one_kind_share_a_call_and_a_graph_runs_alone():
     assert sorted(batches) == sorted([["a1", "a2"], ["b1", "b2"], ["g"], ["big"]])
 
 
-def test_an_error_in_the_call_reaches_every_request_of_the_batch_and_the_next_batch_runs():
+def test_a_failing_batch_is_split_so_each_request_gets_only_its_own_error():
+    """One request whose rows make the call fail used to fail every request of its batch (other
+    clients got 422/500 with its error): the batch is bisected down to the requests that fail alone."""
     calls = []
 
     def run(batch):
-        calls.append(len(batch))
-        if len(calls) == 1:
-            raise ValueError("broken")
-        return ["ok"] * len(batch)
+        calls.append([it.tag for it in batch])
+        bad = [it.tag for it in batch if it.tag.startswith("bad")]
+        if bad:
+            raise ValueError(bad[0])
+        return [f"ok {it.tag}" for it in batch]
 
     async def main():
-        b = Batcher(run, 8, 0.1, lambda rows: None)
+        b = Batcher(run, 64, 0.1, lambda rows: None, explain=lambda e: KeyError(str(e)))
         b.start()
-        first = await asyncio.gather(b.submit(Item(1)), b.submit(Item(1)), return_exceptions=True)
-        second = await b.submit(Item(1))
+        b.coming = 1
+        tags = [f"g{i}" for i in range(6)] + ["bad1"] + [f"g{i}" for i in range(6, 9)] + ["bad2"]
+        first = await asyncio.gather(*(b.submit(Item(1, tag=t)) for t in tags), return_exceptions=True)
+        b.coming = 0
+        second = await b.submit(Item(1, tag="after"))
         await b.stop()
-        return first, second
+        return tags, first, second
 
-    first, second = asyncio.run(main())
-    assert [type(e) for e in first] == [ValueError, ValueError] and second == "ok"
+    tags, first, second = asyncio.run(main())
+    for tag, got in zip(tags, first):
+        if tag.startswith("bad"):
+            assert type(got) is KeyError and got.args == (tag,)        # its own error, explained
+        else:
+            assert got == f"ok {tag}"
+    assert calls[0] == tags                                 # (all of them shared one call first)
+    assert len(calls) <= 1 + 2 * 2 * 4                      # bisection, not one call per request
+    assert second == "ok after"
 
 
 def test_a_batch_of_a_model_with_two_outputs_splits_each_output_by_request():
@@ -113,9 +129,7 @@ def test_a_batch_of_a_model_with_two_outputs_splits_each_output_by_request():
 
 def test_a_graph_request_runs_alone_with_its_graph_and_a_bad_graph_is_predicts_error():
     import numpy as np
-    import pytest
 
-    from apsi_lang.errors import ApsiError
     from apsi_layers.layers import gcn_classifier, predict
     from apsi_layers.web.model_app import ModelService
 
@@ -130,8 +144,30 @@ def test_a_graph_request_runs_alone_with_its_graph_and_a_bad_graph_is_predicts_e
     assert item.alone
     got = service.run([item])[0]
     assert np.array_equal(got, predict(net, params, np.asarray(x), graph=np.asarray(edges)).data)
-    with pytest.raises(ApsiError, match="^predict: "):
-        service.run([service.prepare({"inputs": x, "graph": [[0, 7], [1, 0]]})])
+    with pytest.raises(Problem, match="^predict: the graph has an edge to node 7, outside 0..2") as e:
+        service.prepare({"inputs": x, "graph": [[0, 7], [1, 0]]})
+    assert e.value.status == 422
+
+
+def test_a_clients_graph_is_checked_before_anything_is_allocated_for_it():
+    """{"inputs": [[0, 0]], "graph": [[[0], [0]], 20000000]} (56 bytes) took a plain mlp server to 1.6 GB:
+    a model without graph layers refuses a graph, and a graph's node count is the rows sent."""
+    import resource
+
+    from apsi_layers.layers import gcn_classifier, mlp
+    from apsi_layers.web.model_app import ModelService
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    plain = ModelService(mlp(2, 2, hidden=[4]), mlp(2, 2, hidden=[4]).init(seed=0), "numpy", None)
+    with pytest.raises(Problem, match="^predict: this model has no graph layers: send no \"graph\" field"):
+        plain.prepare({"inputs": [[0, 0]], "graph": [[[0], [0]], 20000000]})
+    net = gcn_classifier(2, 2)
+    service = ModelService(net, net.init(seed=0), "numpy", None)
+    with pytest.raises(Problem, match="^predict: the graph has 20000000 nodes but 1 input rows were sent; "):
+        service.prepare({"inputs": [[0, 0]], "graph": [[[0], [0]], 20000000]})
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 100_000     # KB
+    ok = service.prepare({"inputs": [[0, 0], [1, 1]], "graph": [[[0], [1]], 2]})
+    assert len(service.run([ok])[0]) == 2
 
 
 def test_sequence_models_warm_up_and_show_their_open_lengths():

@@ -104,3 +104,52 @@ def test_a_head_larger_than_64_kb_gets_431_and_the_server_goes_on(start):
     assert r.json() == len(", ".join(v for _, v in many))
     code, _, err = server.stop()
     assert code == 0, err
+
+
+SLOW_MODEL = """use layers
+use nn
+use web
+fn slow(x):
+    let t = clock()
+    while clock() - t < 1.5:
+        pass
+    return x
+let net = sequential([lambda_layer(slow), mlp(4, 3, hidden=[16])])
+serve_model(net, net.init(input_shape=[4], seed=0), port=PORT, max_batch=1)
+"""
+
+
+def _rss_kb(pid):
+    import subprocess
+
+    return int(subprocess.run(["ps", "-o", "rss=", "-p", str(pid)], capture_output=True, text=True).stdout)
+
+
+def test_every_byte_of_every_head_counts_pipelined_or_in_one_write(start):
+    """A head pipelined behind a request in flight was not counted (534 MiB of headers went into the
+    server's memory), and a single 100 KB header sent in one write was answered 200."""
+    server = start(SLOW_MODEL)
+    before = _rss_kb(server.proc.pid)
+    s = _connect(server)
+    body = b'{"inputs": [[1, 2, 3, 4]]}'
+    s.sendall(b"POST /predict HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+    time.sleep(0.3)                                 # (the prediction is in flight)
+    s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")
+    line = b"X-A: " + b"a" * 8000 + b"\r\n"
+    try:
+        for _ in range(1000):                       # 80 MB, unless the server closes first
+            s.sendall(line * 10)
+    except OSError:
+        pass
+    got = _answer(s)
+    assert b"HTTP/1.1 431 " in got, got[:300]
+    assert _rss_kb(server.proc.pid) - before < 50_000
+    for size in (65 * 1024, 120 * 1024):            # one header, the whole head in one write
+        s = _connect(server)
+        s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nX-B: " + b"b" * size + b"\r\n\r\n")
+        assert _answer(s).startswith(b"HTTP/1.1 431 ")
+    s = _connect(server)                            # below the limit, in one write: answered
+    s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-B: " + b"b" * 60000 + b"\r\n\r\n")
+    assert _answer(s).startswith(b"HTTP/1.1 200 ")
+    code, _, err = server.stop()
+    assert code == 0, err

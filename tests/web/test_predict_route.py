@@ -142,3 +142,37 @@ def test_a_real_server_answers_a_body_that_trickles_past_timeout_with_408_and_go
     assert r.json()["error"] == ("reading the request took longer than timeout = 1 s; send it again, or "
                                  "start the server with a larger timeout")
     assert httpx.post(f"{server.url}/predict", json={"inputs": [[1, 2, 3, 4]]}).status_code == 200
+
+
+def test_a_large_body_is_parsed_and_checked_off_the_event_loop():
+    """Parsing and checking grow with the body (a 1 MB one held the event loop ~15 ms, a 600,000-digit
+    number 21 s): above INLINE_BYTES they run on a thread of their own; small bodies stay on the loop."""
+    import threading
+
+    from apsi_layers.web.predict_route import INLINE_BYTES
+
+    where = []
+
+    class Watching(Service):
+        def prepare(self, value):
+            where.append(threading.current_thread().name)
+            return value
+
+    for size in (100, INLINE_BYTES + 100):
+        text = b'{"inputs": [[' + b" " * size + b'1]]}'
+        deadlines = Deadlines(5)
+        route = predict_route(Watching(), SlowBatcher(0.01), deadlines,
+                              SimpleNamespace(max_body=10 * INLINE_BYTES, timeout=5))
+        sent, main = call(route, [{"type": "http.request", "body": text, "more_body": False}])
+
+        async def go(main=main, deadlines=deadlines):
+            deadlines.start()
+            try:
+                return await main(), threading.current_thread().name
+            finally:
+                await deadlines.stop()
+
+        status, loop_thread = asyncio.run(go())
+        assert status == 200
+        assert (where[-1] == loop_thread) == (size < INLINE_BYTES), (where, loop_thread)
+    assert where[-1].startswith("apsi-parse")

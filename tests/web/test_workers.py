@@ -243,3 +243,47 @@ def test_with_max_batch_1_every_answer_of_every_worker_is_predicts_bits(start):
         assert r.status_code == 200 and np.array_equal(r.json()["outputs"], reference(rows)), r.text
     code, _, err = server.stop()
     assert code == 0, err
+
+
+def _workers_of_connections(port, n):
+    """The worker that answers GET /info on each of n connections opened at once (as wrk opens them:
+    all connects on their way before any is accepted)."""
+    import json
+    import select
+    import socket
+
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.setblocking(False)
+        s.connect_ex(("127.0.0.1", port))
+    select.select([], socks, [], 10)
+    for s in socks:
+        s.setblocking(True)
+        s.sendall(b"GET /info HTTP/1.1\r\nHost: x\r\n\r\n")
+    seen = []
+    for s in socks:
+        s.settimeout(30)
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += s.recv(65536)
+        head, body = data.split(b"\r\n\r\n", 1)
+        length = int(next(line for line in head.split(b"\r\n") if line.lower().startswith(b"content-length"))
+                     .split(b":")[1])
+        while len(body) < length:
+            body += s.recv(65536)
+        seen.append(json.loads(body)["worker"])
+        s.close()
+    return seen
+
+
+def test_connections_opened_together_are_dealt_out_between_the_workers(start):
+    """16 connections opened at once went 15/1 between two workers (the first awake took them all)."""
+    server = start(WORKERS)
+    rounds = []
+    for n in (16, 16, 16, 64, 64, 64):
+        seen = _workers_of_connections(server.port, n)
+        rounds.append((n, sorted(seen.count(pid) for pid in set(seen))))
+        time.sleep(0.3)
+    assert all(len(counts) == 2 and counts[0] >= n // 4 for n, counts in rounds), rounds
+    code, _, err = server.stop()
+    assert code == 0, err

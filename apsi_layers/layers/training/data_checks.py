@@ -73,6 +73,8 @@ def make_data(fn, model, inputs, targets, mask, several_in, several_out, loss, n
             continue
         if a.ndim == 0:
             raise ApsiError(f"{fn}: inputs must have a batch axis (one row per sample), got a scalar")
+        if len(a) and 0 in a.shape[1:]:
+            _empty_sample(fn, model, a, i if len(xs) > 1 else None)
         if ids:
             xs[i] = token_ids(fn, model, a)
         elif a.dtype != np.float64:
@@ -100,6 +102,19 @@ def make_data(fn, model, inputs, targets, mask, several_in, several_out, loss, n
         for i, a in enumerate(arrays):
             _check_finite(fn, arg if len(arrays) == 1 else f"{arg}[{i}]", a)
     return Data(inputs=xs, targets=ys, n=n, mask=_mask(fn, mask, n, xs))
+
+
+def _empty_sample(fn, model, a, index):
+    """Samples with an empty axis ([[]]) hold no numbers: say what the model takes (a layer would
+    otherwise be built for zero features and fail dividing by zero)."""
+    shape = model.known_input()
+    if index is not None and isinstance(shape, list) and index < len(shape):
+        shape = shape[index]
+    arg = "inputs" if index is None else f"inputs[{index}]"
+    want = (f"; the model takes per-sample shape {list(shape)} (rows of {shape[-1]} numbers)"
+            if isinstance(shape, tuple) and shape and shape[-1] is not None else "")
+    raise ApsiError(f"{fn}: {arg} holds samples of per-sample shape {list(a.shape[1:])}, with no numbers"
+                    f"{want}")
 
 
 def _check_finite(fn, arg, a):
