@@ -81,18 +81,20 @@ def test_the_bar_is_updated_a_few_times_a_second_at_most(kernel):
 def test_an_interrupted_fit_returns_and_its_bar_ends_cleanly(kernel):
     km, kc = kernel
     kernels.run(kc, DATA.format(n=64))
-    outputs = []
     kc.execute('let long = fit(net, net.init(seed=1), x, y, loss="cross_entropy", epochs=100000, '
                'batch_size=1)')
-    time.sleep(2.0)
-    km.interrupt_kernel()
-    reply = kc.get_shell_msg(timeout=30)["content"]
-    while True:
-        message = kc.get_iopub_msg(timeout=10)
+    outputs, interrupted = [], False
+    while True:                     # interrupt once the bar is up (fit is running), then read to the end
+        message = kc.get_iopub_msg(timeout=30)
         kind = message["header"]["msg_type"]
         if kind == "status" and message["content"]["execution_state"] == "idle":
             break
         outputs.append((kind, message["content"]))
+        if kind == "display_data" and not interrupted:
+            time.sleep(1.0)
+            km.interrupt_kernel()
+            interrupted = True
+    reply = kc.get_shell_msg(timeout=30)["content"]
     assert reply["status"] == "ok"
     bars = bar_messages(outputs)
     assert bars[0][0] == "display_data" and bars[-1][0] == "update_display_data"
