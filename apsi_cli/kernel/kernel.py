@@ -10,6 +10,7 @@ import threading
 from ipykernel.kernelbase import Kernel
 
 from . import NAME
+from .bar import Display
 from .protocol import receive
 
 FLAGS_ENV = "APSI_KERNEL_FLAGS"       # the permission flags, from the kernelspec's argv (__main__.py)
@@ -17,7 +18,8 @@ FLAGS_ENV = "APSI_KERNEL_FLAGS"       # the permission flags, from the kernelspe
 # the worker cannot even take the interrupt: after this long, the kernel ends the worker and says so.
 KILL_AFTER_S = 5.0
 # What the worker's output may be, as an allow-list: a program that wrote other MIME types (HTML, JS)
-# would run script in the notebook's page.
+# would run script in the notebook's page. (fit's bar is text/html too, but made here, in bar.py,
+# from the numbers a "progress" message carries.)
 SHOWN = ("text/plain", "image/png")
 STREAMS = ("stdout", "stderr")
 
@@ -123,14 +125,18 @@ class ApsiKernel(Kernel):
             self.notes = []
         self.worker.send("execute", code=code, count=self.execution_count)
         done = None
+        bar = Display(lambda kind, content: self.send_response(self.iopub_socket, kind, content))
         for message in self._answers():
             kind = message["type"]
             if kind == "stream" and not silent and message.get("name") in STREAMS:
                 self._stream(message["name"], str(message.get("text", "")))
             elif kind == "display" and not silent:
                 self._display(message)
+            elif kind == "progress" and not silent:
+                bar.show(message)
             elif kind == "done":
                 done = message
+        bar.end("fit: ended with the cell")
         if done.get("fatal"):
             self._restart_worker(done)
         if done["status"] == "ok":

@@ -38,7 +38,8 @@ def parse_flags(argv):
 
 class Stream(io.TextIOBase):
     """sys.stdout / sys.stderr of the worker: each write is a stream message to the kernel. A person
-    watches it, though it is no terminal: fit shows its progress by default (one line per epoch)."""
+    watches it, though it is no terminal: fit shows its progress by default (a line per epoch, and
+    its live bar through `live`)."""
 
     watched = True
 
@@ -61,6 +62,13 @@ class Stream(io.TextIOBase):
     def flush(self):
         with self.lock:
             self._send()
+
+    def live(self, **numbers):
+        """fit's progress (training/progress.py Live): numbers for the kernel to draw as a bar that
+        updates in place; text printed before it goes out first."""
+        with self.lock:
+            self._send()
+            self.channel.send(type="progress", **numbers)
 
     def _send(self):
         if self.pending:

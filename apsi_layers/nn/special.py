@@ -15,7 +15,7 @@ import numpy as np
 
 from apsi_lang.errors import ApsiError
 
-from . import foreign
+from . import foreign, hurwitz
 from .foreign import Foreign
 from .ops import _binary, _unary, apply, sigmoid
 from .tensor import as_tensor
@@ -80,30 +80,37 @@ def logit_values(p):
         return np.log(p / (1.0 - p))
 
 
-_SHIFT = 20.0       # the series is used at x >= 20, where its 8 terms are exact to double precision
+_SHIFT = 20.0       # digamma's series is used at x >= 20, where its 8 terms are exact to double precision
 
 
-def _asymptotic(n, y):
-    if n == 0:
-        out = np.log(y) - 0.5 / y
-        for k, b in enumerate(_B, 1):
-            out = out - b / (2 * k * y ** (2 * k))
-        return out
-    out = math.factorial(n - 1) / y ** n + math.factorial(n) / (2 * y ** (n + 1))
-    for k, b in enumerate(_B, 1):
-        out = out + b * math.factorial(2 * k + n - 1) / math.factorial(2 * k) / y ** (2 * k + n)
-    return (-1) ** (n + 1) * out
-
-
-def _positive(n, x):
-    """psi^(n)(x) for x > 0: recurrence up to x + m >= 20, then the asymptotic series."""
+def _digamma_positive(x):
+    """psi(x) for x > 0: recurrence up to x + m >= 20, then the asymptotic series (DLMF 5.11.2)."""
     m = np.where(x < _SHIFT, np.ceil(_SHIFT - x), 0.0)
     m = np.where(np.isfinite(m), m, 0.0)
     acc = np.zeros_like(x)
     for j in range(int(m.max(initial=0.0))):
-        acc = acc + np.where(j < m, 1.0 / (x + j) ** (n + 1), 0.0)
-    sign = -1.0 if n == 0 else (-1.0) ** (n + 1) * math.factorial(n)
-    return _asymptotic(n, x + m) + sign * acc
+        acc = acc + np.where(j < m, 1.0 / (x + j), 0.0)
+    y = x + m
+    out = np.log(y) - 0.5 / y
+    for k, b in enumerate(_B, 1):
+        out = out - b / (2 * k * y ** (2 * k))
+    return out - acc
+
+
+def _positive(n, x):
+    """psi^(n)(x) for x > 0: digamma's own series for n = 0, the Hurwitz zeta above (hurwitz.py)."""
+    return _digamma_positive(x) if n == 0 else hurwitz.positive(n, x)
+
+
+_COT_ORDERS = 100   # the cot polynomial's coefficients (~ n! pi^n) overflow a double from n = 135
+
+
+def _reflected(n, x):
+    """psi^(n)(x) for negative non-integer x: the reflection psi^(n)(1 - x) and pi cot(pi x)'s n-th
+    derivative (DLMF 5.15.6) up to order 100; above, hurwitz.negative's pole pairs."""
+    if n > _COT_ORDERS:
+        return hurwitz.negative(n, x)
+    return hurwitz.sign(n) * _positive(n, 1.0 - x) - math.pi * _cot_derivative(n, x)
 
 
 def _cot_derivative(n, x):
@@ -118,17 +125,22 @@ def _cot_derivative(n, x):
     return poly(np.sin(math.pi * (0.5 - np.abs(r))) / np.sin(math.pi * r))
 
 
+# orders past 10**300 are taken as 10**300 (of the same parity): n! x^-(n+1) is then +-inf or 0 at every
+# double x, as it is for the true n, and n + 1 stays a float
+_ORDER_MAX = 10**300
+
+
 def polygamma_values(n, x):
     """psi^(n)(x), the n-th derivative of digamma (n = 0: digamma itself), as scipy.special.polygamma:
     at 0, -1, -2, ... digamma is -inf at +0 and NaN at the negative integers, the others +-inf."""
     x = np.asarray(x, dtype=np.float64)
+    n = min(n, _ORDER_MAX + n % 2)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         pole = (x <= 0) & (x == np.floor(x))
         neg = (x < 0) & ~pole & np.isfinite(x)
-        pos = np.where(neg, 1.0 - x, np.where(pole | ~(x > 0), 1.0, x))
-        out = _positive(n, pos)
-        reflected = (-1.0) ** n * out - math.pi * _cot_derivative(n, np.where(neg, x, 0.5))
-        out = np.where(neg, reflected, out)
+        out = _positive(n, np.where(x > 0, x, 1.0))
+        if neg.any():
+            out = np.where(neg, _reflected(n, np.where(neg, x, -0.5)), out)
         out = np.where(np.isnan(x) | (x == -np.inf), np.nan, out)
         out = np.where(x == np.inf, np.inf if n == 0 else 0.0, out)
         out = np.where(pole, _pole_value(n, x), out)
@@ -138,7 +150,7 @@ def polygamma_values(n, x):
 def _pole_value(n, x):
     if n == 0:
         return np.where(x == 0, -np.copysign(np.inf, x), np.nan)
-    return (-1.0) ** (n + 1) * np.inf
+    return hurwitz.sign(n + 1) * np.inf
 
 
 # --- the ops ------------------------------------------------------------------------------------------

@@ -41,3 +41,26 @@ def worker_pid(km):
     for task in Path(f"/proc/{pid}/task").iterdir():
         children += (task / "children").read_text().split()
     return int(children[0])
+
+
+def execute_with(monkeypatch, messages, code="1"):
+    """The iopub messages [(msg_type, content)] the kernel sends for a cell whose worker answers
+    with `messages` (no worker process, no ZeroMQ): what the kernel lets through, and how."""
+    import asyncio
+
+    from apsi_cli.kernel.kernel import ApsiKernel
+
+    sent = []
+
+    class Fake:
+        def send(self, *a, **k):
+            pass
+
+    kernel = ApsiKernel.__new__(ApsiKernel)
+    kernel.worker, kernel.notes, kernel.execution_count = Fake(), [], 1
+    monkeypatch.setattr(ApsiKernel, "_answers", lambda self: iter(messages))
+    monkeypatch.setattr(ApsiKernel, "send_response",
+                        lambda self, socket, kind, content: sent.append((kind, content)))
+    monkeypatch.setattr(ApsiKernel, "iopub_socket", None, raising=False)
+    asyncio.run(kernel.do_execute(code, False))
+    return sent

@@ -212,25 +212,7 @@ def test_a_malformed_apsi_toml_is_said_by_every_cell(tmp_path):
 
 def test_the_kernel_passes_on_only_text_and_png(monkeypatch):
     """What reaches the notebook's page from the worker is allow-listed (HTML would run script there)."""
-    from apsi_cli.kernel.kernel import ApsiKernel
-
-    sent = []
-
-    class Fake:
-        messages = iter([{"type": "display", "result": False, "data": {
-            "text/plain": "x", "text/html": "<script>alert(1)</script>", "image/png": "iVBOR"}},
-            {"type": "stream", "name": "stdin", "text": "no"}, {"type": "done", "status": "ok"}])
-
-        def send(self, *a, **k):
-            pass
-
-    kernel = ApsiKernel.__new__(ApsiKernel)
-    kernel.worker, kernel.notes, kernel.execution_count = Fake(), [], 1
-    monkeypatch.setattr(ApsiKernel, "_answers", lambda self: self.worker.messages)
-    monkeypatch.setattr(ApsiKernel, "send_response",
-                        lambda self, socket, kind, content: sent.append((kind, content)))
-    monkeypatch.setattr(ApsiKernel, "iopub_socket", None, raising=False)
-    import asyncio
-
-    asyncio.run(kernel.do_execute("show(x)", False))
+    sent = kernels.execute_with(monkeypatch, [{"type": "display", "result": False, "data": {
+        "text/plain": "x", "text/html": "<script>alert(1)</script>", "image/png": "iVBOR"}},
+        {"type": "stream", "name": "stdin", "text": "no"}, {"type": "done", "status": "ok"}], "show(x)")
     assert sent == [("display_data", {"data": {"text/plain": "x", "image/png": "iVBOR"}, "metadata": {}})]

@@ -41,6 +41,9 @@ def test_a_notebook_trains_plots_is_refused_and_is_interrupted(tmp_path):
 
     progress = "".join(o.get("text", "") for o in trained.outputs if o.output_type == "stream")
     assert [f"epoch {i}/4" in progress for i in range(1, 5)] == [True] * 4
+    # nbclient applies the bar's update_display_data: the saved notebook holds its last state, the summary
+    bars = [o for o in trained.outputs if o.output_type == "display_data"]
+    assert len(bars) == 1 and bars[0]["data"]["text/plain"].startswith("fit: 4/4 epochs in ")
     assert trained.outputs[-1]["data"]["text/plain"] == "4"
 
     png = plotted.outputs[-1]["data"]["image/png"]

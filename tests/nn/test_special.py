@@ -85,6 +85,68 @@ def test_polygamma_left_of_zero_matches_mpmath():
         assert np.allclose(nn.polygamma(n, x).data, theirs, rtol=2e-14, atol=0), n
 
 
+# issue 35's higher orders: x left of 0 (half-integers too), small, at the old cut-off 20, large
+POLY_X = np.array([-40.3, -7.25, -2.5, -2.3, -0.7, -0.1, 1e-3, 0.3, 1.0, 2.5, 7.75, 19.5, 25.0, 60.0,
+                   150.0, 1e3, 1e5])
+POLY_ORDERS = [0, 1, 2, 6, 20, 21, 60, 80, 101, 120, 150, 170, 171, 200]
+
+
+def mpmath_polygamma(n, x):
+    """mpmath's psi^(n) at each double x, rounded to a double (+-inf past the range). Left of 0 its
+    reflection cancels ~ n digits, so the precision grows with n."""
+    mpmath = pytest.importorskip("mpmath")
+    with mpmath.workdps(120 + 2 * n):
+        values = [mpmath.polygamma(n, mpmath.mpf(float(v))) for v in x]
+        big = mpmath.mpf(np.finfo(np.float64).max)
+        return np.array([float(v) if abs(v) <= big else float(mpmath.sign(v)) * np.inf for v in values])
+
+
+def check_polygamma_orders(orders):
+    for n in orders:
+        got, theirs = nn.polygamma(n, POLY_X).data, mpmath_polygamma(n, POLY_X)
+        fin = np.isfinite(theirs) & (theirs != 0)
+        assert np.all(np.abs(got[fin] - theirs[fin]) <= 1e-12 * np.abs(theirs[fin])), n
+        assert np.array_equal(got[~fin], theirs[~fin]), (n, got[~fin], theirs[~fin])
+
+
+def test_polygamma_of_orders_up_to_200_matches_mpmath():
+    # n! x^-(n+1) past 170 and the series' cut-off growing with n (it was 20 whatever n: 1e-5 off at
+    # (80, 25), 0.6% at (120, 25)); left of 0 above order 100 the cot polynomial would overflow
+    check_polygamma_orders(POLY_ORDERS)
+
+
+@pytest.mark.slow
+def test_polygamma_of_every_order_up_to_200_matches_mpmath():
+    check_polygamma_orders(range(201))
+
+
+@needs_scipy
+def test_polygamma_of_orders_up_to_170_matches_scipy_right_of_0():
+    # SciPy's polygamma is n! zeta(n + 1, x) in doubles: inf times 0 past n = 170, its zeta underflows
+    # below ~1e-220, and left of 0 at half-integers it loses every digit for even n >= 6 (-2.5 at
+    # n = 20: 4.2e8 where mpmath, and we, say 9.18e6), so it is the reference only inside those bounds
+    x = POLY_X[POLY_X > 0]
+    for n in [n for n in POLY_ORDERS if n <= 170]:
+        got, theirs = nn.polygamma(n, x).data, sp.polygamma(n, x)
+        inside = np.isfinite(theirs) & (np.abs(theirs) > 1e-200)
+        assert np.all(np.abs(got[inside] - theirs[inside]) <= 1e-12 * np.abs(theirs[inside])), n
+
+
+def test_polygamma_of_huge_orders_is_quick_and_infinite_or_zero():
+    # psi^(n)(x) = (-1)^(n+1) n! zeta(n + 1, x): never (10**9)!; the sign follows n's parity at any size
+    x = [2.0, -2.5, 1e305]
+    assert np.array_equal(nn.polygamma(10**9, x).data, [-np.inf, -np.inf, -0.0])
+    assert np.array_equal(nn.polygamma(10**9 + 1, x).data, [np.inf, np.inf, 0.0])
+    assert np.array_equal(nn.polygamma(10**400, x).data, [-np.inf, -np.inf, -0.0])
+
+
+def test_polygamma_gradient_is_the_next_order_at_high_orders():
+    x = np.array([-2.3, 0.7, 25.0, 300.0])
+    g = nn.grad(lambda t: nn.sum(nn.polygamma(80, t)))(nn.Tensor(x))
+    theirs = mpmath_polygamma(81, x)
+    assert np.all(np.abs(g.data - theirs) <= 1e-12 * np.abs(theirs))
+
+
 def test_logaddexp_matches_numpy_with_infinities():
     a = np.array([0.0, 1000.0, -1000.0, -np.inf, np.inf, -np.inf, np.inf, 3.0, np.nan])
     b = np.array([0.0, 1000.0, -999.0, -np.inf, np.inf, 2.0, 2.0, -np.inf, 1.0])

@@ -127,3 +127,26 @@ def test_all_nan_slices_on_torch_are_nan_as_on_numpy(ns):
         want = [np.nanmax(x, axis=1), np.nanvar(x, axis=1), np.nanmedian(x, axis=1)]
     for a, b in zip(f(torch.tensor(x)), want, strict=True):
         assert np.array_equal(a.numpy(), b, equal_nan=True)
+
+
+def test_polygamma_of_higher_orders_on_torch_is_mpmaths():
+    """torch's own kernel is n! zeta(n + 1, x) as SciPy's: -4.2e8 at (20, -2.5) for -9.18e6, and -inf
+    at (200, 2.0) for -2.45e314 -> the values come from nn's; the gradient is the next order, twice."""
+    from .test_special import mpmath_polygamma
+    x = np.array([-2.5, -7.25, 0.3, 25.0, 150.0])
+    for n in (20, 80, 171):
+        f = run_source(f"use nn\nlet f = fn(x) => polygamma({n}, x)\n")["f"]
+        xt = torch.tensor(x, requires_grad=True)
+        got = f(xt)
+        assert isinstance(got, torch.Tensor)
+        for k, values in enumerate((got,) + _two_derivatives(got, xt)):
+            want = mpmath_polygamma(n + k, x)
+            fin = np.isfinite(want)
+            assert np.allclose(values.detach().numpy()[fin], want[fin], rtol=1e-12, atol=0), (n, k)
+            assert np.array_equal(values.detach().numpy()[~fin], want[~fin]), (n, k)
+
+
+def _two_derivatives(y, x):
+    (d1,) = torch.autograd.grad(y.sum(), x, create_graph=True)
+    (d2,) = torch.autograd.grad(d1.sum(), x)
+    return d1, d2

@@ -7,6 +7,7 @@ import torch.nn.functional as F
 
 from .nn_args import binary, like
 from .nn_numlib import _dims, _host
+from .nn_polygamma import polygamma
 
 
 def _nan_extreme(reduce, fill):
@@ -179,7 +180,7 @@ TOOLBOX_IMPLS = {
     "average": _average, "ptp": _ptp, "cov": _cov, "corrcoef": _corrcoef,
     "arccosh": torch.acosh, "logaddexp": binary(torch.logaddexp), "gammaln": torch.special.gammaln,
     "erfc": torch.special.erfc, "logit": torch.logit, "expit": torch.sigmoid,
-    "digamma": torch.special.digamma, "polygamma": lambda n, x: torch.special.polygamma(n, x),
+    "digamma": torch.special.digamma, "polygamma": polygamma,
     "cummax": _running(torch.cummax), "cummin": _running(torch.cummin), "convolve": _convolve,
     "interp": _interp, "trapezoid": _trapezoid, "logspace": _logspace, "geomspace": _geomspace,
     **{name: _host(name) for name in ("nanargmax", "nanargmin", "nonzero", "argwhere", "digitize")},

@@ -115,11 +115,66 @@ def sparkline(values, width=40):
     return "".join(_BLOCKS[0 if span == 0 else min(7, int((v - lo) / span * 7.999))] for v in values)
 
 
+class Live(Lines):
+    """In a notebook (an output stream with a `live` sink, the kernel's worker): the per-epoch lines
+    as Lines prints them, and the bar's numbers sent to `live`, at most a few times a second, for the
+    kernel to draw as one display that updates in place. Only numbers and metric names go out: what
+    the notebook shows is made by the kernel (apsi_cli/kernel/bar.py), never by the program."""
+
+    EVERY_S = 0.25
+
+    def __init__(self, epochs, steps_per_epoch, first=1, sink=None):
+        super().__init__(epochs, steps_per_epoch, first)
+        self.sink, self.closed = sink, False
+        self.losses, self.last = [], {}
+
+    def start(self):
+        super().start()
+        self.done, self.step_n, self.total, self.seen, self.sent = 0, 0, 0.0, 0, 0.0
+        self.epoch_n = self.first
+        self._send("start")
+
+    def step(self, loss):
+        self.done, self.step_n = self.done + 1, self.step_n + 1
+        if loss is not None:
+            self.total, self.seen = self.total + loss, self.seen + 1
+        if time.perf_counter() - self.sent >= self.EVERY_S:
+            self._send("update")
+
+    def epoch(self, epoch, loss, val, metrics=None, val_metrics=None):
+        super().epoch(epoch, loss, val, metrics, val_metrics)
+        self.losses.append(loss)
+        self.last = {"loss": loss, **({"val": val} if val is not None else {}), **(metrics or {}),
+                     **{f"val_{k}": v for k, v in (val_metrics or {}).items()}}
+        self.epoch_n, self.step_n, self.total, self.seen = epoch + 1, 0, 0.0, 0
+        if epoch < self.epochs:
+            self._send("update")
+
+    def close(self):
+        if self.closed:                 # closed already (a Ctrl-C closes it before its message)
+            return
+        self.closed = True
+        self._send("end")
+
+    def _send(self, event):
+        self.sent = now = time.perf_counter()
+        elapsed = now - self.t0
+        rate = self.done / max(elapsed, 1e-9)
+        left = ((self.epochs - self.first + 1) * self.steps - self.done) / rate if rate else None
+        self.sink(event=event, epoch=min(self.epoch_n, self.epochs), epochs=self.epochs, step=self.step_n,
+                  steps=self.steps, loss=self.total / self.seen if self.seen else None, rate=rate,
+                  left=left, elapsed=elapsed, done_epochs=len(self.losses), last=self.last,
+                  losses=self.losses[-40:])
+
+
 def progress(verbose, epochs, steps_per_epoch, first=1, shared=False):
     """shared: other processes write to the same terminal (the ranks of `apsi launch`), where a bar
     that redraws itself would erase their lines: one plain line per epoch instead."""
     if not verbose:
         return Quiet()
+    sink = getattr(sys.stdout, "live", None)
+    if callable(sink) and not shared:
+        return Live(epochs, steps_per_epoch, first, sink)
     if sys.stdout.isatty() and not shared:
         return Bar(epochs, steps_per_epoch, first)
     return Lines(epochs, steps_per_epoch, first)
