@@ -85,31 +85,39 @@ class ApsiKernel(Kernel):
 
     def _answers(self):
         """The worker's messages up to its answer (done, ready) or its end, on the main thread; an
-        interrupt (Jupyter's SIGINT to this process) is passed on to the worker."""
+        interrupt (Jupyter's SIGINT to this process) is passed on to the worker. It is taken by a
+        signal handler for as long as the cell runs, not as a KeyboardInterrupt: one raised while this
+        process is drawing the bar or sending output left the worker running and the cell unanswered."""
         import time
 
-        interrupted = None
-        while True:
-            try:
-                message = self.worker.messages.get(timeout=0.2)
-            except queue.Empty:
-                if interrupted is not None and time.monotonic() - interrupted > KILL_AFTER_S:
-                    self.worker.stop()
-                    interrupted = -1.0          # said below, when the end of its output arrives
-                continue
-            except KeyboardInterrupt:
-                self.worker.interrupt()
-                interrupted = interrupted or time.monotonic()
-                continue
-            if message is None:
-                why = ([f"apsi: interrupted, but the cell did not stop within {KILL_AFTER_S:.0f} s (it was "
-                        "inside one long operation)"] if interrupted == -1.0 else [])
-                yield {"type": "done", "status": "error", "ename": "WorkerEnded",
-                       "evalue": (why or ["the Apsi process ended"])[0], "traceback": why, "fatal": True}
-                return
-            yield message
-            if message["type"] in ("done", "ready"):
-                return
+        interrupted = [None]
+
+        def on_interrupt(signum, frame):
+            self.worker.interrupt()
+            interrupted[0] = interrupted[0] or time.monotonic()
+
+        previous = _take_interrupts(on_interrupt)
+        try:
+            while True:
+                try:
+                    message = self.worker.messages.get(timeout=0.2)
+                except queue.Empty:
+                    if interrupted[0] is not None and time.monotonic() - interrupted[0] > KILL_AFTER_S:
+                        self.worker.stop()
+                        interrupted[0] = -1.0          # said below, when the end of its output arrives
+                    continue
+                if message is None:
+                    why = ([f"apsi: interrupted, but the cell did not stop within {KILL_AFTER_S:.0f} s (it "
+                            "was inside one long operation)"] if interrupted[0] == -1.0 else [])
+                    yield {"type": "done", "status": "error", "ename": "WorkerEnded",
+                           "evalue": (why or ["the Apsi process ended"])[0], "traceback": why, "fatal": True}
+                    return
+                yield message
+                if message["type"] in ("done", "ready"):
+                    return
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
 
     def _request(self, op, **fields):
         self.worker.send(op, **fields)
@@ -208,3 +216,13 @@ class ApsiKernel(Kernel):
     async def do_shutdown(self, restart):
         self.worker.stop()
         return {"status": "ok", "restart": restart}
+
+
+def _take_interrupts(handler):
+    """SIGINT to `handler` (the previous handler returned), on the main thread; elsewhere None and
+    nothing changes (only the main thread may set a handler, and only it receives the signal)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGINT, handler)
