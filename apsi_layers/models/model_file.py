@@ -22,7 +22,6 @@ import numpy as np
 
 from apsi_lang import permissions
 from apsi_lang.errors import ApsiError, PermissionDenied
-from apsi_lang.files import atomic_open
 from apsi_lang.values import Record, show
 
 FORMAT = "apsi-model-1"
@@ -50,15 +49,9 @@ def save_model(path, net, params, labels=None, meta=None, opt=None, history=None
     shown = file_name(path)
     resolved = permissions.require("write", what=f'save_model("{shown}")', path=shown)
     description, arrays = describe(net, params, labels, meta, opt, history)
-    folder = os.path.dirname(os.path.abspath(resolved))
-    if not os.path.isdir(folder):
-        raise ApsiError(f'save_model("{shown}"): the folder "{os.path.dirname(shown) or "."}" does not '
-                        "exist; create it first with make_dir")
-    try:
-        with atomic_open(resolved, "wb") as f:
-            _write(f, description, arrays)
-    except OSError as e:
-        raise ApsiError(f'save_model("{shown}"): cannot write it: {e.strerror or e}') from None
+    from apsi_layers.nn.params_io import write_file
+
+    write_file(resolved, shown, f'save_model("{shown}")', lambda f: _write(f, description, arrays))
     return shown
 
 

@@ -98,12 +98,18 @@ def write_npz(resolved, shown, what, arrays, meta):
     fit's checkpoints; `what` names the call (save_params("m.npz")). Messages name the file as the
     program wrote it (`shown`), never `resolved`: that would show the project's absolute folder
     (/home/<user>/…), which a program without env or read may not learn."""
+    write_file(resolved, shown, what, lambda f: _write_npz(f, arrays, meta))
+
+
+def write_file(resolved, shown, what, write):
+    """write(f) into a file replaced atomically at `resolved`, its messages naming `shown` (the path
+    as the program wrote it): save_params, checkpoints and save_model."""
     if not os.path.isdir(os.path.dirname(os.path.abspath(resolved))):
         raise ApsiError(f'{what}: the folder "{os.path.dirname(shown) or "."}" does not exist; create it '
                         "first with make_dir")
     try:
         with atomic_open(resolved, "wb") as f:
-            _write_npz(f, arrays, meta)
+            write(f)
     except OSError as e:
         raise ApsiError(f"{what}: cannot write it: {e.strerror or e}") from None
 
