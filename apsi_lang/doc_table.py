@@ -21,3 +21,29 @@ class Source:
     tables: tuple
     examples: dict
     paragraphs: dict = None     # {name: the paragraph docs/ has about it}, for what a table row cannot say
+
+
+def markdown_tables(text):
+    """[(header cells, row cells)] of every table in a Markdown text, as docs/*.md writes them: what the
+    docs are held against (tests/test_doc_source.py) and copied from (scripts/sync_doc_tables.py)."""
+    import re
+
+    lines = text.split("\n")
+    found, i = [], 0
+    while i < len(lines):
+        if lines[i].startswith("|") and i + 1 < len(lines) and re.fullmatch(r"\|[-| ]+\|", lines[i + 1]):
+            j = i + 2
+            while j < len(lines) and lines[j].startswith("|"):
+                j += 1
+            found.append((_cells(lines[i]), tuple(_cells(ln) for ln in lines[i + 2:j])))
+            i = j
+        else:
+            i += 1
+    return found
+
+
+def _cells(line):
+    import re
+
+    parts = re.split(r"(?<!\\)\|", line.strip())
+    return tuple(p.strip() for p in (parts[1:-1] if line.strip().endswith("|") else parts[1:]))

@@ -10,7 +10,6 @@ function), run this to rewrite the matching TABLES in the code, then review the 
 A table is matched by its docs file and header; a new kind of table is added to the source by hand.
 """
 
-import re
 import sys
 from pathlib import Path
 
@@ -22,23 +21,9 @@ SOURCES = ["apsi_lang/builtin_docs.py"] + [f"apsi_layers/docs/{m}.py"
 
 
 def docs_tables(path):
-    lines = (ROOT / path).read_text(encoding="utf-8").split("\n")
-    found, i = [], 0
-    while i < len(lines):
-        if lines[i].startswith("|") and i + 1 < len(lines) and re.fullmatch(r"\|[-| ]+\|", lines[i + 1]):
-            j = i + 2
-            while j < len(lines) and lines[j].startswith("|"):
-                j += 1
-            found.append((_cells(lines[i]), tuple(_cells(ln) for ln in lines[i + 2:j])))
-            i = j
-        else:
-            i += 1
-    return found
+    from apsi_lang.doc_table import markdown_tables
 
-
-def _cells(line):
-    parts = re.split(r"(?<!\\)\|", line.strip())
-    return tuple(p.strip() for p in (parts[1:-1] if line.strip().endswith("|") else parts[1:]))
+    return markdown_tables((ROOT / path).read_text(encoding="utf-8"))
 
 
 def render(tables):

@@ -21,24 +21,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def docs_tables(path):
     """[(header cells, [row cells])] of every table in a docs file."""
-    lines = (ROOT / path).read_text(encoding="utf-8").split("\n")
-    found, i = [], 0
-    while i < len(lines):
-        if lines[i].startswith("|") and i + 1 < len(lines) and re.fullmatch(r"\|[-| ]+\|", lines[i + 1]):
-            rows, j = [], i + 2
-            while j < len(lines) and lines[j].startswith("|"):
-                rows.append(cells(lines[j]))
-                j += 1
-            found.append((cells(lines[i]), rows))
-            i = j
-        else:
-            i += 1
-    return found
+    from apsi_lang.doc_table import markdown_tables
 
-
-def cells(line):
-    parts = re.split(r"(?<!\\)\|", line.strip())
-    return tuple(p.strip() for p in (parts[1:-1] if line.strip().endswith("|") else parts[1:]))
+    return [(h, list(rows)) for h, rows in markdown_tables((ROOT / path).read_text(encoding="utf-8"))]
 
 
 def all_tables():
