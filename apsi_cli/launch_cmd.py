@@ -138,12 +138,15 @@ def run_torchrun(argv, nproc):
 
 def _report(error):
     """Which ranks failed, by exit code or signal. The launcher cannot tell which failed first (they are
-    seen at the same check); a rank stopped by another's failure says so in its own message above."""
+    seen at the same check); a rank stopped by another's failure says so in its own message above, or
+    was stopped by torchrun's SIGTERM before it noticed (code 143)."""
     failures = sorted(error.failures.items())               # keys: global ranks
     parts = []
     for rank, f in failures:
         how = f"exited with code {f.exitcode}" if f.exitcode >= 0 else f"was killed by signal {-f.exitcode}"
         parts.append(f"rank {rank} {how}")
     click.echo(f"apsi launch: {'; '.join(parts)} (the errors are above); every rank was stopped", err=True)
-    code = failures[0][1].exitcode
-    return code if 0 < code < 256 else 1
+    # a rank the launcher stopped (SIGTERM, 143) did not fail on its own: exit with a code that did
+    stopped = {128 + 15, 128 + 9, -15, -9}
+    own = [f.exitcode for _, f in failures if f.exitcode not in stopped and 0 < f.exitcode < 256]
+    return own[0] if own else 1

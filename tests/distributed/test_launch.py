@@ -175,8 +175,10 @@ def test_a_failing_rank_stops_every_rank(tmp_path):
     err = out.stderr
     assert "apsi: rank 1 of 2 failed:" in err
     assert "fail.apsi:6:25: error: index out of range" in err        # the rank's Apsi line
-    assert "fit: rank 0 lost contact with the other ranks during epoch 1" in err
-    assert "apsi launch: rank 0 exited with code 1; rank 1 exited with code 1" in err
+    # rank 0 either notices the lost contact first or is stopped by torchrun's SIGTERM (143) first: a race
+    assert ("fit: rank 0 lost contact with the other ranks during epoch 1" in err
+            and "apsi launch: rank 0 exited with code 1; rank 1 exited with code 1" in err
+            or "apsi launch: rank 0 exited with code 143; rank 1 exited with code 1" in err), err
     assert "Traceback (most recent call last):\n  File" not in err        # no Python traceback
     assert "GLHF" not in err and "RuntimeError" not in err
 
@@ -400,3 +402,20 @@ def test_in_a_terminal_no_rank_erases_another(tmp_path):
     for rank in (0, 1):
         for epoch in (1, 2):
             assert f"rank {rank} saw epoch {epoch}" in text, text
+
+
+def test_the_exit_code_is_the_failing_ranks_not_the_one_torchrun_stopped(capsys):
+    """torchrun SIGTERMs the other ranks when one fails; whichever it sees first, `apsi launch` exits
+    with the code of the rank that failed on its own (1: an Apsi error), not 143."""
+    from types import SimpleNamespace
+
+    from apsi_cli.launch_cmd import _report
+
+    failed = SimpleNamespace(failures={0: SimpleNamespace(exitcode=143), 1: SimpleNamespace(exitcode=1)})
+    assert _report(failed) == 1
+    assert "rank 0 exited with code 143; rank 1 exited with code 1" in capsys.readouterr().err
+    killed = SimpleNamespace(failures={0: SimpleNamespace(exitcode=-9), 1: SimpleNamespace(exitcode=-15)})
+    assert _report(killed) == 1
+    assert "rank 0 was killed by signal 9" in capsys.readouterr().err
+    own = SimpleNamespace(failures={0: SimpleNamespace(exitcode=3), 1: SimpleNamespace(exitcode=143)})
+    assert _report(own) == 3
