@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from apsi_lang.records import Factory, record
 
 HEAVY = ("numpy", "torch", "rich", "scipy", "ipykernel", "pygls", "uvicorn", "starlette", "pint", "click",
@@ -34,6 +36,17 @@ def test_a_program_using_nn_does_import_numpy():
     # the same check can fail: a program that needs NumPy gets it
     _, names = _imported(["-e", "use nn\nprint(zeros(2).shape)"])
     assert "numpy" in names
+
+
+@pytest.mark.torch
+def test_a_torch_program_that_never_compiles_does_not_import_torchdynamo():
+    # torch.compiler.disable at the torch op set's import loaded TorchDynamo: ~1 s more than torch
+    pytest.importorskip("torch")
+    program = ("use layers\nlet net = mlp(2, 1)\n"
+               "print(predict(net, net.init(seed=0), [[1.0, 2.0]], backend=\"torch\").shape)")
+    out, names = _imported(["--allow-python", "-e", program])
+    assert out == "(1, 1)\n"
+    assert "apsi_layers.backends.torch.ops" in names and "torch._dynamo" not in names
 
 
 @record(frozen=True)

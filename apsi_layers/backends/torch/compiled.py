@@ -58,6 +58,9 @@ class Forward:
         self.on_note = on_note
         self.note = None             # the fallback note, when there was one
         if compile:
+            from .ops import ready_for_compile
+
+            ready_for_compile()
             try:
                 self.compiled = torch.compile(own_code(fn), dynamic=False)
             except Exception as e:   # no compiler at all (e.g. an unsupported Python or platform)

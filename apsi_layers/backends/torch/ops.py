@@ -371,7 +371,7 @@ def _fused(cell):
     the compiled graph, as torch.nn.LSTM does (TorchDynamo leaves RNN modules alone: Inductor cannot
     lower oneDNN's fused RNN, and fails at run time with "expected Tensor() for op mkldnn_rnn_layer")."""
     if _compiling():
-        return _EAGER[cell]
+        return _eager(cell)
     return _QUIET[cell]
 
 
@@ -403,7 +403,22 @@ def _outside_compile(cell):
     return disable(run) if disable is not None else run
 
 
-_EAGER = {cell: _outside_compile(cell) for cell in ("lstm", "gru")}
+# made when a model is compiled, not at import: torch.compiler.disable imports TorchDynamo, which
+# doubled the start (~1 s more than `import torch`) of a torch program that never compiles or trains
+_EAGER = {}
+
+
+def ready_for_compile():
+    """Make the cells' eager versions before torch.compile traces them: made inside the trace, the
+    wrapper would be a graph break of its own instead of the one torch.compiler.disable says."""
+    for cell in ("lstm", "gru"):
+        _eager(cell)
+
+
+def _eager(cell):
+    if cell not in _EAGER:          # a Python caller's own torch.compile of an ApsiModule: in the trace
+        _EAGER[cell] = _outside_compile(cell)
+    return _EAGER[cell]
 
 
 def _sdpa_zeroes_empty_rows(device):
