@@ -405,7 +405,7 @@ def _outside_compile(cell):
 
 # made when a model is compiled, not at import: torch.compiler.disable imports TorchDynamo, which
 # doubled the start (~1 s more than `import torch`) of a torch program that never compiles or trains
-_EAGER = {}
+_EAGER: dict = {}
 
 
 def ready_for_compile():
