@@ -73,8 +73,10 @@ def predict_route(service, batcher, deadlines, opts):
             status, payload = 500, _error(500, http.internal(e))
         finally:
             deadlines.end(limit)        # (before the next await: no late cancellation reaches the sends)
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [*JSON_HEADERS, (b"content-length", b"%d" % len(payload))]})
+        headers = [*JSON_HEADERS, (b"content-length", b"%d" % len(payload))]
+        if status == 408:       # the body may be half read: the connection ends (it waited 5 s, kept alive)
+            headers.append((b"connection", b"close"))
+        await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": payload})
         return status
 
