@@ -198,4 +198,13 @@ def main():
     if os.environ.get("APSI_DEBUG", "") in ("", "0"):
         for handler in logging.getLogger().handlers:
             handler.addFilter(_NoTraceback())
-    server.start_io()
+    try:
+        server.start_io()
+    except SystemExit as e:         # the editor's `exit` (pygls ends the loop with sys.exit)
+        code = e.code if isinstance(e.code, int) else 1
+    else:
+        code = 0
+    # the process ends here: Python's own finalization would garbage-collect every check's trees
+    # (seconds after a 100,000-line file) and wait for a check still running, while the editor waits
+    logging.shutdown()
+    os._exit(code)
