@@ -34,7 +34,8 @@ def test_a_notebook_trains_plots_is_refused_and_is_interrupted(tmp_path):
     nb.metadata["kernelspec"] = {"name": "apsi", "display_name": "Apsi", "language": "apsi"}
     nb.cells = [nbformat.v4.new_code_cell(c) for c in (DATA, PLOT, REFUSED, LONG_FIT, AFTER)]
     client = nbclient.NotebookClient(nb, kernel_name="apsi", allow_errors=True, interrupt_on_timeout=True,
-                                     timeout_func=lambda cell: 8 if cell.source == LONG_FIT else 120,
+                                     # the long fit starts within milliseconds: 3 s is a wide margin
+                                     timeout_func=lambda cell: 3 if cell.source == LONG_FIT else 120,
                                      resources={"metadata": {"path": str(tmp_path)}})
     client.execute()
     trained, plotted, refused, long_fit, after = nb.cells
