@@ -7,6 +7,7 @@ it touched. Requests (hover, completion, …) are answered from the last finishe
 one runs, so a very large file never makes the editor wait. Nothing here runs the program."""
 
 import asyncio
+import gc
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -96,6 +97,10 @@ class ApsiServer(LanguageServer):
             self.preempt.clear()            # this one runs now; the next edit may stop it in turn
         from apsi_lang import bigstack
 
+        # a check keeps every statement's tokens and trees: millions of objects for a 100,000-line file,
+        # which each of Python's full collections walked again as they grew (a sixth of the check)
+        collecting = gc.isenabled()
+        gc.disable()
         try:        # on a thread whose stack holds the parser's recursion (deeply nested brackets)
             return bigstack.call(lambda: state.checker.check(text, stop=self.preempt.is_set))
         except Stopped:
@@ -106,6 +111,9 @@ class ApsiServer(LanguageServer):
             said = (f"apsi lsp could not check this file ({type(e).__name__}: {e}): this is a bug in Apsi, "
                     "please report it")
             return [Diagnostic(1, 1, 2, said, WARNING)], state.outline
+        finally:
+            if collecting:
+                gc.enable()
 
 
 server = ApsiServer()
