@@ -50,10 +50,11 @@ BINARY_LEVELS = [("|",), ("^",), ("&",), ("<<", ">>"), ("+", "-"), ("*", "/", "/
 
 
 class Parser:
-    def __init__(self, source, filename="<input>"):
+    def __init__(self, source, filename="<input>", tokens=None):
+        """`tokens`: the source's tokens when the caller has them already (the editor's outline)."""
         self.filename = filename
         self.lines = source.split("\n")
-        self.toks = Lexer(source, filename).tokenize()
+        self.toks = Lexer(source, filename).tokenize() if tokens is None else tokens
         self.i = 0
 
     # ---- token helpers ----

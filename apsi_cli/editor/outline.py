@@ -60,7 +60,7 @@ class Outline(Definitions):
         self.error, self.body, self.definitions, self._referenced = None, None, [], None
         try:
             self.tokens = tokenize(text, filename)
-            self.body = Parser(text, filename).parse_program()
+            self.body = Parser(text, filename, self.tokens).parse_program()
         except ApsiSyntaxError as e:
             self.error = e
             return
