@@ -74,8 +74,11 @@ def test_two_workers_answer_every_request_right_and_sigterm_stops_them_all(start
     for rows, (_, body) in zip(bodies, answers):
         assert np.allclose(body["outputs"], reference(rows), rtol=1e-12, atol=1e-12)
     # /metrics, whichever worker answers, shows the whole server's numbers (each worker posts its own
-    # on the shared board once a second)
-    time.sleep(1.5)
+    # on the shared board once a second): once it shows all 200, every answer shows the same
+    deadline = time.monotonic() + 30
+    while 'status="200"} 200\n' not in httpx.get(f"{server.url}/metrics").text:
+        assert time.monotonic() < deadline, "the workers' numbers never reached the board"
+        time.sleep(0.1)
     rows = sum(len(b) for b in bodies)
     for _ in range(6):
         metrics = httpx.get(f"{server.url}/metrics").text
