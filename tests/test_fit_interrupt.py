@@ -2,6 +2,7 @@
 resume= call; the resumed run in a new process ends exactly where one uninterrupted run ends (NumPy,
 and torch fp64). Real programs, real SIGINT, piped output."""
 
+import os
 import signal
 import subprocess
 import sys
@@ -26,8 +27,13 @@ CASES = [("numpy", 'backend="numpy"', []),
                       marks=pytest.mark.torch)]
 
 
+# one thread: torch's second thread only spins on these batches of 16 (a loaded CI machine ran one
+# torch epoch in 9.7 s of CPU with two, 0.4 s with one); the interrupt and the resume are the same
+ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
+
+
 def _apsi(cwd, flags, *args):
-    return subprocess.Popen([sys.executable, "-m", "apsi", *flags, "train.apsi", *args], cwd=cwd,
+    return subprocess.Popen([sys.executable, "-m", "apsi", *flags, "train.apsi", *args], cwd=cwd, env=ENV,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
