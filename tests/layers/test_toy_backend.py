@@ -209,8 +209,9 @@ def test_distributed_fit_asks_the_backend_whether_it_can(monkeypatch, not_launch
     options = dict(loss="mse", opt=nn.sgd(lr=0.1), epochs=2, batch_size=16, backend="toy32", verbose=False,
                    distributed=True)
     _variant(monkeypatch)                       # (the default: no distributed training)
-    with pytest.raises(ApsiError, match=r'^fit: distributed training runs on PyTorch: give fit backend="torch" '
-                                        r'\(and run with --allow-python\), not backend="toy32"$'):
+    with pytest.raises(ApsiError, match=r'^fit: distributed training runs on PyTorch: give fit '
+                                        r'backend="torch" \(and run with --allow-python\), not '
+                                        r'backend="toy32"$'):
         fit(net, net.init(seed=0), nn.Tensor(x), nn.Tensor(y), **options)
     _variant(monkeypatch, supports_distributed=True)      # one process: world_size 1, the same numbers
     r = fit(net, net.init(seed=0), nn.Tensor(x), nn.Tensor(y), **options)
@@ -220,15 +221,17 @@ def test_distributed_fit_asks_the_backend_whether_it_can(monkeypatch, not_launch
 
 
 def test_serve_model_refuses_workers_on_a_backend_that_does_not_survive_a_fork(monkeypatch, tmp_path):
+    from apsi_layers.web import server
     from apsi_layers.web.api import serve_model
 
     _variant(monkeypatch, fork_problem="the toy's pool does not survive a fork")
     net = dense(1, inputs=3)
     monkeypatch.setattr(permissions, "current", lambda: permissions.Grants(granted=frozenset({"net"}),
                                                                            project_root=tmp_path))
-    with pytest.raises(ApsiError, match=r'^serve_model: workers=2 with backend="toy32": worker processes are '
-                                        r"forked from this one, and the toy's pool does not survive a fork; use "
-                                        r'backend="numpy" with workers'):
+    monkeypatch.setattr(server, "run", lambda *a, **k: pytest.fail("the server started"))
+    with pytest.raises(ApsiError, match=r'^serve_model: workers=2 with backend="toy32": worker processes '
+                                        r"are forked from this one, and the toy's pool does not survive a "
+                                        r'fork; use backend="numpy" with workers'):
         serve_model(net, net.init(seed=0), backend="toy32", workers=2)
 
 
