@@ -25,7 +25,7 @@ def _t(x):
     return np.swapaxes(x, -1, -2)
 
 
-def _close(w):
+def close_pairs(w):
     """close[..., i, j]: w_i and w_j equal to GAP_RTOL relative, i != j."""
     n = w.shape[-1]
     scale = np.max(np.abs(w), axis=-1, keepdims=True)[..., None] if w.size else 1.0
@@ -96,11 +96,21 @@ def _eigvalsh_grad(xp, g, ans, a):
     w, v = np.linalg.eigh(values(a))
     if not xp.recording:
         return np.matmul(v * g[..., None, :], _t(v))
-    gd = values(g)
-    close = _close(w)
-    jac = _tape_jacobian(g, ans, close) if np.any(close) else None
-    d = _divided(gd, w, close, jac, False, "eigvalsh")
+    close = close_pairs(w)
+    if not np.any(close):
+        # distinct values: V diag(g) V^T through the eigh op, whose derivative then exists at every
+        # order, so a third derivative passes too
+        from .linalg import eigh_vectors
+
+        vt = eigh_vectors(a)
+        return xp.matmul(vt * xp.expand_dims(g, -2), xp.swap_last(vt))
+    d = eigvalsh_divided(values(g), w, close, _tape_jacobian(g, ans, close))
     return apply("spectral_vjp", _sym_fwd, (a, g), {"v": v, "d": d})
+
+
+def eigvalsh_divided(g, w, close, jac):
+    """Daleckii-Krein's D for eigvalsh's second derivative (ndarrays; jac = dg/dw where close)."""
+    return _divided(g, w, close, jac, False, "eigvalsh")
 
 
 def _sym_fwd(a, g, v=None, d=None):
@@ -136,20 +146,39 @@ def _svdvals_grad(xp, g, ans, a):
     u, s, vh = np.linalg.svd(values(a), full_matrices=False)
     if not xp.recording:
         return np.matmul(u * g[..., None, :], vh)
-    gd = values(g)
-    minus, plus = _close(s), _both_zero(s)
     m, n = values(a).shape[-2:]
-    zero = s <= GAP_RTOL * np.maximum(np.max(s, axis=-1, keepdims=True), 1e-300)
-    need = minus | plus | (np.eye(s.shape[-1], dtype=bool) & zero[..., None] & (m != n))
-    jac = _tape_jacobian(g, ans, need) if np.any(need) else np.zeros(s.shape + s.shape[-1:])
-    p = _divided(gd, s, minus, jac, False, "svd")
-    q = _divided(gd, s, plus & ~np.eye(s.shape[-1], dtype=bool), jac, True, "svd")
-    over = _over_s(gd, s, zero, jac) if m != n else None
+    need = svd_needs(s, m, n)
+    if not np.any(need):
+        # distinct nonzero values: U diag(g) Vh through the svd op (every order, as eigvalsh's)
+        from .linalg import svd_vectors
+
+        ut, vht = svd_vectors(a)
+        return xp.matmul(ut * xp.expand_dims(g, -2), vht)
+    p, q, over = svd_coefficients(values(g), s, m, n, _tape_jacobian(g, ans, need))
     return apply("spectral_vjp_svd", _svd_fwd, (a, g), {"u": u, "vh": vh, "p": p, "q": q, "over": over})
 
 
+def svd_needs(s, m, n):
+    """Where the second derivative needs dg/ds (equal values, pairs of zeros, a zero value of a
+    non-square matrix); nowhere means the singular vectors' own derivative is defined."""
+    minus, plus = close_pairs(s), _both_zero(s)
+    return minus | plus | (np.eye(s.shape[-1], dtype=bool) & _zero(s)[..., None] & (m != n))
+
+
+def svd_coefficients(g, s, m, n, jac):
+    """(P, Q, g/s) of svdvals' second derivative (ndarrays; jac = dg/ds where svd_needs says)."""
+    minus, plus = close_pairs(s), _both_zero(s)
+    p = _divided(g, s, minus, jac, False, "svd")
+    q = _divided(g, s, plus & ~np.eye(s.shape[-1], dtype=bool), jac, True, "svd")
+    return p, q, (_over_s(g, s, _zero(s), jac) if m != n else None)
+
+
+def _zero(s):
+    return s <= GAP_RTOL * np.maximum(np.max(s, axis=-1, keepdims=True), 1e-300)
+
+
 def _both_zero(s):
-    z = s <= GAP_RTOL * np.maximum(np.max(s, axis=-1, keepdims=True), 1e-300)
+    z = _zero(s)
     return z[..., :, None] & z[..., None, :] & ~np.eye(s.shape[-1], dtype=bool)
 
 
@@ -199,18 +228,30 @@ def _t_const(x):
     return np.swapaxes(x, -1, -2)
 
 
-def _third_order(rule):
-    """The recorded gradients hold the eigen/singular vectors as constants: right for the hessian,
-    not for a third derivative, which is refused by name."""
-    rule.first_order_only = True
-    return rule
+THIRD_ORDER = ("{fn}: a third derivative at repeated (or, for svdvals, zero) values is not "
+               "computed: the hessian there holds the {vectors} as constants, which is exact for it "
+               "but not for the next order. Differentiate three times at a point whose values are "
+               "distinct, or write the function without the spectrum (sum(eigvalsh(a) ** 2) is "
+               "sum(a * a))")
+
+
+def _second_order_only(rule, fn, vectors):
+    """The recorded gradient at repeated values holds V (U, Vh) as constants: right for the
+    hessian, which is all a RAW pass computes; a GRAPH pass (a third derivative) is refused."""
+    def checked(xp, *args, **params):
+        if xp.recording:
+            raise ApsiError(THIRD_ORDER.format(fn=fn, vectors=vectors))
+        return rule(xp, *args, **params)
+    return checked
 
 
 SPECTRAL_RULES = {
     "eigvalsh": (_eigvalsh_grad,),
     "svdvals": (_svdvals_grad,),
-    "spectral_vjp": (_third_order(_sym_vjp_a), _third_order(_sym_vjp_g)),
-    "spectral_vjp_svd": (_third_order(_svd_vjp_a), _third_order(_svd_vjp_g)),
+    "spectral_vjp": tuple(_second_order_only(r, "eigvalsh", "eigenvectors")
+                          for r in (_sym_vjp_a, _sym_vjp_g)),
+    "spectral_vjp_svd": tuple(_second_order_only(r, "svdvals", "singular vectors")
+                              for r in (_svd_vjp_a, _svd_vjp_g)),
 }
 
 

@@ -1,0 +1,167 @@
+"""eigvalsh and svdvals on torch tensors, differentiable at repeated values to the second order.
+
+torch's own eigvalsh/svdvals backward is V diag(g) V^T, right at first order, but its double
+backward goes through the eigenvectors' derivative, which divides by eigenvalue gaps: the hessian
+of sum(eigvalsh(a) ** 2) at 2 * eye(2) comes out NaN. These Functions keep that first order and, at a
+repeated value, record the gradient as one more Function whose own backward is the Daleckii-Krein
+formula that nn/spectral.py uses on the NumPy backend (the same coefficients, computed there). At
+distinct values the gradient is recorded through torch's eigh/svd, whose derivatives exist there at
+every order. A third derivative at a repeated value is refused by name, as on NumPy.
+"""
+
+import torch
+
+from apsi_lang.errors import ApsiError
+from apsi_layers.nn import spectral
+
+TL = torch.linalg
+
+
+def _np(x):
+    return x.detach().cpu().numpy()
+
+
+def _like(arr, ref):
+    return None if arr is None else torch.as_tensor(arr, dtype=ref.dtype, device=ref.device)
+
+
+def _jacobian(g, w, need):
+    """J[..., i, j] = d g[..., i] / d w[..., j] for the rows `need` asks for, from torch's graph (g is
+    the incoming gradient; under create_graph it depends on w through the function after it)."""
+    import numpy as np
+
+    jac = np.zeros(tuple(w.shape) + tuple(w.shape[-1:]))
+    if not g.requires_grad:
+        return jac
+    for row in sorted({idx[:-1] for idx in zip(*np.nonzero(need), strict=True)}):
+        (gw,) = torch.autograd.grad(g[row], w, retain_graph=True, allow_unused=True)
+        if gw is not None:
+            jac[row] = _np(gw)[row[:-1]]
+    return jac
+
+
+class _Refused(torch.autograd.Function):
+    """x, whose derivative in x and in `inputs` (what x was computed from, as constants) is refused
+    with `message`: a recorded gradient that is right as a value but whose next derivative is not
+    computed (raised only if something asks for it)."""
+
+    @staticmethod
+    def forward(ctx, message, x, *inputs):
+        ctx.message = message
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, h):
+        raise ApsiError(ctx.message)
+
+
+def _guard(grads, fn, vectors):
+    if not torch.is_grad_enabled():
+        return grads
+    message = spectral.THIRD_ORDER.format(fn=fn, vectors=vectors)
+    return tuple(_Refused.apply(message, x) for x in grads)
+
+
+def _second_order(vjp, value, coefficients, inputs):
+    """vjp(coefficients) where Daleckii-Krein's coefficients exist, else `value` with its
+    derivative in `inputs` refused by their message (raised only when a derivative asks)."""
+    try:
+        return vjp(*coefficients())
+    except ApsiError as e:
+        return _Refused.apply(f"{e.message}; a third derivative at repeated values stops here too "
+                              "(it is not computed)", value, *inputs)
+
+
+class _SymVjp(torch.autograd.Function):
+    """G = V diag(g) V^T, with V and Daleckii-Krein's D held for the hessian."""
+
+    @staticmethod
+    def forward(ctx, a, g, v, d):
+        ctx.save_for_backward(v, d)
+        return (v * g.unsqueeze(-2)) @ v.mT
+
+    @staticmethod
+    def backward(ctx, h):
+        v, d = ctx.saved_tensors
+        k = v.mT @ h @ v
+        grad_a = v @ (0.5 * (k + k.mT) * d) @ v.mT
+        grad_g = torch.diagonal(k, dim1=-2, dim2=-1)
+        return (*_guard((grad_a, grad_g), "eigvalsh", "eigenvectors"), None, None)
+
+
+class Eigvalsh(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, uplo):
+        w = TL.eigvalsh(a, UPLO=uplo)
+        ctx.uplo = uplo
+        ctx.save_for_backward(a, w)
+        return w
+
+    @staticmethod
+    def backward(ctx, g):
+        a, w = ctx.saved_tensors
+        close = spectral.close_pairs(_np(w)) if torch.is_grad_enabled() else None
+        if close is None or not close.any():
+            # first order anywhere, or recorded through eigh at distinct values (every order)
+            v = TL.eigh(a, UPLO=ctx.uplo)[1]
+            return (v * g.unsqueeze(-2)) @ v.mT, None
+        v = TL.eigh(a.detach(), UPLO=ctx.uplo)[1]
+        return _second_order(
+            lambda d: _SymVjp.apply(a, g, v, _like(d, a)), (v * g.unsqueeze(-2)) @ v.mT,
+            lambda: (spectral.eigvalsh_divided(_np(g), _np(w), close, _jacobian(g, w, close)),),
+            (a, g)), None
+
+
+class _SvdVjp(torch.autograd.Function):
+    """G = U diag(g) Vh, with U, Vh and the coefficients P, Q, g/s held for the hessian."""
+
+    @staticmethod
+    def forward(ctx, a, g, u, vh, p, q, over):
+        ctx.save_for_backward(u, vh, p, q, over)
+        return (u * g.unsqueeze(-2)) @ vh
+
+    @staticmethod
+    def backward(ctx, h):
+        # U^T dG V = P o sym(C) + Q o skew(C), C = U^T dA V, plus the complement's term for a
+        # non-square a (nn/spectral.py's _svd_vjp_a, term by term)
+        u, vh, p, q, over = ctx.saved_tensors
+        k = u.mT @ h @ vh.mT
+        kt = k.mT
+        grad_a = u @ (0.5 * (p * (k + kt)) + 0.5 * (q * (k - kt))) @ vh
+        m, n = u.shape[-2], vh.shape[-1]
+        if m > n:
+            grad_a = grad_a + ((h - u @ (u.mT @ h)) @ vh.mT * over.unsqueeze(-2)) @ vh
+        elif m < n:
+            grad_a = grad_a + (u * over.unsqueeze(-2)) @ u.mT @ (h - (h @ vh.mT) @ vh)
+        grad_g = torch.diagonal(k, dim1=-2, dim2=-1)
+        return (*_guard((grad_a, grad_g), "svdvals", "singular vectors"), None, None, None, None, None)
+
+
+class Svdvals(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a):
+        s = TL.svdvals(a)
+        ctx.save_for_backward(a, s)
+        return s
+
+    @staticmethod
+    def backward(ctx, g):
+        a, s = ctx.saved_tensors
+        m, n = a.shape[-2:]
+        need = spectral.svd_needs(_np(s), m, n) if torch.is_grad_enabled() else None
+        if need is None or not need.any():
+            u, _, vh = TL.svd(a, full_matrices=False)
+            return (u * g.unsqueeze(-2)) @ vh
+        u, _, vh = TL.svd(a.detach(), full_matrices=False)
+        return _second_order(
+            lambda p, q, over: _SvdVjp.apply(a, g, u, vh, _like(p, a), _like(q, a), _like(over, a)),
+            (u * g.unsqueeze(-2)) @ vh,
+            lambda: spectral.svd_coefficients(_np(g), _np(s), m, n, _jacobian(g, s, need)), (a, g))
+
+
+def eigvalsh(a, UPLO="L"):  # noqa: N803  (NumPy's argument name)
+    return Eigvalsh.apply(a, UPLO)
+
+
+def svdvals(a):
+    return Svdvals.apply(a)
