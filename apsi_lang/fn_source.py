@@ -217,6 +217,7 @@ def compile_function(entry, filename, values, program_dir):
     except ApsiSyntaxError as e:
         raise ApsiError(f"{filename}: a stored function does not compile: {e.message} "
                         f"(in: {_short(text)})") from None
+    COMPILED.setdefault(filename, []).append((code, lines))    # a function it returns can be saved
     ns.update(sandbox.sets_for(attr_sets))
     ns["__builtins__"] = program._RUNTIME_BUILTINS      # never Python's, whatever the program may do
     prog = program.Program(code, ns)

@@ -109,3 +109,12 @@ def test_a_function_compiled_outside_a_program_is_refused_by_name():
     with pytest.raises(ApsiError, match=r"save_model: t: cannot find the source of the function "
                                         r"defined at <not-a-program>:1"):
         fn_source.function_source(ns["f"], "save_model: t")
+
+
+def test_a_function_a_stored_function_returns_has_its_source(tmp_path):
+    from apsi_lang import fn_source
+
+    entry = {"kind": "lambda", "name": None, "text": "fn(k) => fn(x) => x * k"}
+    outer = fn_source.compile_function(entry, "m.apsim (functions[0])", {}, str(tmp_path))
+    assert fn_source.function_source(outer, "t")["text"] == "fn(k) => fn(x) => x * k"
+    assert fn_source.function_source(outer(3), "t")["text"] == "fn(x) => x * k"
