@@ -19,7 +19,7 @@ from .einsum_op import einsum
 from .lapack import _linalg_call  # noqa: F401  (linalg_more and spectral's name too)
 from .linalg_vjps import pack, unpack
 from .ops import abs as _abs
-from .ops import apply, matmul, power
+from .ops import apply, matmul
 from .tensor import Tensor, as_tensor, describe
 
 # --- plumbing --------------------------------------------------------------------------------------
@@ -528,7 +528,12 @@ def _vector_norm(x, ord, axis, keepdims):  # noqa: A002
         return Tensor(np.sum(x.data != 0, axis=axis, keepdims=keepdims).astype(np.float64))
     if ord == 1:
         return reduce.sum(a, axis=axis, keepdims=keepdims)
-    return power(reduce.sum(power(a, float(ord)), axis=axis, keepdims=keepdims), 1.0 / ord)
+    return apply("pnorm", _pnorm, (x,), {"p": float(ord), "axis": (axis,), "keepdims": bool(keepdims)})
+
+
+def _pnorm(d, p, axis, keepdims):
+    with np.errstate(divide="ignore"):          # 0 ** p for p < 0: inf, so the norm is 0 (NumPy's)
+        return np.sum(np.abs(d) ** p, axis=axis, keepdims=keepdims) ** (1.0 / p)
 
 
 def _matrix_norm(x, ord, axes, keepdims):  # noqa: A002
