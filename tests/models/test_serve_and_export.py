@@ -64,8 +64,7 @@ def _answers_of_each_worker(url, httpx, x):
             if pid in answers:
                 time.sleep(0.05)
                 continue
-            answers[pid] = c.post("/predict", json={"inputs": x}).json()
-            assert c.get("/info").json()["worker"] == pid          # the same connection, worker
+            answers[pid] = c.post("/predict", json={"inputs": x}).json()    # the same connection
     finally:
         for c in clients:
             c.close()
