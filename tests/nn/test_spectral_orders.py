@@ -121,3 +121,41 @@ def test_torch_refusals_name_the_function(tnn):
     # a first derivative with create_graph at a repeat is not refused: only its derivative would be
     (g,) = torch.autograd.grad(nn.eigvalsh(eye2.requires_grad_())[1], eye2, create_graph=True)
     assert torch.isfinite(g).all()
+
+
+def _frobenius_hessian():
+    """d2 |sym(m)|_F^2 / dm2 for 3x3 m, flattened: 2 P^T P with P the map m -> sym(m)."""
+    p = np.zeros((9, 9))
+    for k in range(9):
+        e = np.zeros(9)
+        e[k] = 1.0
+        e = e.reshape(3, 3)
+        p[:, k] = ((e + e.T) / 2).ravel()
+    return 2 * p.T @ p
+
+
+NEAR = """\
+use nn
+let q = array({q})
+for gap in [1e-6, 1e-8]:
+    let a = q @ diag(array([1.0, 1.0 + gap, 2.0])) @ transpose(q)
+    print(hessian(fn(m) => sum(eigvalsh((m + transpose(m)) / 2) ** 2))(a).tolist())
+"""
+
+
+def test_hessians_at_near_repeated_values_keep_full_precision(tmp_path):
+    """The divided differences are taken as numbers, not through the eigenvectors' derivative
+    (which loses digits as 1 / gap: torch's own eigvalsh is 3e-9 off at a gap of 1e-8)."""
+    q = np.linalg.qr(np.random.default_rng(0).standard_normal((3, 3)))[0]
+    want = _frobenius_hessian()
+    for h in printed(run_apsi(tmp_path, NEAR.format(q=json.dumps(q.tolist())))):
+        assert np.abs(np.reshape(h, (9, 9)) - want).max() < 1e-12
+    torch = pytest.importorskip("torch")
+    from apsi_layers import nn
+    from apsi_layers.backends.torch import nn_dispatch
+
+    nn_dispatch.install()
+    for gap in (1e-6, 1e-8):
+        a = torch.tensor(q @ np.diag([1.0, 1.0 + gap, 2.0]) @ q.T)
+        h = torch.autograd.functional.hessian(lambda m: (nn.eigvalsh((m + m.T) / 2) ** 2).sum(), a)
+        assert np.abs(h.reshape(9, 9).numpy() - want).max() < 1e-12

@@ -2,13 +2,15 @@
 
 torch's own eigvalsh/svdvals backward is V diag(g) V^T, right at first order, but its double
 backward goes through the eigenvectors' derivative, which divides by eigenvalue gaps: the hessian
-of sum(eigvalsh(a) ** 2) at 2 * eye(2) comes out NaN. These Functions keep that first order and, at a
-repeated value, record the gradient as one more Function whose own backward is the Daleckii-Krein
-formula that nn/spectral.py uses on the NumPy backend (the same coefficients, computed there). At
-distinct values the gradient is recorded through torch's eigh/svd, whose derivatives exist there at
-every order. A third derivative at a repeated value is refused by name, as on NumPy.
+of sum(eigvalsh(a) ** 2) at 2 * eye(2) comes out NaN. These Functions keep that first order and,
+under create_graph, record the gradient as one more Function whose backward is the Daleckii-Krein
+formula nn/spectral.py uses on the NumPy backend (the same coefficients, computed there: exact
+divided differences, and their limits at repeated values). That Function's own backward, asked for
+a third derivative, rebuilds V and D from recorded tensors at distinct values (exact at every
+order) and refuses at repeated ones by name, as on NumPy.
 """
 
+import numpy as np
 import torch
 
 from apsi_lang.errors import ApsiError
@@ -28,10 +30,8 @@ def _like(arr, ref):
 def _jacobian(g, w, need):
     """J[..., i, j] = d g[..., i] / d w[..., j] for the rows `need` asks for, from torch's graph (g is
     the incoming gradient; under create_graph it depends on w through the function after it)."""
-    import numpy as np
-
     jac = np.zeros(tuple(w.shape) + tuple(w.shape[-1:]))
-    if not g.requires_grad:
+    if not g.requires_grad or not need.any():
         return jac
     for row in sorted({idx[:-1] for idx in zip(*np.nonzero(need), strict=True)}):
         (gw,) = torch.autograd.grad(g[row], w, retain_graph=True, allow_unused=True)
@@ -56,8 +56,6 @@ class _Refused(torch.autograd.Function):
 
 
 def _guard(grads, fn, vectors):
-    if not torch.is_grad_enabled():
-        return grads
     message = spectral.THIRD_ORDER.format(fn=fn, vectors=vectors)
     return tuple(_Refused.apply(message, x) for x in grads)
 
@@ -72,21 +70,36 @@ def _second_order(vjp, value, coefficients, inputs):
                               "(it is not computed)", value, *inputs)
 
 
+def _divided(g, w, plus):
+    """(g_i -+ g_j) / (w_i -+ w_j) off the diagonal, 0 on it, recorded (no two w close)."""
+    off = ~torch.eye(w.shape[-1], dtype=torch.bool, device=w.device)
+    gi, gj, wi, wj = g.unsqueeze(-1), g.unsqueeze(-2), w.unsqueeze(-1), w.unsqueeze(-2)
+    num, den = (gi + gj, wi + wj) if plus else (gi - gj, wi - wj)
+    return torch.where(off, num / torch.where(off, den, torch.ones_like(den)), torch.zeros_like(num))
+
+
 class _SymVjp(torch.autograd.Function):
     """G = V diag(g) V^T, with V and Daleckii-Krein's D held for the hessian."""
 
     @staticmethod
-    def forward(ctx, a, g, v, d):
-        ctx.save_for_backward(v, d)
+    def forward(ctx, a, g, v, d, uplo):
+        ctx.uplo = uplo
+        ctx.save_for_backward(a, g, v, d)
         return (v * g.unsqueeze(-2)) @ v.mT
 
     @staticmethod
     def backward(ctx, h):
-        v, d = ctx.saved_tensors
+        a, g, v, d = ctx.saved_tensors
+        repeated = False
+        if torch.is_grad_enabled():
+            # toward a third derivative: V and D recorded from a and g (exact at distinct values)
+            w = Eigvalsh.apply(a, ctx.uplo)
+            repeated = bool(spectral.close_pairs(_np(w)).any())
+            if not repeated:
+                v, d = TL.eigh(a, UPLO=ctx.uplo)[1], _divided(g, w, False)
         k = v.mT @ h @ v
-        grad_a = v @ (0.5 * (k + k.mT) * d) @ v.mT
-        grad_g = torch.diagonal(k, dim1=-2, dim2=-1)
-        return (*_guard((grad_a, grad_g), "eigvalsh", "eigenvectors"), None, None)
+        grads = (v @ (0.5 * (k + k.mT) * d) @ v.mT, torch.diagonal(k, dim1=-2, dim2=-1))
+        return (*(_guard(grads, "eigvalsh", "eigenvectors") if repeated else grads), None, None, None)
 
 
 class Eigvalsh(torch.autograd.Function):
@@ -100,14 +113,13 @@ class Eigvalsh(torch.autograd.Function):
     @staticmethod
     def backward(ctx, g):
         a, w = ctx.saved_tensors
-        close = spectral.close_pairs(_np(w)) if torch.is_grad_enabled() else None
-        if close is None or not close.any():
-            # first order anywhere, or recorded through eigh at distinct values (every order)
-            v = TL.eigh(a, UPLO=ctx.uplo)[1]
-            return (v * g.unsqueeze(-2)) @ v.mT, None
         v = TL.eigh(a.detach(), UPLO=ctx.uplo)[1]
+        value = (v * g.unsqueeze(-2)) @ v.mT
+        if not torch.is_grad_enabled():
+            return value, None                 # first order (defined at repeated values too)
+        close = spectral.close_pairs(_np(w))
         return _second_order(
-            lambda d: _SymVjp.apply(a, g, v, _like(d, a)), (v * g.unsqueeze(-2)) @ v.mT,
+            lambda d: _SymVjp.apply(a, g, v, _like(d, a), ctx.uplo), value,
             lambda: (spectral.eigvalsh_divided(_np(g), _np(w), close, _jacobian(g, w, close)),),
             (a, g)), None
 
@@ -117,24 +129,32 @@ class _SvdVjp(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, a, g, u, vh, p, q, over):
-        ctx.save_for_backward(u, vh, p, q, over)
+        ctx.save_for_backward(a, g, u, vh, p, q, over)
         return (u * g.unsqueeze(-2)) @ vh
 
     @staticmethod
     def backward(ctx, h):
         # U^T dG V = P o sym(C) + Q o skew(C), C = U^T dA V, plus the complement's term for a
         # non-square a (nn/spectral.py's _svd_vjp_a, term by term)
-        u, vh, p, q, over = ctx.saved_tensors
+        a, g, u, vh, p, q, over = ctx.saved_tensors
+        m, n = a.shape[-2:]
+        repeated = False
+        if torch.is_grad_enabled():
+            s = Svdvals.apply(a)                  # toward a third derivative, as _SymVjp
+            repeated = bool(spectral.svd_needs(_np(s), m, n).any())
+            if not repeated:
+                u, _, vh = TL.svd(a, full_matrices=False)
+                p, q, over = _divided(g, s, False), _divided(g, s, True), (g / s if m != n else None)
         k = u.mT @ h @ vh.mT
         kt = k.mT
         grad_a = u @ (0.5 * (p * (k + kt)) + 0.5 * (q * (k - kt))) @ vh
-        m, n = u.shape[-2], vh.shape[-1]
         if m > n:
             grad_a = grad_a + ((h - u @ (u.mT @ h)) @ vh.mT * over.unsqueeze(-2)) @ vh
         elif m < n:
             grad_a = grad_a + (u * over.unsqueeze(-2)) @ u.mT @ (h - (h @ vh.mT) @ vh)
-        grad_g = torch.diagonal(k, dim1=-2, dim2=-1)
-        return (*_guard((grad_a, grad_g), "svdvals", "singular vectors"), None, None, None, None, None)
+        grads = (grad_a, torch.diagonal(k, dim1=-2, dim2=-1))
+        return (*(_guard(grads, "svdvals", "singular vectors") if repeated else grads),
+                None, None, None, None, None)
 
 
 class Svdvals(torch.autograd.Function):
@@ -147,16 +167,15 @@ class Svdvals(torch.autograd.Function):
     @staticmethod
     def backward(ctx, g):
         a, s = ctx.saved_tensors
-        m, n = a.shape[-2:]
-        need = spectral.svd_needs(_np(s), m, n) if torch.is_grad_enabled() else None
-        if need is None or not need.any():
-            u, _, vh = TL.svd(a, full_matrices=False)
-            return (u * g.unsqueeze(-2)) @ vh
         u, _, vh = TL.svd(a.detach(), full_matrices=False)
+        value = (u * g.unsqueeze(-2)) @ vh
+        if not torch.is_grad_enabled():
+            return value
+        m, n = a.shape[-2:]
+        need = spectral.svd_needs(_np(s), m, n)
         return _second_order(
             lambda p, q, over: _SvdVjp.apply(a, g, u, vh, _like(p, a), _like(q, a), _like(over, a)),
-            (u * g.unsqueeze(-2)) @ vh,
-            lambda: spectral.svd_coefficients(_np(g), _np(s), m, n, _jacobian(g, s, need)), (a, g))
+            value, lambda: spectral.svd_coefficients(_np(g), _np(s), m, n, _jacobian(g, s, need)), (a, g))
 
 
 def eigvalsh(a, UPLO="L"):  # noqa: N803  (NumPy's argument name)
