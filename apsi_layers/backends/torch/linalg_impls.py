@@ -122,14 +122,13 @@ def _qr(a, mode="reduced"):
 @_errors
 def _eigh(a, UPLO="L"):  # noqa: N803
     # the values from their own Function, so a function of them alone has its hessian at repeats
-    return spectral_fns.eigvalsh(a, UPLO), TL.eigh(a, UPLO=UPLO)[1]
+    return spectral_fns.eigh(a, UPLO)
 
 
 def _svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     if not compute_uv:
         return spectral_fns.svdvals(a)
-    u, _, vh = TL.svd(a, full_matrices=bool(full_matrices))
-    return u, spectral_fns.svdvals(a), vh
+    return spectral_fns.svd(a, full_matrices)
 
 
 def _trace(a, offset=0, axis1=0, axis2=1):

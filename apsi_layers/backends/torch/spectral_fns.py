@@ -93,7 +93,7 @@ class _SymVjp(torch.autograd.Function):
         repeated = False
         if torch.is_grad_enabled():
             # toward a third derivative: V and D recorded from a and g (exact at distinct values)
-            w = Eigvalsh.apply(a, ctx.uplo)
+            w = Eigvalsh.apply(a, ctx.uplo, None)
             repeated = bool(spectral.close_pairs(_np(w)).any())
             if not repeated:
                 v, d = TL.eigh(a, UPLO=ctx.uplo)[1], _divided(g, w, False)
@@ -103,25 +103,32 @@ class _SymVjp(torch.autograd.Function):
 
 
 class Eigvalsh(torch.autograd.Function):
+    """The eigenvalues; `known` is (w, V) when the caller has them already (eigh)."""
+
     @staticmethod
-    def forward(ctx, a, uplo):
-        w = TL.eigvalsh(a, UPLO=uplo)
+    def forward(ctx, a, uplo, known):
+        if known is not None:
+            w, v = known
+        elif ctx.needs_input_grad[0]:
+            w, v = TL.eigh(a, UPLO=uplo)        # V for the backward: one decomposition
+        else:
+            w, v = TL.eigvalsh(a, UPLO=uplo), None
         ctx.uplo = uplo
-        ctx.save_for_backward(a, w)
+        w = w.clone()             # the output itself is saved: dg/dw is read through it (_jacobian)
+        ctx.save_for_backward(a, w, v)
         return w
 
     @staticmethod
     def backward(ctx, g):
-        a, w = ctx.saved_tensors
-        v = TL.eigh(a.detach(), UPLO=ctx.uplo)[1]
+        a, w, v = ctx.saved_tensors
         value = (v * g.unsqueeze(-2)) @ v.mT
         if not torch.is_grad_enabled():
-            return value, None                 # first order (defined at repeated values too)
+            return value, None, None           # first order (defined at repeated values too)
         close = spectral.close_pairs(_np(w))
         return _second_order(
             lambda d: _SymVjp.apply(a, g, v, _like(d, a), ctx.uplo), value,
             lambda: (spectral.eigvalsh_divided(_np(g), _np(w), close, _jacobian(g, w, close)),),
-            (a, g)), None
+            (a, g)), None, None
 
 
 class _SvdVjp(torch.autograd.Function):
@@ -140,7 +147,7 @@ class _SvdVjp(torch.autograd.Function):
         m, n = a.shape[-2:]
         repeated = False
         if torch.is_grad_enabled():
-            s = Svdvals.apply(a)                  # toward a third derivative, as _SymVjp
+            s = Svdvals.apply(a, None)                    # toward a third derivative, as _SymVjp
             repeated = bool(spectral.svd_needs(_np(s), m, n).any())
             if not repeated:
                 u, _, vh = TL.svd(a, full_matrices=False)
@@ -158,29 +165,51 @@ class _SvdVjp(torch.autograd.Function):
 
 
 class Svdvals(torch.autograd.Function):
+    """The singular values; `known` is the reduced (U, S, Vh) when the caller has them (svd)."""
+
     @staticmethod
-    def forward(ctx, a):
-        s = TL.svdvals(a)
-        ctx.save_for_backward(a, s)
+    def forward(ctx, a, known):
+        if known is not None:
+            u, s, vh = known
+        elif ctx.needs_input_grad[0]:
+            u, s, vh = TL.svd(a, full_matrices=False)
+        else:
+            u, s, vh = None, TL.svdvals(a), None
+        s = s.clone()
+        ctx.save_for_backward(a, s, u, vh)
         return s
 
     @staticmethod
     def backward(ctx, g):
-        a, s = ctx.saved_tensors
-        u, _, vh = TL.svd(a.detach(), full_matrices=False)
+        a, s, u, vh = ctx.saved_tensors
         value = (u * g.unsqueeze(-2)) @ vh
         if not torch.is_grad_enabled():
-            return value
+            return value, None
         m, n = a.shape[-2:]
         need = spectral.svd_needs(_np(s), m, n)
         return _second_order(
             lambda p, q, over: _SvdVjp.apply(a, g, u, vh, _like(p, a), _like(q, a), _like(over, a)),
-            value, lambda: spectral.svd_coefficients(_np(g), _np(s), m, n, _jacobian(g, s, need)), (a, g))
+            value, lambda: spectral.svd_coefficients(_np(g), _np(s), m, n, _jacobian(g, s, need)),
+            (a, g)), None
 
 
 def eigvalsh(a, UPLO="L"):  # noqa: N803  (NumPy's argument name)
-    return Eigvalsh.apply(a, UPLO)
+    return Eigvalsh.apply(a, UPLO, None)
 
 
 def svdvals(a):
-    return Svdvals.apply(a)
+    return Svdvals.apply(a, None)
+
+
+def eigh(a, UPLO="L"):  # noqa: N803
+    """(w, V): V torch's (its derivative at distinct values), w the Function above's."""
+    w, v = TL.eigh(a, UPLO=UPLO)
+    return Eigvalsh.apply(a, UPLO, (w.detach(), v.detach())), v
+
+
+def svd(a, full_matrices=True):
+    """(U, S, Vh): U, Vh torch's, S the Function above's (from the same decomposition)."""
+    u, s, vh = TL.svd(a, full_matrices=bool(full_matrices))
+    k = s.shape[-1]
+    reduced = (u[..., :k].detach(), s.detach(), vh[..., :k, :].detach())
+    return u, Svdvals.apply(a, reduced), vh
