@@ -19,7 +19,7 @@ from .einsum_op import einsum
 from .lapack import _linalg_call  # noqa: F401  (linalg_more and spectral's name too)
 from .linalg_vjps import pack, unpack
 from .ops import abs as _abs
-from .ops import apply, matmul, power
+from .ops import apply, matmul
 from .tensor import Tensor, as_tensor, describe
 
 # --- plumbing --------------------------------------------------------------------------------------
@@ -374,16 +374,20 @@ def eigh(a, UPLO="L"):  # noqa: N803  (NumPy's argument name)
     if UPLO not in ("L", "U"):
         raise ApsiError(f"eigh: UPLO must be \"L\" or \"U\", not {UPLO!r}")
     sym = _symmetric_from(a, UPLO)
-    n = a.shape[-1]
-
-    def fwd(d):
-        w, v = _linalg_call("eigh", np.linalg.eigh, d)
-        return pack([(w, 1), (v, 2)])
-
-    packed = apply("eigh", fwd, (sym,), {})
-    v = unpack(_GRAPH_SLICES, packed, [(n,), (n, n)])[1]
     # the values from their own op, so a function of them alone differentiates at repeats too
-    return spectral.eigvalsh_op(sym), v
+    return spectral.eigvalsh_op(sym), eigh_vectors(sym)
+
+
+def _eigh_fwd(d):
+    w, v = _linalg_call("eigh", np.linalg.eigh, d)
+    return pack([(w, 1), (v, 2)])
+
+
+def eigh_vectors(sym):
+    """The eigenvectors of the symmetric tensor `sym` (already mirrored), from the eigh op: their
+    derivative exists at distinct eigenvalues (spectral.py records eigvalsh's gradient with them)."""
+    n = sym.shape[-1]
+    return unpack(_GRAPH_SLICES, apply("eigh", _eigh_fwd, (sym,), {}), [(n,), (n, n)])[1]
 
 
 def _symmetric_from(a, uplo):
@@ -414,18 +418,25 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     if not compute_uv:
         return spectral.svdvals_op(a)
     m, n = a.shape[-2:]
-    k = min(m, n)
-
-    def fwd(d):
-        u, s, vh = _linalg_call("svd", lambda x: np.linalg.svd(x, full_matrices=False), d)
-        return pack([(u, 2), (s, 1), (vh, 2)])
-
-    packed = apply("svd", fwd, (a,), {})
-    u, _, vh = unpack(_GRAPH_SLICES, packed, [(m, k), (k,), (k, n)])
+    u, vh = svd_vectors(a)
     s = spectral.svdvals_op(a)      # (as eigh's values: their own op)
     if full_matrices and m != n:
         return _full_factors(a, u, s, vh)
     return u, s, vh
+
+
+def _svd_fwd(d):
+    u, s, vh = _linalg_call("svd", lambda x: np.linalg.svd(x, full_matrices=False), d)
+    return pack([(u, 2), (s, 1), (vh, 2)])
+
+
+def svd_vectors(a):
+    """(U, Vh) of the reduced SVD of the tensor `a`, from the svd op (differentiable at distinct,
+    nonzero singular values)."""
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    u, _, vh = unpack(_GRAPH_SLICES, apply("svd", _svd_fwd, (a,), {}), [(m, k), (k,), (k, n)])
+    return u, vh
 
 
 def _full_factors(a, u, s, vh):
@@ -517,7 +528,12 @@ def _vector_norm(x, ord, axis, keepdims):  # noqa: A002
         return Tensor(np.sum(x.data != 0, axis=axis, keepdims=keepdims).astype(np.float64))
     if ord == 1:
         return reduce.sum(a, axis=axis, keepdims=keepdims)
-    return power(reduce.sum(power(a, float(ord)), axis=axis, keepdims=keepdims), 1.0 / ord)
+    return apply("pnorm", _pnorm, (x,), {"p": float(ord), "axis": (axis,), "keepdims": bool(keepdims)})
+
+
+def _pnorm(d, p, axis, keepdims):
+    with np.errstate(divide="ignore"):          # 0 ** p for p < 0: inf, so the norm is 0 (NumPy's)
+        return np.sum(np.abs(d) ** p, axis=axis, keepdims=keepdims) ** (1.0 / p)
 
 
 def _matrix_norm(x, ord, axes, keepdims):  # noqa: A002
