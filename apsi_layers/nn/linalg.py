@@ -16,6 +16,7 @@ from apsi_lang.errors import ApsiError
 from . import foreign, reduce, shape, spectral
 from .construct import promote
 from .einsum_op import einsum
+from .factor_vectors import GRAPH_SLICES, eigh_vectors, svd_vectors
 from .lapack import _linalg_call  # noqa: F401  (linalg_more and spectral's name too)
 from .linalg_vjps import pack, unpack
 from .ops import abs as _abs
@@ -363,7 +364,7 @@ def qr(a, mode="reduced"):
         return pack([(q, 2), (r, 2)])
 
     packed = apply("qr", fwd, (a,), {"mode": rmode})
-    q, r = unpack(_GRAPH_SLICES, packed, [(m, k), (k, n)])
+    q, r = unpack(GRAPH_SLICES, packed, [(m, k), (k, n)])
     return r if mode == "r" else (q, r)
 
 
@@ -376,18 +377,6 @@ def eigh(a, UPLO="L"):  # noqa: N803  (NumPy's argument name)
     sym = _symmetric_from(a, UPLO)
     # the values from their own op, so a function of them alone differentiates at repeats too
     return spectral.eigvalsh_op(sym), eigh_vectors(sym)
-
-
-def _eigh_fwd(d):
-    w, v = _linalg_call("eigh", np.linalg.eigh, d)
-    return pack([(w, 1), (v, 2)])
-
-
-def eigh_vectors(sym):
-    """The eigenvectors of the symmetric tensor `sym` (already mirrored), from the eigh op: their
-    derivative exists at distinct eigenvalues (spectral.py records eigvalsh's gradient with them)."""
-    n = sym.shape[-1]
-    return unpack(_GRAPH_SLICES, apply("eigh", _eigh_fwd, (sym,), {}), [(n,), (n, n)])[1]
 
 
 def _symmetric_from(a, uplo):
@@ -425,20 +414,6 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     return u, s, vh
 
 
-def _svd_fwd(d):
-    u, s, vh = _linalg_call("svd", lambda x: np.linalg.svd(x, full_matrices=False), d)
-    return pack([(u, 2), (s, 1), (vh, 2)])
-
-
-def svd_vectors(a):
-    """(U, Vh) of the reduced SVD of the tensor `a`, from the svd op (differentiable at distinct,
-    nonzero singular values)."""
-    m, n = a.shape[-2:]
-    k = min(m, n)
-    u, _, vh = unpack(_GRAPH_SLICES, apply("svd", _svd_fwd, (a,), {}), [(m, k), (k,), (k, n)])
-    return u, vh
-
-
 def _full_factors(a, u, s, vh):
     """NumPy's full_matrices=true: the extra columns of U (or rows of Vh) are not unique (any
     orthonormal basis of the complement), so they come from an op whose gradient is refused, as
@@ -454,15 +429,6 @@ def _complement(d):
     full_u, _, full_vh = np.linalg.svd(d, full_matrices=True)
     m, n = d.shape[-2:]
     return full_u[..., n:] if m > n else full_vh[..., m:, :]
-
-
-class _Slices:
-    """unpack's namespace when slicing a public result: the differentiable getitem and reshape."""
-    getitem = staticmethod(shape.getitem)
-    reshape = staticmethod(shape.reshape)
-
-
-_GRAPH_SLICES = _Slices()
 
 
 # --- built from the others -------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ import numpy as np
 
 from apsi_lang.errors import ApsiError
 
+from .factor_vectors import eigh_vectors, svd_vectors
 from .linalg_vjps import GAP_RTOL, values
 from .ops import apply
 
@@ -134,7 +135,6 @@ def _recorded_eig(xp, a, g):
     """V, V^T and D as tensors recorded from a and g, for a third derivative: at distinct values
     each has its derivative (the eigenvectors', the divided differences'); at repeated ones the
     limit D holds is not differentiated, so that is refused by name."""
-    from .linalg import eigh_vectors
 
     w = eigvalsh_op(a)
     if np.any(close_pairs(values(w))):
@@ -241,7 +241,6 @@ def _svd_vjp_g(xp, h, ans, a, g, u=None, vh=None, p=None, q=None, over=None):
 def _recorded_svd(xp, a, g):
     """U, U^T, Vh, V, P, Q and g/s recorded from a and g (as _recorded_eig), at distinct nonzero
     singular values; elsewhere a third derivative is refused by name."""
-    from .linalg import svd_vectors
 
     s = svdvals_op(a)
     m, n = values(a).shape[-2:]
