@@ -21,6 +21,7 @@ from apsi_lang.errors import ApsiError, PermissionDenied
 from apsi_lang.values import show
 
 from . import http, jsonio, own_routes
+from .builtin_code import only_builtin_code
 from .deadlines import Deadlines
 from .http import Problem
 from .predict_route import predict_route
@@ -47,6 +48,9 @@ class ModelService:
         self.several_in, self.several_out = arity(model)
         # the permission is checked now; the backend may keep the parameters on its device (keep)
         self.torch = choose("serve_model", backend) == "torch"
+        # a cheap batch may run on the event loop (batching.py): only NumPy's predict on Apsi's own layers
+        # (torch runs its own threads; a program's function in the model may take any time)
+        self.on_loop = not self.torch and only_builtin_code(model)
         self.keep = {}
         self.checked = set()            # per-sample input shapes check_params accepted
         self.output_shape = None
