@@ -8,7 +8,6 @@ layer, or one of the built-in activations; anything else (a function, an object)
 """
 
 from apsi_lang.values import Record
-
 from apsi_layers.layers.base import Layer
 
 PLAIN = (str, int, float, bool, type(None))
