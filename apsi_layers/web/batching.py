@@ -42,14 +42,15 @@ class Batcher:
         self.waiting = collections.deque()      # (item, future)
         self.arrived = None
         self.coming = 0                 # requests being read and checked, not yet submitted
-        self.task = self.executor = None
+        self.task = self.executor = self.loop = None
 
     def start(self):
         from apsi_lang.bigstack import big_stack_executor
 
         self.arrived = asyncio.Event()
         self.executor = big_stack_executor("apsi-predict")
-        self.task = asyncio.get_running_loop().create_task(self._serve())
+        self.loop = asyncio.get_running_loop()
+        self.task = self.loop.create_task(self._serve())
 
     async def stop(self):
         self.task.cancel()
@@ -60,7 +61,7 @@ class Batcher:
         self.executor.shutdown(wait=True)
 
     async def submit(self, item):
-        future = asyncio.get_running_loop().create_future()
+        future = self.loop.create_future()          # (the loop kept: asking for it is a getpid() call)
         self.waiting.append((item, future))
         self.arrived.set()
         return await future
