@@ -72,7 +72,7 @@ def _grad_rows(needs, scale, g, q, k, v, p, gq, gk, gv):
         np.matmul(np.swapaxes(p, -1, -2), g, out=gv)
     if needs[0] or needs[1]:
         ds = np.matmul(g, np.swapaxes(v, -1, -2))              # dp, then the softmax's VJP in place
-        ds -= np.einsum("...i,...i->...", ds, p)[..., None]     # each row's dot: no [.., T, T] temporary
+        ds -= np.sum(ds * p, axis=-1, keepdims=True)
         ds *= p
         ds *= scale
         if needs[0]:

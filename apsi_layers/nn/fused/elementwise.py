@@ -171,5 +171,7 @@ def dropout(x, rate, rng):
     x = tensor(x, "dropout")
     if rate == 0.0:
         return x
-    factor = (rng.random(x.shape) >= rate) * (1.0 / (1.0 - rate))
+    factor = rng.random(x.shape)                       # kept: 1 / (1 - rate), dropped: 0, in place
+    np.greater_equal(factor, rate, out=factor)
+    factor *= 1.0 / (1.0 - rate)
     return _dropout(x, factor=factor)
