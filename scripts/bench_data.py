@@ -106,23 +106,37 @@ use nn
 let x = load_npy("whole.npy")
 let y = load_npy("y.npy", mmap=false)
 let B = int(args[1])
-fn calls(ms):
+fn work(n):                # Apsi code computing (a wall-clock wait would pass while other threads run)
+    let s = 0
+    for k in range(n):
+        s = s + k
+    return s
+fn per_call(ms):           # the count that takes `ms` alone (the fastest of a few tries: load slows it)
+    let best = 1000000.0
+    for t in range(5):
+        let t0 = clock()
+        work(100000)
+        best = min(best, clock() - t0)
+    return int(ms / 1000.0 / best * 100000)
+let N = per_call(1)
+fn calls(n, workers):
     fn batch(i):
-        let t = clock()
-        while clock() - t < ms / 1000.0:
-            pass
+        work(n)
         return [x[i * B:(i + 1) * B], y[i * B:(i + 1) * B]]
-    return dataset(len(x) // B, batch)
-let net = mlp(x.shape[1], 1, hidden=[64])
+    if workers < 0:
+        return dataset(len(x) // B, batch)
+    return dataset(len(x) // B, batch, workers=workers)
+let net = mlp(x.shape[1], 1, hidden=[int(h) for h in args[3].split(",")])
 let p = net.init(seed=0)
-fn timed(ms):
-    let r0 = fit(net, p, calls(ms), loss="mse", epochs=1)
+fn timed(n, workers):
+    let r0 = fit(net, p, calls(n, workers), loss="mse", epochs=1)
     let t = clock()
-    let r = fit(net, p, calls(ms), loss="mse", epochs=int(args[0]))
+    let r = fit(net, p, calls(n, workers), loss="mse", epochs=int(args[0]))
     return (clock() - t) / int(args[0])
-let fast = timed(0)
-let slow = timed(1)
-print(fast, slow, len(x) // B)
+print(len(x) // B, dataset(1, fn(i) => 0).workers)
+for rep in range(int(args[2])):        # pairs alternating: the machine's load hits both sides
+    for w in [0, -1]:
+        print(w, timed(0, w), timed(N, w))
 """
 
 
@@ -155,39 +169,64 @@ def main():
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--batch", type=int, default=1024)
     ap.add_argument("--skip-torch", action="store_true")
+    ap.add_argument("--pairs", type=int, default=3, help="dataset: (0 ms, 1 ms) pairs per setting")
+    ap.add_argument("--only-dataset", action="store_true")
+    ap.add_argument("--ds-hidden", default="256,256", help="dataset: the model's hidden sizes")
     a = ap.parse_args()
+    sys.path.insert(0, str(Path(__file__).resolve().parent))     # scripts/machine.py
+    from machine import describe, load_line
+
+    print(describe(torch=not a.skip_torch))
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         data = make_files(folder, a.rows, a.features)
-        model = (a.features * 64 + 64 + 64 + 1) * 8
         args = (a.rows, a.epochs, a.batch, a.features)
         print(f"data {data / 2**20:.1f} MB ({a.rows} x {a.features} float32, 4 shards), batch {a.batch}, "
               f"{a.epochs} timed epochs, one thread per process")
         print("| measure | value | target |")
         print("|---|---|---|")
-        mem, mapped = child(folder, "memory", args), child(folder, "mapped", args)
-        print(f"| NumPy s/epoch: in memory / mapped shards | {mem:.3f} / {mapped:.3f} = "
-              f"{mapped / mem:.2f}x | <= 1.15x |")
-        rise, anon = child(folder, "rss", args)
-        whole = data + model
-        print(f"| NumPy mapped fit: peak RSS rise (all / anonymous) / (data + model) | {rise / 2**20:.1f} / "
-              f"{anon / 2**20:.1f} MB of {whole / 2**20:.1f} MB = {100 * rise / whole:.1f}% / "
-              f"{100 * anon / whole:.1f}% | <= 25% |")
-        if not a.skip_torch:
-            ours = child(folder, "torch_mapped", args)
-            for w in (0, 2):
-                theirs = child(folder, "loader", args, (w,))
-                print(f"| torch s/epoch: fit over shards / DataLoader num_workers={w} | {ours:.3f} / "
-                      f"{theirs:.3f} = {ours / theirs:.2f}x | <= 1.0x |")
-        (folder / "ds.apsi").write_text(DATASET)
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-        out = subprocess.run([sys.executable, "-m", "apsi", "ds.apsi", str(a.epochs), str(a.batch)],
-                             cwd=folder, capture_output=True, text=True, env=env, timeout=900)
-        if out.returncode:
-            sys.exit(out.stderr)
-        fast, slow, calls = map(float, out.stdout.split())
-        print(f"| dataset: s/epoch with a 0 ms / 1 ms Apsi fn ({int(calls)} calls) | {fast:.3f} / "
-              f"{slow:.3f}: {1000 * (slow - fast) / calls:.3f} ms of the 1 ms per call shows | 0 ms |")
+        if not a.only_dataset:
+            arrays_rows(folder, a, data, args)
+        dataset_rows(folder, a)
+    print(load_line("load after"))
+
+
+def arrays_rows(folder, a, data, args):
+    model = (a.features * 64 + 64 + 64 + 1) * 8
+    mem, mapped = child(folder, "memory", args), child(folder, "mapped", args)
+    print(f"| NumPy s/epoch: in memory / mapped shards | {mem:.3f} / {mapped:.3f} = "
+          f"{mapped / mem:.2f}x | <= 1.15x |")
+    rise, anon = child(folder, "rss", args)
+    whole = data + model
+    print(f"| NumPy mapped fit: peak RSS rise (all / anonymous) / (data + model) | {rise / 2**20:.1f} / "
+          f"{anon / 2**20:.1f} MB of {whole / 2**20:.1f} MB = {100 * rise / whole:.1f}% / "
+          f"{100 * anon / whole:.1f}% | <= 25% |")
+    if not a.skip_torch:
+        ours = child(folder, "torch_mapped", args)
+        for w in (0, 2):
+            theirs = child(folder, "loader", args, (w,))
+            print(f"| torch s/epoch: fit over shards / DataLoader num_workers={w} | {ours:.3f} / "
+                  f"{theirs:.3f} = {ours / theirs:.2f}x | <= 1.0x |")
+
+
+def dataset_rows(folder, a):
+    (folder / "ds.apsi").write_text(DATASET)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    out = subprocess.run([sys.executable, "-m", "apsi", "ds.apsi", str(a.epochs), str(a.batch), str(a.pairs),
+                          a.ds_hidden],
+                         cwd=folder, capture_output=True, text=True, env=env, timeout=900)
+    if out.returncode:
+        sys.exit(out.stderr)
+    lines = [line.split() for line in out.stdout.splitlines()]
+    calls, default = int(lines[0][0]), int(lines[0][1])
+    for w in ("0", "-1"):
+        pairs = [(float(f), float(s)) for k, f, s in lines[1:] if k == w]
+        how = f"workers={default} (the default)" if w == "-1" else "workers=0 (a thread)"
+        ratios = ", ".join(f"{s / f:.2f}" for f, s in pairs)
+        f, s = pairs[-1]
+        print(f"| dataset, {how}: s/epoch with a 0 ms / 1 ms Apsi fn ({calls} calls, hidden "
+              f"[{a.ds_hidden}]) | {f:.3f} / {s:.3f} ({1000 * f / calls:.2f} ms a step): "
+              f"{1000 * (s - f) / calls:.3f} ms of the 1 ms per call shows; ratio 1 ms / 0 ms over {len(pairs)} pairs: {ratios} | 1.0x |")
 
 
 if __name__ == "__main__":
