@@ -226,7 +226,8 @@ def dataset_rows(folder, a):
         f, s = pairs[-1]
         print(f"| dataset, {how}: s/epoch with a 0 ms / 1 ms Apsi fn ({calls} calls, hidden "
               f"[{a.ds_hidden}]) | {f:.3f} / {s:.3f} ({1000 * f / calls:.2f} ms a step): "
-              f"{1000 * (s - f) / calls:.3f} ms of the 1 ms per call shows; ratio 1 ms / 0 ms over {len(pairs)} pairs: {ratios} | 1.0x |")
+              f"{1000 * (s - f) / calls:.3f} ms of the 1 ms per call shows; ratio 1 ms / 0 ms over "
+              f"{len(pairs)} pairs: {ratios} | 1.0x |")
 
 
 if __name__ == "__main__":
