@@ -223,7 +223,7 @@ def dataset_rows(folder, a):
         pairs = [(float(f), float(s)) for k, f, s in lines[1:] if k == w]
         how = f"workers={default} (the default)" if w == "-1" else "workers=0 (a thread)"
         ratios = ", ".join(f"{s / f:.2f}" for f, s in pairs)
-        f, s = pairs[-1]
+        f, s = sorted(pairs, key=lambda p: p[1] / p[0])[len(pairs) // 2]       # the median pair
         print(f"| dataset, {how}: s/epoch with a 0 ms / 1 ms Apsi fn ({calls} calls, hidden "
               f"[{a.ds_hidden}]) | {f:.3f} / {s:.3f} ({1000 * f / calls:.2f} ms a step): "
               f"{1000 * (s - f) / calls:.3f} ms of the 1 ms per call shows; ratio 1 ms / 0 ms over "
