@@ -53,23 +53,30 @@ CHILDREN = {
     "memory": "print(json.dumps(timed(np.concatenate([np.load(f) for f in files]))))",
     "mapped": "print(json.dumps(timed(load_npy(files))))",
     "rss": textwrap.dedent("""
-        import threading
+        import resource, threading
         x = load_npy(files)
         fit(net, p0, x[0:1000], y[0:1000], loss="mse", epochs=1, batch_size=BATCH)   # imports, threads
         def status(key):
             line = next(l for l in open("/proc/self/status") if l.startswith(key))
             return int(line.split()[1]) * 1024
+        cap = int(sys.argv[6])
+        if cap:     # anonymous memory may grow by `cap` bytes at most from here (RLIMIT_DATA)
+            resource.setrlimit(resource.RLIMIT_DATA, (status("VmData") + cap, resource.RLIM_INFINITY))
         open("/proc/self/clear_refs", "w").write("5")
-        base, anon0, peak_anon, done = status("VmHWM"), status("RssAnon"), [0], threading.Event()
-        def sample():             # the kernel keeps no peak of anonymous memory: sample it
+        base, anon0, file0 = status("VmHWM"), status("RssAnon"), status("RssFile")
+        peak, done = {"RssAnon": 0, "RssFile": 0}, threading.Event()
+        def sample():             # the kernel keeps no peak of either part: sample them
             while not done.wait(0.002):
-                peak_anon[0] = max(peak_anon[0], status("RssAnon"))
+                for k in peak:
+                    peak[k] = max(peak[k], status(k))
         t = threading.Thread(target=sample)
         t.start()
+        t0 = time.perf_counter()
         fit(net, p0, x, y, loss="mse", epochs=1, batch_size=BATCH)
+        took = time.perf_counter() - t0
         done.set()
         t.join()
-        print(json.dumps([status("VmHWM") - base, peak_anon[0] - anon0]))
+        print(json.dumps([status("VmHWM") - base, peak["RssAnon"] - anon0, peak["RssFile"] - file0, took]))
     """),
     "torch_mapped": "print(json.dumps(timed(load_npy(files), 'torch')))",
     "loader": textwrap.dedent("""
@@ -171,6 +178,8 @@ def main():
     ap.add_argument("--skip-torch", action="store_true")
     ap.add_argument("--pairs", type=int, default=3, help="dataset: (0 ms, 1 ms) pairs per setting")
     ap.add_argument("--only-dataset", action="store_true")
+    ap.add_argument("--big-mb", type=int, default=0, help="also fit over a file this large, capped at 1/4")
+    ap.add_argument("--big-dir", default=None, help="where the big file is written (default: temp)")
     ap.add_argument("--ds-hidden", default="256,256", help="dataset: the model's hidden sizes")
     a = ap.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parent))     # scripts/machine.py
@@ -187,7 +196,10 @@ def main():
         print("|---|---|---|")
         if not a.only_dataset:
             arrays_rows(folder, a, data, args)
-        dataset_rows(folder, a)
+        if a.pairs:
+            dataset_rows(folder, a)
+    if a.big_mb:
+        capped_row(a)
     print(load_line("load after"))
 
 
@@ -196,17 +208,48 @@ def arrays_rows(folder, a, data, args):
     mem, mapped = child(folder, "memory", args), child(folder, "mapped", args)
     print(f"| NumPy s/epoch: in memory / mapped shards | {mem:.3f} / {mapped:.3f} = "
           f"{mapped / mem:.2f}x | <= 1.15x |")
-    rise, anon = child(folder, "rss", args)
-    whole = data + model
-    print(f"| NumPy mapped fit: peak RSS rise (all / anonymous) / (data + model) | {rise / 2**20:.1f} / "
-          f"{anon / 2**20:.1f} MB of {whole / 2**20:.1f} MB = {100 * rise / whole:.1f}% / "
-          f"{100 * anon / whole:.1f}% | <= 25% |")
+    rise, anon, mapped_file, _ = child(folder, "rss", args, (0,))
+    rss_row(f"{data / 2**20:.1f} MB data, no cap", rise, anon, mapped_file, data + model)
     if not a.skip_torch:
         ours = child(folder, "torch_mapped", args)
         for w in (0, 2):
             theirs = child(folder, "loader", args, (w,))
             print(f"| torch s/epoch: fit over shards / DataLoader num_workers={w} | {ours:.3f} / "
                   f"{theirs:.3f} = {ours / theirs:.2f}x | <= 1.0x |")
+
+
+def rss_row(what, rise, anon, mapped_file, whole):
+    mb = [f"{v / 2**20:.1f}" for v in (rise, anon, mapped_file)]
+    share = [f"{100 * v / whole:.1f}%" for v in (rise, anon, mapped_file)]
+    print(f"| NumPy mapped fit ({what}): peak RSS rise all / anonymous / file pages, of data + model | "
+          f"{' / '.join(mb)} MB of {whole / 2**20:.1f} MB = {' / '.join(share)} | <= 25% |")
+
+
+def capped_row(a):
+    """The same fit over one file of --big-mb MB, its anonymous memory capped at a quarter of it; the
+    file is written in pieces (never whole in memory) and deleted after."""
+    import numpy as np
+
+    with tempfile.TemporaryDirectory(dir=a.big_dir) as tmp:
+        folder = Path(tmp)
+        rows = a.big_mb * 2**20 // (4 * a.features)
+        x = np.lib.format.open_memmap(folder / "x-0.npy", mode="w+", dtype=np.float32,
+                                      shape=(rows, a.features))
+        y = np.lib.format.open_memmap(folder / "y.npy", mode="w+", dtype=np.float32, shape=(rows, 1))
+        r = np.random.default_rng(0)
+        for start in range(0, rows, 1 << 20):
+            part = r.normal(size=(min(1 << 20, rows - start), a.features)).astype(np.float32)
+            x[start:start + len(part)] = part
+            y[start:start + len(part)] = part[:, :1] * 2 + part[:, 1:2]
+        x.flush()
+        y.flush()
+        data = x.nbytes
+        del x, y
+        cap = data // 4
+        model = (a.features * 64 + 64 + 64 + 1) * 8
+        rise, anon, mapped_file, took = child(folder, "rss", (rows, 1, a.batch, a.features), (cap,))
+        rss_row(f"{data / 2**20:.0f} MB file, anonymous memory capped at {cap / 2**20:.0f} MB, "
+                f"{took:.1f} s/epoch", rise, anon, mapped_file, data + model)
 
 
 def dataset_rows(folder, a):
