@@ -9,6 +9,7 @@ size is compared with the size it had when loaded: a file cut short or grown by 
 an error naming it, never a wrong batch.
 """
 
+import itertools
 import os
 
 import numpy as np
@@ -18,6 +19,7 @@ from apsi_lang.errors import ApsiError
 from apsi_lang.values import show
 
 KINDS = "biuf"      # bool, int, uint, float: what a tensor holds
+FEW_RUNS = 8        # up to this many runs of rows are read straight into place
 
 
 class Shard:
@@ -64,17 +66,28 @@ class Shard:
         self.check(what)
         if not len(local) or not self.row_bytes:
             return
+        try:
+            self._read_rows(out, local, what)
+        except OSError as e:
+            raise ApsiError(f"{what}: cannot read {self.shown!r} ({e.strerror or e}); check the disk, "
+                            "then load it again") from None
+
+    def _read_rows(self, out, local, what):
         size = self.row_bytes
-        into = memoryview(out.reshape(-1).view(np.uint8))
         cuts = np.flatnonzero(np.diff(local) != 1) + 1
         first = np.concatenate([[0], cuts]) * size
         last = np.concatenate([cuts, [len(local)]]) * size
         at = (self.offset + local[first // size] * size).tolist()
-        read, fd = os.preadv, self.fd
-        got = [read(fd, [into[a:b]], o) for a, b, o in zip(first.tolist(), last.tolist(), at, strict=True)]
-        if sum(got) != len(into):       # a short read (rare): finish each run that came short
-            for a, b, o, n in zip(first.tolist(), last.tolist(), at, got, strict=True):
-                self.read_into(into[a + n:b], o + n, what)
+        into = memoryview(out.reshape(-1).view(np.uint8))
+        if len(at) > FEW_RUNS:
+            # many short runs (a shuffled batch): os.pread mapped over them runs in C, a third
+            # cheaper than a Python loop of preadv into place; the rows are then copied in at once
+            data = b"".join(map(os.pread, itertools.repeat(self.fd), (last - first).tolist(), at))
+            if len(data) == len(into):
+                into[:] = data
+                return
+        for a, b, o in zip(first.tolist(), last.tolist(), at, strict=True):
+            self.read_into(into[a:b], o, what)
 
     def read_into(self, view, at, what):
         while len(view):
