@@ -46,13 +46,19 @@ class Pool:
 
         self.what, self.serial = what, 0
         self.conns, self.pids = [], []
+        self.close = weakref.finalize(self, _stop, self.conns, self.pids, os.getpid())
         for _ in range(count):
             mine, theirs = Pipe()
-            pid = _fork(call, theirs, [*self.conns, mine], ctypes, what)
-            theirs.close()
+            try:
+                pid = _fork(call, theirs, [*self.conns, mine], ctypes, what)
+            except BaseException:
+                mine.close()
+                self.close()            # (the workers already started)
+                raise
+            finally:
+                theirs.close()
             self.conns.append(mine)
             self.pids.append(pid)
-        self.close = weakref.finalize(self, _stop, self.conns, self.pids, os.getpid())
 
     def __len__(self):
         return len(self.conns)
@@ -171,6 +177,8 @@ class Ahead:
     def _fill(self):
         while self.todo and len(self.pending) < AHEAD * len(self.pool):
             idx = self.todo.popleft()
+            if len(idx) != 1:       # not one call: get() reads it here, and says what is wrong
+                continue
             i, k = int(idx[0]), self.turn % len(self.pool)
             self.turn += 1
             self.pending.append((idx.tobytes(), k, self.pool.submit(k, self.epoch, i), i))
