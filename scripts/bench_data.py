@@ -19,8 +19,10 @@ nothing.
 3. fit over dataset(count, fn) whose Apsi function computes for 1 ms per call (a loop calibrated to
    1 ms alone: a wait on the clock would pass while other threads run) vs the same batches from a
    function that returns at once, with workers=0 (a thread) and the default workers (processes),
-   --pairs pairs alternating: the ratio 1 ms / 0 ms (1.0 when the read-ahead hides the call) and
-   the step's extra milliseconds per call. The model (--ds-hidden) makes a step longer than a call:
+   --pairs pairs alternating, each run its own child: the ratio 1 ms / 0 ms (1.0 when the
+   read-ahead hides the call), and the CPU seconds per epoch of the program's process (the step and
+   a read-ahead thread) and of its workers: what a call adds to the step's process (0 when the calls
+   run elsewhere), which the machine's load does not blur as it blurs the wall times. The model (--ds-hidden) makes a step longer than a call:
    no read-ahead hides a call slower than the step it runs beside.
 """
 
@@ -118,7 +120,7 @@ DATASET = """use layers
 use nn
 let x = load_npy("whole.npy")
 let y = load_npy("y.npy", mmap=false)
-let B = int(args[1])
+let EPOCHS, B, MS, WORKERS = int(args[0]), int(args[1]), float(args[3]), int(args[4])
 fn work(n):                # Apsi code computing (a wall-clock wait would pass while other threads run)
     let s = 0
     for k in range(n):
@@ -131,25 +133,32 @@ fn per_call(ms):           # the count that takes `ms` alone (the fastest of a f
         work(100000)
         best = min(best, clock() - t0)
     return int(ms / 1000.0 / best * 100000)
-let N = per_call(1)
-fn calls(n, workers):
-    fn batch(i):
-        work(n)
-        return [x[i * B:(i + 1) * B], y[i * B:(i + 1) * B]]
-    if workers < 0:
-        return dataset(len(x) // B, batch)
-    return dataset(len(x) // B, batch, workers=workers)
-let net = mlp(x.shape[1], 1, hidden=[int(h) for h in args[3].split(",")])
+let N = per_call(MS)
+fn batch(i):
+    work(N)
+    return [x[i * B:(i + 1) * B], y[i * B:(i + 1) * B]]
+let ds = dataset(len(x) // B, batch) if WORKERS < 0 else dataset(len(x) // B, batch, workers=WORKERS)
+let net = mlp(x.shape[1], 1, hidden=[int(h) for h in args[2].split(",")])
 let p = net.init(seed=0)
-fn timed(n, workers):
-    let r0 = fit(net, p, calls(n, workers), loss="mse", epochs=1)
-    let t = clock()
-    let r = fit(net, p, calls(n, workers), loss="mse", epochs=int(args[0]))
-    return (clock() - t) / int(args[0])
-print(len(x) // B, dataset(1, fn(i) => 0).workers)
-for rep in range(int(args[2])):        # pairs alternating: the machine's load hits both sides
-    for w in [0, -1]:
-        print(w, timed(0, w), timed(N, w))
+let r0 = fit(net, p, ds, loss="mse", epochs=1)
+let t = clock()
+let r = fit(net, p, ds, loss="mse", epochs=EPOCHS)
+print((clock() - t) / EPOCHS, len(x) // B, ds.workers)
+"""
+
+# one setting of the dataset measure: the program's wall time per epoch, and the CPU seconds per
+# epoch of this process (the step, and a read-ahead thread) and of its children (the workers)
+DATASET_CHILD = r"""
+import json, os, resource, sys
+from apsi_lang import permissions, run_source
+args = sys.argv[1:]
+before = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+run_source(open("ds.apsi").read(), "ds.apsi", args=args,
+           grants=permissions.Grants(granted=frozenset({"python"}), project_root=os.getcwd()))
+after = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+epochs = 1 + int(args[0])           # (the untimed epoch too: the rusage covers the whole program)
+print(json.dumps([(u.ru_utime + u.ru_stime - v.ru_utime - v.ru_stime) / epochs
+                  for u, v in zip(after, before)]))
 """
 
 
@@ -263,22 +272,29 @@ def capped_row(a):
 def dataset_rows(folder, a):
     (folder / "ds.apsi").write_text(DATASET)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    out = subprocess.run([sys.executable, "-m", "apsi", "ds.apsi", str(a.epochs), str(a.batch), str(a.pairs),
-                          a.ds_hidden],
-                         cwd=folder, capture_output=True, text=True, env=env, timeout=900)
-    if out.returncode:
-        sys.exit(out.stderr)
-    lines = [line.split() for line in out.stdout.splitlines()]
-    calls, default = int(lines[0][0]), int(lines[0][1])
-    for w in ("0", "-1"):
-        pairs = [(float(f), float(s)) for k, f, s in lines[1:] if k == w]
-        how = f"workers={default} (the default)" if w == "-1" else "workers=0 (a thread)"
-        ratios = ", ".join(f"{s / f:.2f}" for f, s in pairs)
-        f, s = sorted(pairs, key=lambda p: p[1] / p[0])[len(pairs) // 2]       # the median pair
-        print(f"| dataset, {how}: s/epoch with a 0 ms / 1 ms Apsi fn ({calls} calls, hidden "
-              f"[{a.ds_hidden}]) | {f:.3f} / {s:.3f} ({1000 * f / calls:.2f} ms a step): "
-              f"{1000 * (s - f) / calls:.3f} ms of the 1 ms per call shows; ratio 1 ms / 0 ms over "
-              f"{len(pairs)} pairs: {ratios} | 1.0x |")
+    runs = {}
+    for _ in range(a.pairs):            # pairs alternating: the machine's load hits both sides
+        for w in (0, -1):
+            for ms in (0, 1):
+                out = subprocess.run([sys.executable, "-c", DATASET_CHILD, str(a.epochs), str(a.batch),
+                                      a.ds_hidden, str(ms), str(w)], cwd=folder, capture_output=True,
+                                     text=True, env=env, timeout=900)
+                if out.returncode:
+                    sys.exit(out.stderr)
+                lines = out.stdout.split("\n")
+                wall, calls, workers = lines[-3].split()
+                runs.setdefault((w, ms), []).append((float(wall), *json.loads(lines[-2])))
+    for w in (0, -1):
+        pairs = list(zip(runs[w, 0], runs[w, 1], strict=True))
+        ratios = [s[0] / f[0] for f, s in pairs]
+        f, s = pairs[sorted(range(len(pairs)), key=ratios.__getitem__)[len(pairs) // 2]]     # the median
+        how = f"workers={workers} (the default)" if w == -1 else "workers=0 (a thread)"
+        calls_n = int(calls)
+        print(f"| dataset, {how}, {calls_n} calls, hidden [{a.ds_hidden}]: s/epoch with a 0 ms / 1 ms "
+              f"Apsi fn; CPU s/epoch of the program's process (and of the workers) | "
+              f"{f[0]:.3f} / {s[0]:.3f} = {s[0] / f[0]:.2f}x ({', '.join(f'{r:.2f}' for r in ratios)}); "
+              f"CPU {f[1]:.2f} ({f[2]:.2f}) / {s[1]:.2f} ({s[2]:.2f}): "
+              f"{1000 * (s[1] - f[1]) / calls_n:.2f} ms a call in the step's process | 1.0x; 0 ms |")
 
 
 if __name__ == "__main__":
