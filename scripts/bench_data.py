@@ -22,8 +22,9 @@ nothing.
    --pairs pairs alternating, each run its own child: the ratio 1 ms / 0 ms (1.0 when the
    read-ahead hides the call), and the CPU seconds per epoch of the program's process (the step and
    a read-ahead thread) and of its workers: what a call adds to the step's process (0 when the calls
-   run elsewhere), which the machine's load does not blur as it blurs the wall times. The model (--ds-hidden) makes a step longer than a call:
-   no read-ahead hides a call slower than the step it runs beside.
+   run elsewhere), which the machine's load does not blur as it blurs the wall times. The model
+   (--ds-hidden) makes a step longer than a call: no read-ahead hides a call slower than the step
+   it runs beside.
 """
 
 import argparse
