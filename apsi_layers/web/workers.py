@@ -16,8 +16,9 @@ closures, custom layers, parameters in memory) is no importable app. So the pare
   outlives a parent killed outright: each asks the kernel for SIGTERM when the thread that forked it
   ends (Linux's PR_SET_PDEATHSIG).
 Forking is sound here because nothing a child needs is held by the parent's other threads (the main
-thread waits for the program; OpenBLAS rebuilds its pool after a fork); PyTorch's thread pools and a
-GPU's context do not survive a fork, hence api.py refuses workers > 1 with backend="torch".
+thread waits for the program; OpenBLAS rebuilds its pool after a fork); a backend that does not survive
+a fork says why (its `fork_problem`: PyTorch's thread pools and a GPU's context), and api.py refuses
+workers > 1 with it.
 """
 
 import os
