@@ -9,7 +9,7 @@ LAZY_COMMANDS = {
     "check": ("apsi_cli.check_cmd:check", "Compile programs without running them (exit 2 on an error)."),
     "check-torch": ("apsi_cli.check_torch_cmd:check_torch",
                     "Compare every layer on NumPy and PyTorch in float64 (exit 1 on a difference)."),
-    "pkg": ("apsi_cli.pkg:pkg", "Install, list and remove packages (PyTorch builds too)."),
+    "pkg": ("apsi_cli.pkg_cmd:pkg", "Install, list and remove packages (PyTorch builds too)."),
     "doctor": ("apsi_cli.doctor:doctor", "Explain this machine's setup: Python, NumPy, PyTorch, GPUs."),
     "setup": ("apsi_cli.setup_wizard:setup", "The setup wizard: hardware, PyTorch build, apsi.toml."),
     "launch": ("apsi_cli.launch_cmd:launch",

@@ -33,7 +33,7 @@ class Report:
 
 def collect(perms=None):
     """Build the report (a Report); never raises."""
-    from . import hardware, pipcmd, torch_choice
+    from .packages import hardware, pipcmd, torch_choice
 
     r = Report()
     _apsi(r)
@@ -161,7 +161,7 @@ def _python(r, info):
 
 
 def _platform(r):
-    from .hardware import others
+    from .packages.hardware import others
 
     system = platform.system()
     wsl = system == "Linux" and others.is_wsl()
@@ -256,7 +256,7 @@ def _gpu(g):
 
 
 def _torch(r, torch, hw):
-    from . import torch_choice
+    from .packages import torch_choice
 
     section = {k: torch.get(k) for k in ("found", "version", "cuda", "hip", "cudnn", "location",
                                           "imported", "import_error")}
@@ -294,7 +294,7 @@ def _torch(r, torch, hw):
 
 def _family(r, torch, family, hw):
     """torchvision / torchaudio: their versions, and whether they belong to the installed PyTorch."""
-    from . import installer
+    from .packages import installer
 
     installed = {k: v for k, v in (family or {}).items() if v}
     r.sections["torch"]["family"] = dict(family or {})
@@ -317,7 +317,7 @@ def _index(r):
     """Where `apsi pkg` takes PyTorch from, and what set it."""
     from apsi_lang.errors import ConfigError
 
-    from . import installer, torch_builds
+    from .packages import installer, torch_builds
 
     try:
         url, source = _quiet(installer.index_source)
@@ -341,14 +341,14 @@ def _quiet(fn):
 
 
 def _plan_name(hw):
-    from . import torch_choice
+    from .packages import torch_choice
 
     plan = torch_choice.choose(hw)
     return plan.name if plan.index else "torch-auto"
 
 
 def _recommendation(r, plan, torch, hw):
-    from . import torch_choice
+    from .packages import torch_choice
 
     fix = None
     section = {"build": plan.name if plan.index else None, "summary": plan.summary if plan.index else None,
@@ -457,8 +457,8 @@ def _leftovers(r):
 
 
 def _confinement(r):
-    """The second wall (apsi_cli/confine.py): is the kernel's confinement there, and is it on?"""
-    from .confine import SWITCH, describe
+    """The second wall (apsi_cli/sandbox/confine.py): is the kernel's confinement there, and is it on?"""
+    from .sandbox.confine import SWITCH, describe
 
     state, detail = describe()
     if state == "on":

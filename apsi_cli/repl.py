@@ -55,7 +55,7 @@ class Repl:
         except OSError:
             pass
         try:
-            # opened now: once the process is confined (apsi_cli/confine.py) it could not be opened
+            # opened now: once the process is confined (apsi_cli/sandbox/confine.py) it could not be opened
             self.history_out = os.open(HISTORY, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
         except OSError:
             self.history_out = None

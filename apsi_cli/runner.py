@@ -82,7 +82,7 @@ def _scope_item(permission, value):
 
 
 def _prepare(perms, program_dir):
-    from . import confine
+    from .sandbox import confine
 
     grants = build_grants(perms, program_dir)
     permissions.set_current(grants)

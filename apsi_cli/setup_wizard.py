@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from . import installer
+from .packages import installer
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -24,7 +24,8 @@ from . import installer
 @click.pass_context
 def setup(ctx, yes, torch_index):
     """The setup wizard: hardware, PyTorch build, apsi.toml, then the doctor's report."""
-    from . import doctor, hardware, torch_choice
+    from . import doctor
+    from .packages import hardware, torch_choice
 
     try:
         click.echo("Looking at this machine …")

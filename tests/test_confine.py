@@ -1,4 +1,4 @@
-"""The second wall (apsi_cli/confine.py): with a hole in the language's checks, the kernel still refuses.
+"""The second wall (sandbox/confine.py): with a hole in the language's checks, the kernel still refuses.
 
 A hole is simulated without shipping one: a Python package made here offers an Apsi module through the
 `apsi.modules` entry point, as any installed package may, and its function runs whatever Python the
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from apsi_cli import confine, landlock, seccomp
+from apsi_cli.sandbox import confine, landlock, seccomp
 from apsi_lang import permissions
 
 ROOT = Path(__file__).parent.parent
@@ -279,7 +279,7 @@ def test_cleaning_reaches_the_c_environment_and_the_kernels_copy():
     """Without Landlock in the way: os.environ, posix.environ, getenv() in C and /proc/self/environ."""
     code = textwrap.dedent("""
         import ctypes, json, os, posix
-        from apsi_cli import confine
+        from apsi_cli.sandbox import confine
         confine.clean_environment(confine.Policy(read=(), write=()))
         libc = ctypes.CDLL(None)
         libc.getenv.restype = ctypes.c_char_p
@@ -366,7 +366,7 @@ def test_policy_follows_the_grants(tmp_path):
 
 def test_the_current_folder_is_not_read_as_part_of_python(tmp_path):
     """`python -m apsi` puts the current folder first on sys.path; it is not Python's installation."""
-    code = "from apsi_cli import confine; import sys; print(sys.path[0] in confine.python_paths())"
+    code = "from apsi_cli.sandbox import confine; import sys; print(sys.path[0] in confine.python_paths())"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert p.stdout.strip() == "False", p.stderr
@@ -377,7 +377,7 @@ def test_confining_with_other_threads_running_is_refused():
     code = textwrap.dedent("""
         import threading, time
         from pathlib import Path
-        from apsi_cli import confine
+        from apsi_cli.sandbox import confine
         from apsi_lang import permissions
         threading.Thread(target=time.sleep, args=(2,), daemon=True).start()
         try:
@@ -395,7 +395,8 @@ def test_a_failing_landlock_call_stops_the_program_with_the_switch_named(place):
     (place["proj"] / "t.apsi").write_text('print("ran")\n')
     code = textwrap.dedent("""
         import errno, sys
-        from apsi_cli import landlock, main
+        from apsi_cli import main
+        from apsi_cli.sandbox import landlock
         def fail(self, *a):
             raise landlock.LandlockError(errno.EINVAL, "landlock_restrict_self: Invalid argument")
         landlock.Ruleset.restrict_self = fail
@@ -461,7 +462,7 @@ def test_the_repl_saves_its_history_outside_the_project_while_confined(place):
     assert history.read_text() == 'print(read_text("inside.txt"), 6 * 7)\n'
 
 
-# ---- the socket filter (apsi_cli/seccomp.py) and Landlock's TCP rules, each on its own ------------
+# ---- the socket filter (apsi_cli/sandbox/seccomp.py) and Landlock's TCP rules, each on its own ------------
 
 def _child(code, cwd=None):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -475,7 +476,7 @@ def _child(code, cwd=None):
 def test_the_socket_filter_alone():
     out = _child("""
         import ctypes, errno, socket
-        from apsi_cli import seccomp
+        from apsi_cli.sandbox import seccomp
         assert seccomp.install([seccomp.AF_INET])
         def attempt(family, kind=socket.SOCK_STREAM):
             try:
@@ -507,7 +508,7 @@ def test_landlock_alone_refuses_tcp_connect(place):
         pytest.skip("TCP rules need Landlock ABI 4")
     out = _child(f"""
         import errno, socket
-        from apsi_cli import confine
+        from apsi_cli.sandbox import confine
         confine.ruleset(confine.Policy(read=None, write=None, execute=True), {ABI}).restrict_self()
         try:
             socket.create_connection(("127.0.0.1", {place["port"]}), timeout=10)
@@ -611,7 +612,7 @@ def test_system_v_ipc_keyrings_namespaces_and_mounts_are_refused(name):
     the same call without the filter is not (so the test fails if the rule is removed)."""
     code = f"""
         import ctypes, errno
-        from apsi_cli import seccomp
+        from apsi_cli.sandbox import seccomp
         nr = seccomp.DENIED[seccomp._machine().lower()][{name!r}]
         libc = ctypes.CDLL(None, use_errno=True)
         def call():
@@ -631,7 +632,7 @@ def test_system_v_ipc_keyrings_namespaces_and_mounts_are_refused(name):
 
 def test_capabilities_are_dropped_from_the_bounding_and_ambient_sets():
     out = _child("""
-        from apsi_cli import confine
+        from apsi_cli.sandbox import confine
         confine.drop_capabilities()
         fields = dict(line.split(":\\t") for line in open("/proc/self/status").read().splitlines()
                       if line.startswith(("CapBnd", "CapAmb", "CapEff")))

@@ -35,6 +35,9 @@ LABELS = {"numpy": "NumPy", "torch": "PyTorch"}
 class Backend(Protocol):
     name: str
     permission: str | None          # what an Apsi program must be granted to use it ("python"), or None
+    default_precision: str          # what it computes in when precision= is not given (a checkpoint's)
+    supports_distributed: bool      # fit(distributed=true) under `apsi launch` runs on it
+    fork_problem: str | None        # why forked processes cannot use it (serve_model's workers=), or None
 
     def missing(self, fn: str) -> str | None:
         """Why this Python cannot run the backend (its library is not installed), or None."""
@@ -67,6 +70,9 @@ class Defaults:
     Protocol above). Each backend still gives name, opset, session and predict."""
 
     permission: str | None = None
+    default_precision = "fp64"
+    supports_distributed = False
+    fork_problem: str | None = None
 
     def missing(self, fn: str) -> str | None:
         return None
@@ -170,6 +176,27 @@ def _auto() -> Backend:
             if may_use(backend) and backend.missing("auto") is None:
                 return backend
     return find("numpy")
+
+
+def passed_over(fn: str) -> str:
+    """Why backend="auto" did not take the first of AUTO (it took a later one): its library is missing,
+    or the program lacks its permission."""
+    name = AUTO[0]
+    backend = find(name) if present(name) else None
+    if backend is None or backend.missing(fn) is not None:
+        return f"{LABELS.get(name, name)} is not installed"
+    return f"permission '{backend.permission}' is not granted"
+
+
+def distributed_advice(requested: str) -> str:
+    """fit(distributed=true) on a backend without it: the built-in backend that has it, and its grant."""
+    name = next((n for n in BUILTIN if present(n) and find(n).supports_distributed), None)
+    if name is None:
+        return f'fit: distributed training needs a backend that supports it, not backend="{requested}"'
+    backend = find(name)
+    grant = f" (and run with --allow-{backend.permission})" if backend.permission else ""
+    return (f'fit: distributed training runs on {LABELS.get(name, name)}: give fit backend="{name}"{grant}, '
+            f'not backend="{requested}"')
 
 
 def check_name(fn: str, name: str) -> None:

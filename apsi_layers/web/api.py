@@ -39,11 +39,11 @@ def serve_model(model, params=None, host="127.0.0.1", port=8000, max_batch=64, m
 
     service = ModelService(model, params, backend, device)
     service.labels = labels
-    if workers > 1 and service.torch:
-        raise ApsiError(f"{fn}: workers={workers} with backend=\"torch\": worker processes are forked from "
-                        "this one, and PyTorch's thread pools and a GPU's context do not survive a fork; use "
-                        "backend=\"numpy\" with workers, or run one program per worker behind a load "
-                        "balancer (docs/web.md, Scaling out)")
+    name, why = service.chosen.name, service.chosen.fork_problem
+    if workers > 1 and why is not None:
+        raise ApsiError(f"{fn}: workers={workers} with backend=\"{name}\": worker processes are forked from "
+                        f"this one, and {why}; use backend=\"numpy\" with workers, or run one program per "
+                        "worker behind a load balancer (docs/web.md, Scaling out)")
     service.warm_up(fn)
     observer = Observer(opts.log, board=Board(workers) if workers > 1 else None)
     batcher = Batcher(service.run, max_batch, max_wait, observer.batch, service.failure)

@@ -40,13 +40,13 @@ class Pending:
 
 class ModelService:
     def __init__(self, model, params, backend, device):
-        from apsi_layers.layers.training.api import choose
+        from apsi_layers.backends import registry
         from apsi_layers.layers.training.model_checks import arity
 
         self.model, self.params, self.backend, self.device = model, params, backend, device
         self.several_in, self.several_out = arity(model)
         # the permission is checked now; the backend may keep the parameters on its device (keep)
-        self.torch = choose("serve_model", backend) == "torch"
+        self.chosen = registry.choose("serve_model", backend)
         self.keep = {}
         self.checked = set()            # per-sample input shapes check_params accepted
         self.output_shape = None
@@ -115,7 +115,7 @@ class ModelService:
     def run(self, items, checked=True):
         """One predict call on the rows of `items`, split back per item. The items were checked on
         arrival (prepare: predict's own checks of the data, and of the parameters once per input shape),
-        so on NumPy the call skips those checks (a third of a small call's time); `checked=False` (the
+        so the call skips those checks (a third of a small call's time on NumPy); `checked=False` (the
         warm-up, on rows that were not) runs the whole of predict."""
         import numpy as np
 
@@ -124,7 +124,7 @@ class ModelService:
         else:
             xs = [np.concatenate([it.inputs[k] for it in items]) for k in range(len(items[0].inputs))]
             mask = None if items[0].mask is None else np.concatenate([it.mask for it in items])
-        if checked and not self.torch:
+        if checked:
             y = self._predict_checked(xs, mask, items[0].graph)
         else:
             y = self._predict(xs, mask, items[0].graph)
@@ -150,14 +150,15 @@ class ModelService:
         return predict_kept(self.model, self.params, x, self.keep, **options)
 
     def _predict_checked(self, xs, mask, graph):
-        """predict's NumPy run on data predict's checks have passed (prepare), without checking again."""
+        """predict's run of data predict's checks have passed (prepare), without checking again; the
+        backend is chosen as for any predict (backend="auto" sets aside what NumPy cannot honour)."""
         from apsi_layers.layers.training.api import _run
         from apsi_layers.layers.training.data_checks import Data
         from apsi_layers.layers.training.plan import PredictPlan
 
         plan = PredictPlan(model=self.model, params=self.params, data=Data(xs, None, len(xs[0]), mask),
-                           graph=None if graph is None else tuple(graph), batch_size=None, backend="numpy",
-                           device=self.device, several_inputs=self.several_in,
+                           graph=None if graph is None else tuple(graph), batch_size=None,
+                           backend=self.backend, device=self.device, several_inputs=self.several_in,
                            several_outputs=self.several_out)
         return _run("predict", plan, self.keep)
 

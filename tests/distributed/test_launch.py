@@ -194,7 +194,7 @@ def test_launch_says_what_the_workers_need(tmp_path):
 
 
 def test_deny_env_keeps_what_the_ranks_need_to_meet(tmp_path):
-    """--deny-env removes variables from the process (apsi_cli/confine.py), but not torchrun's: without
+    """--deny-env removes variables from the process (sandbox/confine.py), but not torchrun's: without
     them each worker trained alone (world 1) and wrote over the others' files."""
     folder = tmp_path / "two"
     folder.mkdir()

@@ -123,7 +123,7 @@ class ApsiKernelTests(jkt.KernelTests):
         assert reply["status"] == "ok" and outputs[0][1]["text"].startswith("a")
 
     def test_the_worker_runs_behind_the_kernel_wall(self):
-        from apsi_cli import confine
+        from apsi_cli.sandbox import confine
 
         if confine.describe()[0] != "on":
             raise unittest.SkipTest("no Landlock here: " + confine.describe()[1])

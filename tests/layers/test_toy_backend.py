@@ -177,3 +177,74 @@ def test_a_broken_backend_plug_in_is_named(monkeypatch):
         predict(dense(1, inputs=3), dense(1, inputs=3).init(seed=0), nn.Tensor(x), backend="broken")
     with pytest.raises(ApsiError, match=r"unknown backend \[1\]; valid: numpy, auto, torch, broken"):
         predict(dense(1, inputs=3), dense(1, inputs=3).init(seed=0), nn.Tensor(x), backend=[1])
+
+
+# --- what fit and serve_model ask a backend: its properties, never its name ----------------------------
+
+def _variant(monkeypatch, **properties):
+    """The toy backend registered with other answers to the registry's questions (a plug-in author's
+    choice, made in the backend's own object: nothing outside its folder changes)."""
+    backend = type("Variant", (type(BACKEND),), dict(properties, calls=0))()
+    predict_toy = backend.predict
+
+    def counted(plan, keep=None):
+        type(backend).calls += 1
+        return predict_toy(plan, keep)
+
+    monkeypatch.setattr(backend, "predict", counted)
+    registry.register(backend)
+    monkeypatch.setattr(registry, "_registered", dict(registry._registered))   # (undone after the test)
+    return backend
+
+
+@pytest.fixture
+def not_launched(monkeypatch):
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_distributed_fit_asks_the_backend_whether_it_can(monkeypatch, not_launched):
+    x, y = linear_data(n=16)
+    net = dense(1, inputs=3)
+    options = dict(loss="mse", opt=nn.sgd(lr=0.1), epochs=2, batch_size=16, backend="toy32", verbose=False,
+                   distributed=True)
+    _variant(monkeypatch)                       # (the default: no distributed training)
+    with pytest.raises(ApsiError, match=r'^fit: distributed training runs on PyTorch: give fit '
+                                        r'backend="torch" \(and run with --allow-python\), not '
+                                        r'backend="toy32"$'):
+        fit(net, net.init(seed=0), nn.Tensor(x), nn.Tensor(y), **options)
+    _variant(monkeypatch, supports_distributed=True)      # one process: world_size 1, the same numbers
+    r = fit(net, net.init(seed=0), nn.Tensor(x), nn.Tensor(y), **options)
+    w, b = reference_sgd(net.init(seed=0).w.data, net.init(seed=0).b.data, x, y, 0.1, 2)
+    assert (r.backend, r.world_size, r.steps) == ("toy32", 1, 2)
+    np.testing.assert_allclose(r.params.w.data, w, rtol=1e-5, atol=1e-6)
+
+
+def test_serve_model_refuses_workers_on_a_backend_that_does_not_survive_a_fork(monkeypatch, tmp_path):
+    from apsi_layers.web import server
+    from apsi_layers.web.api import serve_model
+
+    _variant(monkeypatch, fork_problem="the toy's pool does not survive a fork")
+    net = dense(1, inputs=3)
+    monkeypatch.setattr(permissions, "current", lambda: permissions.Grants(granted=frozenset({"net"}),
+                                                                           project_root=tmp_path))
+    monkeypatch.setattr(server, "run", lambda *a, **k: pytest.fail("the server started"))
+    with pytest.raises(ApsiError, match=r'^serve_model: workers=2 with backend="toy32": worker processes '
+                                        r"are forked from this one, and the toy's pool does not survive a "
+                                        r'fork; use backend="numpy" with workers'):
+        serve_model(net, net.init(seed=0), backend="toy32", workers=2)
+
+
+def test_serve_models_checked_requests_run_on_the_backend_served(monkeypatch):
+    """A request checked on arrival skips predict's checks: on the backend the server was started with
+    (not on NumPy), so the answer is the toy's float32 numbers."""
+    from apsi_layers.web.model_app import ModelService
+
+    backend = _variant(monkeypatch)
+    x, _ = linear_data(n=3)
+    net = dense(2, inputs=3)
+    p = net.init(seed=2)
+    service = ModelService(net, p, "toy32", None)
+    [rows] = service.run([service.prepare({"inputs": x.tolist()})])
+    assert type(backend).calls == 1
+    np.testing.assert_allclose(rows, x @ p.w.data + p.b.data, rtol=1e-5, atol=1e-6)

@@ -4,8 +4,8 @@ import time
 
 import pytest
 
-from apsi_cli import hardware, torch_builds, torch_choice
-from apsi_cli.hardware import GPU, Hardware, NvidiaInfo, others
+from apsi_cli.packages import hardware, torch_builds, torch_choice
+from apsi_cli.packages.hardware import GPU, Hardware, NvidiaInfo, others
 
 from . import helpers
 
@@ -141,7 +141,7 @@ def test_old_driver_retries_without_compute_cap(machine):
     ("Quadro K2200", None),                    # Quadro K is Kepler or Maxwell: not guessed
 ])
 def test_compute_capability_from_the_model_name(name, cc):
-    from apsi_cli.hardware import nvidia
+    from apsi_cli.packages.hardware import nvidia
 
     assert nvidia.cc_from_name(name) == cc
 

@@ -200,7 +200,7 @@ def test_commands_do_not_load_heavy_modules_at_start():
     import subprocess
 
     code = ("import sys; import apsi_cli.main; "
-            "print(sorted(m for m in ('rich', 'numpy', 'torch', 'apsi_cli.pkg', 'apsi_cli.doctor') "
+            "print(sorted(m for m in ('rich', 'numpy', 'torch', 'apsi_cli.pkg_cmd', 'apsi_cli.doctor') "
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

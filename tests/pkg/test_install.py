@@ -240,8 +240,8 @@ def test_a_wheel_pip_cannot_install_leaves_the_old_build_working(target, wheels,
 def test_ctrl_c_is_a_clear_message(target, wheels, machine, monkeypatch):
     from click.testing import CliRunner
 
-    from apsi_cli import pipcmd
     from apsi_cli.main import cli
+    from apsi_cli.packages import pipcmd
 
     machine(None)
     target.pip_install(wheels["wheel"]["cu126"])

@@ -1,6 +1,6 @@
 """How pip's failures are told apart, and the torch family's pairing rule (no pip run: pip's own words)."""
 
-from apsi_cli import installer, pipcmd, torch_builds
+from apsi_cli.packages import installer, pipcmd, torch_builds
 
 INFO = {"python": {"version": "3.12.3", "platform": "linux-x86_64", "executable": "/venv/bin/python"}}
 URL = "https://download.pytorch.org/whl/cu128"

@@ -53,7 +53,7 @@ def refused_at_compile(code, *allow, match=None):
 
 def cli(args, cwd, env=None, stdin=None, timeout=60):
     """`python -m apsi ARGS` in `cwd`: (exit code, stdout, stderr). Runs twice: confined by the kernel
-    (apsi_cli/confine.py, where Landlock exists) and with APSI_NO_CONFINE=1, so the language's checks
+    (apsi_cli/sandbox/confine.py, where Landlock exists) and with APSI_NO_CONFINE=1, so the language's checks
     are tested on their own; both runs must say the same."""
     results = []
     for switch in ({}, {"APSI_NO_CONFINE": "1"}):

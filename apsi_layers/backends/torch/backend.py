@@ -16,6 +16,9 @@ if TYPE_CHECKING:
 class TorchBackend(Defaults):
     name = "torch"
     permission = "python"          # PyTorch runs outside Apsi's sandbox
+    default_precision = "fp32"
+    supports_distributed = True     # DDP/FSDP over torchrun's processes (sharded.py)
+    fork_problem = "PyTorch's thread pools and a GPU's context do not survive a fork"
 
     def missing(self, fn: str) -> str | None:
         if importlib.util.find_spec("torch") is not None:

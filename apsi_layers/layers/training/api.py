@@ -41,9 +41,7 @@ def _set_aside(fn: str, plan: Plan) -> Plan:
     named = ", ".join(f"{k}={show(v, True)}" for k, v in dropped)
     if named not in _NOTED:
         _NOTED.add(named)
-        torch = registry.find("torch") if registry.present("torch") else None
-        why = ("PyTorch is not installed" if torch is None or torch.missing(fn) is not None
-               else "permission 'python' is not granted")
+        why = registry.passed_over(fn)
         print(f'note: {fn}(backend="auto") runs on NumPy here ({why}), in float64 on the CPU; '
               f"ignoring {named}", file=sys.stderr, flush=True)
     return replace(plan, device=None, precision=None, compile=False)
@@ -104,9 +102,8 @@ def _run(fn: str, plan: Plan, keep: dict | None = None) -> Any:
 def _run_on_backend(fn: str, plan: Plan, keep: dict | None = None) -> Any:
     requested = plan.backend
     backend = registry.choose(fn, requested)
-    if getattr(plan, "distributed", False) and backend.name != "torch":
-        raise ApsiError(f'fit: distributed training runs on PyTorch: give fit backend="torch" (and run with '
-                        f'--allow-python), not backend="{requested}"')
+    if getattr(plan, "distributed", False) and not backend.supports_distributed:
+        raise ApsiError(registry.distributed_advice(requested))
     if requested == registry.AUTO_NAME and backend.name == "numpy":
         plan = _set_aside(fn, plan)
     plan = replace(plan, backend=backend.name)

@@ -231,10 +231,17 @@ def signature(plan, backend):
             "batch_size": _global_batch(plan), "seed": plan.seed,
             "loss": plan.loss if isinstance(plan.loss, str) else getattr(plan.loss, "__name__", "fn"),
             "opt": [opt.name, {k: v for k, v in opt.hyper.items() if isinstance(v, int | float | bool)}],
-            "backend": backend, "precision": plan.precision or ("fp64" if backend == "numpy" else "fp32"),
+            "backend": backend, "precision": plan.precision or _precision(backend),
             "val": None if plan.val is None else plan.val.n, "metrics": [n for n, _ in plan.metrics],
             "weights": _digest(plan.data.weights), "val_weights": _digest(plan.val and plan.val.weights),
             "task": plan.task, "reduce_lr": None if plan.reduce_lr is None else vars(plan.reduce_lr)}
+
+
+def _precision(backend):
+    """What the backend computes in when precision= is not given (a resume must compute alike)."""
+    from apsi_layers.backends import registry
+
+    return registry.find(backend).default_precision
 
 
 def _digest(weights):

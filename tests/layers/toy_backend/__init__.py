@@ -11,6 +11,7 @@ from apsi_layers.backends.registry import Defaults
 
 class Toy32Backend(Defaults):
     name = "toy32"
+    default_precision = "fp32"      # (a checkpoint records it: a resume must compute alike)
 
     def opset(self):
         from .ops import OPSET

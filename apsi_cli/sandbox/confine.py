@@ -12,9 +12,9 @@ permissions refuse the program:
   it names them);
 - no sockets at all without `net`, and never Unix sockets; no typing into the terminal; no files made
   in memory (memfd_create, whose files Landlock cannot stop from being executed) without `run`
-  (apsi_cli/seccomp.py);
+  (apsi_cli/sandbox/seccomp.py);
 - environment variables removed unless `env` grants them.
-On Linux this is Landlock (apsi_cli/landlock.py) and a seccomp filter; where the kernel lacks them, only
+On Linux this is Landlock (sandbox/landlock.py) and a seccomp filter; where the kernel lacks them, only
 the environment is cleaned and nothing is said. APSI_NO_CONFINE=1 turns the whole second wall off,
 for debugging.
 """

@@ -1,6 +1,6 @@
 """A small seccomp-BPF filter through ctypes: which sockets the confined process may open.
 
-Landlock (apsi_cli/landlock.py) governs files and TCP ports, but not UDP, nor connecting to a Unix socket
+Landlock (landlock.py) governs files and TCP ports, but not UDP, nor connecting to a Unix socket
 by its path (a Docker socket is a way out of any sandbox). This filter answers `socket()` for the address
 families it is given and refuses every other with EACCES; io_uring, which can open sockets without the
 `socket` system call, is refused outright. It also refuses the two terminal ioctls that type into a

@@ -1,6 +1,6 @@
 """What compute hardware this machine has, read without importing torch.
 
-    from apsi_cli import hardware
+    from apsi_cli.packages import hardware
     hw = hardware.detect()          # a Hardware: OS, NVIDIA driver and GPUs, AMD, Intel, Apple
 
 Every probe is cheap (a few small processes, a few files under /proc and /sys), never raises, and all

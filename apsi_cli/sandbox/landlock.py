@@ -6,7 +6,7 @@ the handled set is refused with EACCES from then on, for this thread, the thread
 every process it executes. The kernel's own description: Documentation/userspace-api/landlock.rst
 (https://docs.kernel.org/userspace-api/landlock.html); constants from include/uapi/linux/landlock.h.
 
-This module is only the system interface; apsi_cli/confine.py decides what a program may touch.
+This module is only the system interface; apsi_cli/sandbox/confine.py decides what a program may touch.
 """
 
 import ctypes

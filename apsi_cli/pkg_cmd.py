@@ -2,7 +2,7 @@
 
 import click
 
-from . import installer, pipcmd, torch_builds, torch_choice
+from .packages import installer, pipcmd, torch_builds, torch_choice
 
 
 def _names_help():
