@@ -756,14 +756,19 @@ def compile_tree(body, filename, lines, fixed_names, user_names, load_module, ec
 
         with warnings.catch_warnings():     # CPython's SyntaxWarnings ("is" with a literal) are not Apsi's
             warnings.simplefilter("ignore", SyntaxWarning)
-            return compile(module, filename, "exec", dont_inherit=True), compiler.attr_sets
+            code = compile(module, filename, "exec", dont_inherit=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
-        # CPython's own limits (e.g. more than 20 nested loops/try blocks): an Apsi syntax error
-        line = getattr(e, "lineno", None) or 1
-        text = lines[line - 1] if 0 < line <= len(lines) else None
-        reason = getattr(e, "msg", None) or str(e) or type(e).__name__
-        if "statically nested blocks" in reason:
-            reason = "more than 20 loops and 'try' blocks are nested here"
-        hint = ": move the inner part into a function" if "nested" in reason else ""
-        raise ApsiSyntaxError(f"cannot compile this program: {reason}{hint}", filename, line,
-                              (getattr(e, "offset", None) or 1), text) from None
+        raise _cpython_limit(e, filename, lines) from None
+    return code, compiler.attr_sets
+
+
+def _cpython_limit(e, filename, lines):
+    """CPython's own limits (e.g. more than 20 nested loops/try blocks) as an Apsi syntax error."""
+    line = getattr(e, "lineno", None) or 1
+    text = lines[line - 1] if 0 < line <= len(lines) else None
+    reason = getattr(e, "msg", None) or str(e) or type(e).__name__
+    if "statically nested blocks" in reason:
+        reason = "more than 20 loops and 'try' blocks are nested here"
+    hint = ": move the inner part into a function" if "nested" in reason else ""
+    return ApsiSyntaxError(f"cannot compile this program: {reason}{hint}", filename, line,
+                           (getattr(e, "offset", None) or 1), text)

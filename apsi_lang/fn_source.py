@@ -1,12 +1,14 @@
 """An Apsi function as source text, and that text compiled again inside the sandbox.
 
 A model file stores the Apsi functions inside it (a lambda_layer's, activation(fn)'s) as their source,
-never as Python bytecode or a pickle. `function_source(fn)` finds a compiled function's text by parsing
-its program again (the compiler keeps the program's lines in report.SOURCES) and matching the function's
-first line, parameters and columns; `compile_function` turns the text back into a function: parsed,
-checked to be exactly one function, compiled without full access whatever the program that loads it may
-do, and run only under no permissions at all (permissions.confined), so a function read from a file can
-do nothing a program run without any permission could not.
+never as Python bytecode or a pickle. `function_source(fn)` finds a compiled function's text exactly:
+every program compiled to run is kept with its own lines (report.COMPILED: a REPL's inputs and modules
+shown under one name each have theirs), the instruction that makes the function carries the line and
+column of its Apsi `fn` (the compiler places it there), and the program parsed again gives the span of
+the function starting there: no guess by line or parameters. `compile_function` turns the text back
+into a function: parsed, checked to be exactly one function, compiled without full access whatever the
+program that loads it may do, and run only under no permissions at all (permissions.confined), so a
+function read from a file can do nothing a program run without any permission could not.
 """
 
 import textwrap
@@ -17,7 +19,7 @@ from .builtins import BUILTINS
 from .compiler import apsi_name, py_name
 from .errors import ApsiError, ApsiSyntaxError
 from .parser import Parser
-from .report import SOURCES
+from .report import COMPILED, SOURCES
 
 # The builtins a stored function may name: computation and printing. Every other builtin reads or
 # writes files, the environment, the network, processes or the terminal (`input`, `exit`): a function
@@ -86,15 +88,14 @@ def function_source(fn, where):
         raise ApsiError(f"{where}: the function is not an Apsi function (a Python function has no Apsi "
                         "source to store); write it in Apsi, e.g. fn(x) => x * 2")
     code = fn.__code__
-    lines = SOURCES[code.co_filename]
-    parser = _SpanParser("\n".join(lines), code.co_filename)
-    try:
-        parser.parse_program()
-    except ApsiSyntaxError:
-        raise ApsiError(f"{where}: the program that defined the function has changed since; "
-                        "save the model from the program that defines it") from None
-    node, start, end = _match(fn, parser.spans, where)
-    first, after = parser.toks[start], parser.toks[end]
+    site = defining_site(code)
+    spans = _spans_at(*site) if site is not None else []
+    if len(spans) != 1:
+        raise ApsiError(f"{where}: cannot find the source of the function defined at {code.co_filename}:"
+                        f"{code.co_firstlineno} (it was not compiled here as a program, a module or an "
+                        "input); save the model from the program that defines it")
+    lines = site[0]
+    node, first, after = spans[0]
     text = _between(lines, (first.line, first.col), (after.line, after.col))
     if isinstance(node, S.FnDef):
         text = textwrap.dedent(" " * (first.col - 1) + text)
@@ -102,28 +103,38 @@ def function_source(fn, where):
             "name": node.name if isinstance(node, S.FnDef) else None, "text": text.rstrip()}
 
 
-def _params(code):
-    n = code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & 4) + bool(code.co_flags & 8)
-    return [apsi_name(v) for v in code.co_varnames[:n]]
+def _spans_at(lines, at):
+    """The functions whose `fn` is at `at` (line, column) in `lines`: one, for lines that compiled."""
+    parser = _SpanParser("\n".join(lines), "<source>")
+    parser.parse_program()
+    return [(n, parser.toks[a], parser.toks[b]) for n, a, b in parser.spans if (n.line, n.col) == at]
 
 
-def _match(fn, spans, where):
-    code = fn.__code__
-    lambda_ = code.co_name == "<lambda>"
-    found = [(n, a, b) for n, a, b in spans if n.line == code.co_firstlineno
-             and isinstance(n, S.Lambda if lambda_ else S.FnDef)
-             and (lambda_ or py_name(n.name) == code.co_name)
-             and [p.name for p in n.params if p.name] == _params(code)]
-    if len(found) > 1:
-        # several on one line: the last that starts before the body's first instruction
-        cols = [c for line, _, c, _ in code.co_positions() if line == code.co_firstlineno and c]
-        if cols:
-            before = [f for f in found if f[0].col - 1 <= min(cols)]
-            found = before[-1:] or found
-    if not found:
-        raise ApsiError(f"{where}: cannot find the function's source in {code.co_filename} (line "
-                        f"{code.co_firstlineno}); save the model from the program that defines it")
-    return found[0]
+def defining_site(code):
+    """(source lines, (line, column)) of the `fn` that compiled into `code`, exactly: the position of
+    the instruction that loads `code` in the code that makes the function (the compiler places it at
+    the Apsi node), searched in the programs compiled under code's file name, newest first."""
+    for top, lines in reversed(COMPILED.get(code.co_filename, ())):
+        found = _site_in(top, code)
+        if found is not None:
+            return lines, found
+    return None
+
+
+def _site_in(parent, target):
+    import dis
+
+    if any(c is target for c in parent.co_consts):
+        for ins in dis.get_instructions(parent):
+            if ins.argval is target and ins.positions is not None and ins.positions.lineno:
+                return ins.positions.lineno, (ins.positions.col_offset or 0) + 1
+        return None
+    for c in parent.co_consts:
+        if isinstance(c, types.CodeType):
+            found = _site_in(c, target)
+            if found is not None:
+                return found
+    return None
 
 
 def _between(lines, start, end):
@@ -206,6 +217,7 @@ def compile_function(entry, filename, values, program_dir):
     except ApsiSyntaxError as e:
         raise ApsiError(f"{filename}: a stored function does not compile: {e.message} "
                         f"(in: {_short(text)})") from None
+    COMPILED.setdefault(filename, []).append((code, lines))    # a function it returns can be saved
     ns.update(sandbox.sets_for(attr_sets))
     ns["__builtins__"] = program._RUNTIME_BUILTINS      # never Python's, whatever the program may do
     prog = program.Program(code, ns)

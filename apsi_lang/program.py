@@ -14,7 +14,7 @@ from .builtins import BUILTINS
 from .compiler import apsi_name, compile_tree
 from .errors import ApsiError, ApsiSyntaxError
 from .parser import Parser
-from .report import SOURCES, describe, describe_at, unbound_message  # noqa: F401 (program.describe)
+from .report import COMPILED, SOURCES, describe, describe_at, unbound_message  # noqa: F401 (program.describe)
 from .scopes import declarations
 from .values import Record, a_type, show
 
@@ -208,6 +208,7 @@ def _compile(text, filename, lines, ns, echo, program_dir):
 
     code, attr_sets = compile_tree(body, filename, lines, fixed, user, load_module, echo=echo,
                                    full_access=permissions.allowed("python"))
+    COMPILED.setdefault(filename, []).append((code, lines))     # for fn_source, the exact source
     ns.update(sandbox.sets_for(attr_sets))
     if permissions.allowed("python"):
         ns["__builtins__"] = _FULL_BUILTINS

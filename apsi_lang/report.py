@@ -13,6 +13,9 @@ from .names import apsi_name
 from .values import Record, a_type, no_address, show
 
 SOURCES = {}          # filename -> source lines, filled by the compiler's caller, for tracebacks
+# filename -> [(code object, its source lines)], one per program compiled to run under that name (a
+# REPL's or kernel's inputs, modules shown under one name): where a function's source is found exactly
+COMPILED: dict = {}
 
 
 def apsi_frames(tb):

@@ -119,7 +119,7 @@ TABLES = (
               ('`kron(a, b)`', 'Kronecker product, any numbers of axes', 'yes'),
               ('`cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=none)`', 'cross product of 3-vectors, broadcast over the other axes (2-vectors, deprecated by NumPy 2, are refused)', 'yes'),
               ('`multi_dot(arrays)`', '`a @ b @ c …` in the order of fewest multiplications; the first may be a row vector and the last a column vector', 'yes'),
-              ('`norm(x, ord=none, axis=none, keepdims=false)`', 'vector ords (2, 1, inf, -inf, 0, any p), matrix ords (`"fro"`, `"nuc"`, 1, -1, 2, -2, inf, -inf) over `axis` (an int or a pair)', "yes (ord 0 counts: no). At x = 0 the 2-norm's gradient is 0 (torch's subgradient) and its hessian NaN (unbounded, as torch gives)"),
+              ('`norm(x, ord=none, axis=none, keepdims=false)`', 'vector ords (2, 1, inf, -inf, 0, any p), matrix ords (`"fro"`, `"nuc"`, 1, -1, 2, -2, inf, -inf) over `axis` (an int or a pair)', "yes (ord 0 counts: no). At x = 0 the 2-norm's and any p-norm's gradient is 0 (torch's subgradient); the hessian is NaN where torch's is (the 2-norm at 0; a p-norm at 0 for 1 < p < 3, and in a zero entry's column for p < 1 or 2 < p < 3) and torch's value elsewhere"),
               ('`inv(a)`', '`(..., n, n)`', 'yes'),
               ('`pinv(a, rcond=none)`', '`(..., m, n)` → `(..., n, m)`', 'yes, where the rank is locally constant'),
               ('`solve(a, b)`', '`a (..., n, n)`, `b (n,)` or `(..., n, k)`', 'yes, in a and b'),

@@ -29,38 +29,82 @@ def _free_port():
         return s.getsockname()[1]
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
-def test_apsi_serve_model_file(tmp_path):
+def _alive(pid):
+    """The process exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _wait_ready(proc, url, httpx):
+    deadline = time.monotonic() + 60                     # a hang guard, not a timing check
+    while True:
+        try:
+            if httpx.get(f"{url}/health").status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+        time.sleep(0.05)
+
+
+def _answers_of_each_worker(url, httpx, x):
+    """{worker pid: /predict's answer}, asked on kept-open connections (one worker each) until two
+    workers have answered: the server deals new connections to the worker holding the fewest (a
+    busy one's turn passes after a moment, hence the loop; its deadline is only a hang guard)."""
+    clients, answers = [], {}
+    deadline = time.monotonic() + 60
+    try:
+        while len(answers) < 2 and time.monotonic() < deadline:
+            c = httpx.Client(base_url=url, timeout=60)
+            clients.append(c)
+            pid = c.get("/info").json()["worker"]
+            if pid in answers:
+                time.sleep(0.05)
+                continue
+            answers[pid] = c.post("/predict", json={"inputs": x}).json()    # the same connection
+    finally:
+        for c in clients:
+            c.close()
+    return answers
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="fork and /proc")
+def test_apsi_serve_model_file_with_two_workers(tmp_path):
     httpx = pytest.importorskip("httpx")
     (tmp_path / "s.apsi").write_text(SAVE)
     assert apsi(["s.apsi"], tmp_path).returncode == 0
     port = _free_port()
+    url = f"http://127.0.0.1:{port}"
     proc = subprocess.Popen([sys.executable, "-m", "apsi", "serve", "m.apsim", "--port", str(port),
-                             f"--allow-net=127.0.0.1:{port}"], cwd=tmp_path,
-                                 stderr=subprocess.PIPE, text=True)
+                             "--workers", "2", f"--allow-net=127.0.0.1:{port}"], cwd=tmp_path,
+                            stderr=subprocess.PIPE, text=True)
+    x = [[1.0, 2.0, 3.0], [-1.0, 0.5, 0.0]]
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
-            time.sleep(0.1)
-        x = [[1.0, 2.0, 3.0], [-1.0, 0.5, 0.0]]
-        answer = httpx.post(f"http://127.0.0.1:{port}/predict", json={"inputs": x}).json()
+        _wait_ready(proc, url, httpx)
+        answers = _answers_of_each_worker(url, httpx, x)
+        info = httpx.get(f"{url}/info").json()
     finally:
         proc.send_signal(signal.SIGTERM)
-        code = proc.wait(30)
-    assert code == 0
+        code = proc.wait(60)
+        err = proc.stderr.read()
+    assert code == 0, err
+    assert len(answers) == 2 and info["workers"] == 2, answers
+    assert "with 2 worker processes" in err and "Traceback" not in err
+    deadline = time.monotonic() + 30                 # the workers exit with the parent (hang guard)
+    while any(_alive(pid) for pid in answers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [pid for pid in answers if _alive(pid)]
     p = np.load(tmp_path / "p.npz")
     h = np.maximum(np.array(x) @ p["dense.w"] + p["dense.b"], 0)      # mlp: dense, relu, dense
     logits = h @ p["dense_1.w"] + p["dense_1.b"]
-    np.testing.assert_allclose(answer["outputs"], logits, rtol=1e-12)
     e = np.exp(logits - logits.max(axis=1, keepdims=True))
-    np.testing.assert_allclose(answer["probabilities"], e / e.sum(axis=1, keepdims=True), rtol=1e-12)
-    assert answer["labels"] == [["red", "green", "blue"][i] for i in logits.argmax(axis=1)]
+    for answer in answers.values():
+        np.testing.assert_allclose(answer["outputs"], logits, rtol=1e-12)
+        np.testing.assert_allclose(answer["probabilities"], e / e.sum(axis=1, keepdims=True), rtol=1e-12)
+        assert answer["labels"] == [["red", "green", "blue"][i] for i in logits.argmax(axis=1)]
 
 
 def test_apsi_serve_needs_net(tmp_path):

@@ -8,6 +8,8 @@ from apsi_lang.errors import ApsiError
 from apsi_layers.nn.autograd.tensor import Tensor
 from apsi_layers.nn.numlib import einsum_op as _einsum
 
+from . import spectral_fns
+
 TL = torch.linalg
 
 
@@ -119,13 +121,14 @@ def _qr(a, mode="reduced"):
 
 @_errors
 def _eigh(a, UPLO="L"):  # noqa: N803
-    return tuple(TL.eigh(a, UPLO=UPLO))
+    # the values from their own Function, so a function of them alone has its hessian at repeats
+    return spectral_fns.eigh(a, UPLO)
 
 
 def _svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     if not compute_uv:
-        return TL.svdvals(a)
-    return tuple(TL.svd(a, full_matrices=bool(full_matrices)))
+        return spectral_fns.svdvals(a)
+    return spectral_fns.svd(a, full_matrices)
 
 
 def _trace(a, offset=0, axis1=0, axis2=1):
@@ -150,6 +153,6 @@ LINALG_IMPLS = {
     "norm": _norm, "inv": _errors(TL.inv, "inv"), "pinv": _pinv, "solve": _solve, "lstsq": _lstsq,
     "det": TL.det, "slogdet": _slogdet, "cholesky": _errors(TL.cholesky, "cholesky"), "qr": _qr,
     "eigh": _eigh,
-    "eigvalsh": _errors(lambda a, UPLO="L": TL.eigvalsh(a, UPLO=UPLO), "eigvalsh"), "svd": _svd,
+    "eigvalsh": _errors(spectral_fns.eigvalsh, "eigvalsh"), "svd": _svd,
     "matrix_power": lambda a, n: TL.matrix_power(a, n), "cond": _cond,
 }

@@ -5,6 +5,7 @@ import torch
 
 from apsi_lang.errors import ApsiError
 
+from . import spectral_fns
 from .linalg_impls import _errors, _pair, _t
 
 TL = torch.linalg
@@ -109,7 +110,7 @@ def _eig(a):
 MORE_IMPLS = {
     "diagonal": lambda a, offset=0, axis1=0, axis2=1: torch.diagonal(a, offset, axis1, axis2),
     "swapaxes": lambda a, axis1, axis2: torch.swapaxes(a, axis1, axis2),
-    "cross": _cross, "multi_dot": _multi_dot, "svdvals": TL.svdvals, "matrix_rank": _matrix_rank,
+    "cross": _cross, "multi_dot": _multi_dot, "svdvals": spectral_fns.svdvals, "matrix_rank": _matrix_rank,
     "solve_triangular": _errors(_solve_triangular, "solve_triangular"),
     "cho_solve": _errors(_cho_solve, "cho_solve"), "lu": _lu, "expm": TL.matrix_exp,
     "logm": lambda A: _ScipyMatrixFunction.apply(A, "logm"),

@@ -15,11 +15,12 @@ from apsi_lang.errors import ApsiError
 
 from ..autograd import foreign, reduce, shape
 from ..autograd.ops import abs as _abs
-from ..autograd.ops import apply, matmul, power
+from ..autograd.ops import apply, matmul
 from ..autograd.tensor import Tensor, as_tensor, describe
 from . import spectral
 from .construct import promote
 from .einsum_op import einsum
+from .factor_vectors import GRAPH_SLICES, eigh_vectors, svd_vectors
 from .lapack import _linalg_call  # noqa: F401  (linalg_more and spectral's name too)
 from .linalg_vjps import pack, unpack
 
@@ -364,7 +365,7 @@ def qr(a, mode="reduced"):
         return pack([(q, 2), (r, 2)])
 
     packed = apply("qr", fwd, (a,), {"mode": rmode})
-    q, r = unpack(_GRAPH_SLICES, packed, [(m, k), (k, n)])
+    q, r = unpack(GRAPH_SLICES, packed, [(m, k), (k, n)])
     return r if mode == "r" else (q, r)
 
 
@@ -375,16 +376,8 @@ def eigh(a, UPLO="L"):  # noqa: N803  (NumPy's argument name)
     if UPLO not in ("L", "U"):
         raise ApsiError(f"eigh: UPLO must be \"L\" or \"U\", not {UPLO!r}")
     sym = _symmetric_from(a, UPLO)
-    n = a.shape[-1]
-
-    def fwd(d):
-        w, v = _linalg_call("eigh", np.linalg.eigh, d)
-        return pack([(w, 1), (v, 2)])
-
-    packed = apply("eigh", fwd, (sym,), {})
-    v = unpack(_GRAPH_SLICES, packed, [(n,), (n, n)])[1]
     # the values from their own op, so a function of them alone differentiates at repeats too
-    return spectral.eigvalsh_op(sym), v
+    return spectral.eigvalsh_op(sym), eigh_vectors(sym)
 
 
 def _symmetric_from(a, uplo):
@@ -415,14 +408,7 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     if not compute_uv:
         return spectral.svdvals_op(a)
     m, n = a.shape[-2:]
-    k = min(m, n)
-
-    def fwd(d):
-        u, s, vh = _linalg_call("svd", lambda x: np.linalg.svd(x, full_matrices=False), d)
-        return pack([(u, 2), (s, 1), (vh, 2)])
-
-    packed = apply("svd", fwd, (a,), {})
-    u, _, vh = unpack(_GRAPH_SLICES, packed, [(m, k), (k,), (k, n)])
+    u, vh = svd_vectors(a)
     s = spectral.svdvals_op(a)      # (as eigh's values: their own op)
     if full_matrices and m != n:
         return _full_factors(a, u, s, vh)
@@ -444,15 +430,6 @@ def _complement(d):
     full_u, _, full_vh = np.linalg.svd(d, full_matrices=True)
     m, n = d.shape[-2:]
     return full_u[..., n:] if m > n else full_vh[..., m:, :]
-
-
-class _Slices:
-    """unpack's namespace when slicing a public result: the differentiable getitem and reshape."""
-    getitem = staticmethod(shape.getitem)
-    reshape = staticmethod(shape.reshape)
-
-
-_GRAPH_SLICES = _Slices()
 
 
 # --- built from the others -------------------------------------------------------------------------------
@@ -518,7 +495,12 @@ def _vector_norm(x, ord, axis, keepdims):  # noqa: A002
         return Tensor(np.sum(x.data != 0, axis=axis, keepdims=keepdims).astype(np.float64))
     if ord == 1:
         return reduce.sum(a, axis=axis, keepdims=keepdims)
-    return power(reduce.sum(power(a, float(ord)), axis=axis, keepdims=keepdims), 1.0 / ord)
+    return apply("pnorm", _pnorm, (x,), {"p": float(ord), "axis": (axis,), "keepdims": bool(keepdims)})
+
+
+def _pnorm(d, p, axis, keepdims):
+    with np.errstate(divide="ignore"):          # 0 ** p for p < 0: inf, so the norm is 0 (NumPy's)
+        return np.sum(np.abs(d) ** p, axis=axis, keepdims=keepdims) ** (1.0 / p)
 
 
 def _matrix_norm(x, ord, axes, keepdims):  # noqa: A002

@@ -307,6 +307,29 @@ def _norm2_grad(xp, g, ans, x, axis=None, keepdims=False):
     return out
 
 
+def _pnorm_grad(xp, g, ans, x, p=None, axis=None, keepdims=False):
+    # torch's gradient of a p-norm (p not 0, 1, 2 or inf), term by term: sign(x) |x|^(p-1) times
+    # g / |x|_p^(p-1), that factor 0 at the origin (the subgradient), or for p < 1 times
+    # g |x|_p^(1-p) with |x_i|^(p-1) taken as 0 where x_i = 0
+    shape = values(x).shape
+    if not keepdims:
+        kept = tuple(1 if i in axis else d for i, d in enumerate(shape))
+        g, ans = xp.reshape(g, kept), xp.reshape(ans, kept)
+    zero, off = values(ans) == 0, values(x) == 0
+    size = xp.sign(x) * x
+    if p < 1:
+        out = xp.where(off, 0.0, xp.where(off, 1.0, size) ** (p - 1)) * (g * ans ** (1 - p))
+    else:
+        out = size ** (p - 1) * (g / xp.where(zero, 1.0, ans) ** (p - 1) * ~zero)
+    out = xp.sign(x) * out
+    if xp.recording:
+        # where torch's second derivative meets 0 * inf, NaN as torch's: at the origin for 1 < p < 3,
+        # and in the zero entries' columns for p < 1 and 2 < p < 3 (x |x|^(p-2) there)
+        nan = (np.broadcast_to(zero, shape) & (1 <= p < 3)) | (off & (p < 1 or 2 < p < 3))
+        out = out + _cone(x, nan) if np.any(nan) else out
+    return out
+
+
 def _cone(x, mask):
     from ..autograd.ops import apply  # (ops imports this module's table)
 
@@ -373,6 +396,7 @@ LINALG_RULES = {
     "svd": (_svd_grad,),
     "svd_complement": (_svd_complement_grad,),
     "norm2": (_norm2_grad,),
+    "pnorm": (_pnorm_grad,),
     "einsum": tuple(_einsum_rule(k) for k in range(MAX_EINSUM_OPERANDS)),
 }
 

@@ -9,6 +9,11 @@ J_ii - J_ij with J = dg/dw taken from the tape (Lewis & Sendov, "Twice different
 functions", SIAM J. Matrix Anal. Appl. 23 (2001)). That limit exists only when g is symmetric in
 the equal values (g_i == g_j, as for any function of the spectrum as a set, such as
 sum(eigvalsh(a) ** 2)); otherwise the second derivative does not exist and the rule says so.
+
+Third order: spectral_vjp's own rules, when recorded (a GRAPH pass), rebuild V and D from tensors
+recorded from A and g (eigh's eigenvectors, the divided differences of the recorded g and w), whose
+derivatives exist at distinct values, so a third (or higher) derivative is exact there; at repeated
+values D holds a limit read off the tape as a constant, and a third derivative is refused by name.
 """
 
 import numpy as np
@@ -16,6 +21,7 @@ import numpy as np
 from apsi_lang.errors import ApsiError
 
 from ..autograd.ops import apply
+from .factor_vectors import eigh_vectors, svd_vectors
 from .linalg_vjps import GAP_RTOL, values
 
 # --- helpers on raw arrays ---------------------------------------------------------------------------
@@ -25,7 +31,7 @@ def _t(x):
     return np.swapaxes(x, -1, -2)
 
 
-def _close(w):
+def close_pairs(w):
     """close[..., i, j]: w_i and w_j equal to GAP_RTOL relative, i != j."""
     n = w.shape[-1]
     scale = np.max(np.abs(w), axis=-1, keepdims=True)[..., None] if w.size else 1.0
@@ -96,11 +102,15 @@ def _eigvalsh_grad(xp, g, ans, a):
     w, v = np.linalg.eigh(values(a))
     if not xp.recording:
         return np.matmul(v * g[..., None, :], _t(v))
-    gd = values(g)
-    close = _close(w)
+    close = close_pairs(w)
     jac = _tape_jacobian(g, ans, close) if np.any(close) else None
-    d = _divided(gd, w, close, jac, False, "eigvalsh")
+    d = eigvalsh_divided(values(g), w, close, jac)
     return apply("spectral_vjp", _sym_fwd, (a, g), {"v": v, "d": d})
+
+
+def eigvalsh_divided(g, w, close, jac):
+    """Daleckii-Krein's D for eigvalsh's second derivative (ndarrays; jac = dg/dw where close)."""
+    return _divided(g, w, close, jac, False, "eigvalsh")
 
 
 def _sym_fwd(a, g, v=None, d=None):
@@ -109,14 +119,37 @@ def _sym_fwd(a, g, v=None, d=None):
 
 def _sym_vjp_a(xp, h, ans, a, g, v=None, d=None):
     # dG = V (D o V^T dA V) V^T for symmetric dA; its adjoint, symmetrized
-    k = _mm(xp, _t_const(v), h, v)
+    v, vt, d = _recorded_eig(xp, a, g) if xp.recording else (v, _t(v), d)
+    k = _mm(xp, vt, h, v)
     k = 0.5 * (k + xp.swap_last(k))
-    return _mm(xp, v, k * d, _t_const(v))
+    return _mm(xp, v, k * d, vt)
 
 
 def _sym_vjp_g(xp, h, ans, a, g, v=None, d=None):
-    k = _mm(xp, _t_const(v), h, v)
-    return xp.sum(k * np.eye(v.shape[-1]), axis=-1)
+    v, vt, _ = _recorded_eig(xp, a, g) if xp.recording else (v, _t(v), d)
+    k = _mm(xp, vt, h, v)
+    return xp.sum(k * np.eye(values(v).shape[-1]), axis=-1)
+
+
+def _recorded_eig(xp, a, g):
+    """V, V^T and D as tensors recorded from a and g, for a third derivative: at distinct values
+    each has its derivative (the eigenvectors', the divided differences'); at repeated ones the
+    limit D holds is not differentiated, so that is refused by name."""
+
+    w = eigvalsh_op(a)
+    if np.any(close_pairs(values(w))):
+        raise ApsiError(THIRD_ORDER.format(fn="eigvalsh", vectors="eigenvectors"))
+    v = eigh_vectors(a)
+    return v, xp.swap_last(v), _recorded_divided(xp, g, w, False)
+
+
+def _recorded_divided(xp, g, w, plus):
+    """(g_i -+ g_j) / (w_i -+ w_j) off the diagonal, 0 on it, as recorded tensors (no two w close)."""
+    off = ~np.eye(values(w).shape[-1], dtype=bool)
+    gi, gj = xp.expand_dims(g, -1), xp.expand_dims(g, -2)
+    wi, wj = xp.expand_dims(w, -1), xp.expand_dims(w, -2)
+    num, den = (gi + gj, wi + wj) if plus else (gi - gj, wi - wj)
+    return xp.where(off, num / xp.where(off, den, 1.0), 0.0)
 
 
 # --- svdvals -----------------------------------------------------------------------------------------
@@ -136,20 +169,34 @@ def _svdvals_grad(xp, g, ans, a):
     u, s, vh = np.linalg.svd(values(a), full_matrices=False)
     if not xp.recording:
         return np.matmul(u * g[..., None, :], vh)
-    gd = values(g)
-    minus, plus = _close(s), _both_zero(s)
     m, n = values(a).shape[-2:]
-    zero = s <= GAP_RTOL * np.maximum(np.max(s, axis=-1, keepdims=True), 1e-300)
-    need = minus | plus | (np.eye(s.shape[-1], dtype=bool) & zero[..., None] & (m != n))
+    need = svd_needs(s, m, n)
     jac = _tape_jacobian(g, ans, need) if np.any(need) else np.zeros(s.shape + s.shape[-1:])
-    p = _divided(gd, s, minus, jac, False, "svd")
-    q = _divided(gd, s, plus & ~np.eye(s.shape[-1], dtype=bool), jac, True, "svd")
-    over = _over_s(gd, s, zero, jac) if m != n else None
+    p, q, over = svd_coefficients(values(g), s, m, n, jac)
     return apply("spectral_vjp_svd", _svd_fwd, (a, g), {"u": u, "vh": vh, "p": p, "q": q, "over": over})
 
 
+def svd_needs(s, m, n):
+    """Where the second derivative needs dg/ds (equal values, pairs of zeros, a zero value of a
+    non-square matrix); nowhere means the singular vectors' own derivative is defined."""
+    minus, plus = close_pairs(s), _both_zero(s)
+    return minus | plus | (np.eye(s.shape[-1], dtype=bool) & _zero(s)[..., None] & (m != n))
+
+
+def svd_coefficients(g, s, m, n, jac):
+    """(P, Q, g/s) of svdvals' second derivative (ndarrays; jac = dg/ds where svd_needs says)."""
+    minus, plus = close_pairs(s), _both_zero(s)
+    p = _divided(g, s, minus, jac, False, "svd")
+    q = _divided(g, s, plus & ~np.eye(s.shape[-1], dtype=bool), jac, True, "svd")
+    return p, q, (_over_s(g, s, _zero(s), jac) if m != n else None)
+
+
+def _zero(s):
+    return s <= GAP_RTOL * np.maximum(np.max(s, axis=-1, keepdims=True), 1e-300)
+
+
 def _both_zero(s):
-    z = s <= GAP_RTOL * np.maximum(np.max(s, axis=-1, keepdims=True), 1e-300)
+    z = _zero(s)
     return z[..., :, None] & z[..., None, :] & ~np.eye(s.shape[-1], dtype=bool)
 
 
@@ -169,23 +216,40 @@ def _svd_fwd(a, g, u=None, vh=None, p=None, q=None, over=None):
 def _svd_vjp_a(xp, h, ans, a, g, u=None, vh=None, p=None, q=None, over=None):
     # U^T dG V = P o sym(C) + Q o skew(C) with C = U^T dA V, plus, for a tall a,
     # (I - U U^T) dA V diag(g / s) (a wide a: the mirror image); the adjoint term by term
-    k = _mm(xp, _t_const(u), h, _t_const(vh))
+    u, ut, vh, v, p, q, over = (_recorded_svd(xp, a, g) if xp.recording
+                                else (u, _t(u), vh, _t(vh), p, q, over))
+    k = _mm(xp, ut, h, v)
     kt = xp.swap_last(k)
     cbar = 0.5 * (p * (k + kt)) + 0.5 * (q * (k - kt))
     out = _mm(xp, u, cbar, vh)
-    m, n = u.shape[-2], vh.shape[-1]
+    m, n = values(u).shape[-2], values(vh).shape[-1]
     if m > n:
-        rest = h - _mm(xp, u, _t_const(u), h)
-        out = out + _mm(xp, _mm(xp, rest, _t_const(vh)) * over[..., None, :], vh)
+        rest = h - _mm(xp, u, ut, h)
+        out = out + _mm(xp, _mm(xp, rest, v) * xp.expand_dims(over, -2), vh)
     elif m < n:
-        rest = h - _mm(xp, h, _t_const(vh), vh)
-        out = out + _mm(xp, u * over[..., None, :], _t_const(u), rest)
+        rest = h - _mm(xp, h, v, vh)
+        out = out + _mm(xp, u * xp.expand_dims(over, -2), ut, rest)
     return out
 
 
 def _svd_vjp_g(xp, h, ans, a, g, u=None, vh=None, p=None, q=None, over=None):
-    k = _mm(xp, _t_const(u), h, _t_const(vh))
-    return xp.sum(k * np.eye(u.shape[-1]), axis=-1)
+    u, ut, vh, v = (_recorded_svd(xp, a, g) if xp.recording else (u, _t(u), vh, _t(vh)))[:4]
+    k = _mm(xp, ut, h, v)
+    return xp.sum(k * np.eye(values(u).shape[-1]), axis=-1)
+
+
+def _recorded_svd(xp, a, g):
+    """U, U^T, Vh, V, P, Q and g/s recorded from a and g (as _recorded_eig), at distinct nonzero
+    singular values; elsewhere a third derivative is refused by name."""
+
+    s = svdvals_op(a)
+    m, n = values(a).shape[-2:]
+    if np.any(svd_needs(values(s), m, n)):
+        raise ApsiError(THIRD_ORDER.format(fn="svdvals", vectors="singular vectors"))
+    u, vh = svd_vectors(a)
+    over = g / s if m != n else None
+    return (u, xp.swap_last(u), vh, xp.swap_last(vh), _recorded_divided(xp, g, s, False),
+            _recorded_divided(xp, g, s, True), over)
 
 
 def _mm(xp, *xs):
@@ -195,22 +259,18 @@ def _mm(xp, *xs):
     return out
 
 
-def _t_const(x):
-    return np.swapaxes(x, -1, -2)
-
-
-def _third_order(rule):
-    """The recorded gradients hold the eigen/singular vectors as constants: right for the hessian,
-    not for a third derivative, which is refused by name."""
-    rule.first_order_only = True
-    return rule
+THIRD_ORDER = ("{fn}: a third derivative at repeated (or, for svdvals, zero) values is not "
+               "computed: the hessian there holds the {vectors} as constants, which is exact for it "
+               "but not for the next order. Differentiate three times at a point whose values are "
+               "distinct, or write the function without the spectrum (sum(eigvalsh(a) ** 2) is "
+               "sum(a * a))")
 
 
 SPECTRAL_RULES = {
     "eigvalsh": (_eigvalsh_grad,),
     "svdvals": (_svdvals_grad,),
-    "spectral_vjp": (_third_order(_sym_vjp_a), _third_order(_sym_vjp_g)),
-    "spectral_vjp_svd": (_third_order(_svd_vjp_a), _third_order(_svd_vjp_g)),
+    "spectral_vjp": (_sym_vjp_a, _sym_vjp_g),
+    "spectral_vjp_svd": (_svd_vjp_a, _svd_vjp_g),
 }
 
 
