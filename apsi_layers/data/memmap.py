@@ -196,7 +196,7 @@ class Mapped:
             self.shards[k].gather(out[a:b], wanted[a:b] - self.starts[k], what)
 
     def __getitem__(self, key):
-        from apsi_layers.nn.tensor import Tensor
+        from apsi_layers.nn.autograd.tensor import Tensor
 
         rows, rest = (key[0], key[1:]) if isinstance(key, tuple) and key else (key, ())
         n = len(self.rows)
@@ -247,7 +247,7 @@ def load_npy(path, mmap=True):
                             "shard must have the same dtype and the same shape after the first axis")
     mapped = Mapped(shards)
     if mmap is False:
-        from apsi_layers.nn.tensor import Tensor
+        from apsi_layers.nn.autograd.tensor import Tensor
 
         return Tensor(_as_tensor_data(mapped.take(np.arange(len(mapped)), "load_npy")))
     return mapped
@@ -256,7 +256,7 @@ def load_npy(path, mmap=True):
 def save_npy(path, x):
     """Write x as a .npy file, atomically (a reader never sees half a file)."""
     from apsi_lang.files import atomic_open
-    from apsi_layers.nn.tensor import Tensor
+    from apsi_layers.nn.autograd.tensor import Tensor
 
     if type(path) is not str or not path:
         raise ApsiError(f"save_npy: path must be a file name like \"x.npy\", not {show(path, True)}")

@@ -43,7 +43,7 @@ class Dataset:
     def call(self, i, seed, epoch, what):
         """Batch i as a list of arrays (x, y): one call, checked; errors name the batch and where
         the function failed."""
-        from apsi_layers.nn.random_gen import Rng
+        from apsi_layers.nn.numlib.random_gen import Rng
 
         try:
             out = self.fn(int(i), Rng(seed, (epoch, int(i)))) if self.with_rng else self.fn(int(i))

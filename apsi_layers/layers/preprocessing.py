@@ -298,7 +298,7 @@ def adapt(model, params, data):
     """The parameter tree with the state of each preprocessing layer the model starts with learnt
     from `data` (a tensor, a mapped .npy array or a dataset: its x), read once per layer, streamed."""
     from apsi_layers.backends import registry
-    from apsi_layers.nn.tensor import Tensor
+    from apsi_layers.nn.autograd.tensor import Tensor
 
     from .context import Ctx
 
@@ -328,7 +328,7 @@ def adapt(model, params, data):
 def _pieces(data):
     from apsi_layers.data.fit_data import is_source
     from apsi_layers.data.predict_source import pieces
-    from apsi_layers.nn.tensor import Tensor
+    from apsi_layers.nn.autograd.tensor import Tensor
 
     from .training.arrays import as_array
 

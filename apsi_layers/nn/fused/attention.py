@@ -9,7 +9,7 @@ import numpy as np
 
 from apsi_lang.errors import ApsiError
 
-from ..tensor import plain_array
+from ..autograd.tensor import plain_array
 from .batch_threads import over_rows
 from .record import fused, tensor
 

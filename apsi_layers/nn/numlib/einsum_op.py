@@ -6,12 +6,12 @@ import numpy as np
 
 from apsi_lang.errors import ApsiError
 
-from . import foreign
-from .foreign import Foreign
+from ..autograd import foreign
+from ..autograd.foreign import Foreign
+from ..autograd.ops import apply
+from ..autograd.shape import broadcast_to
+from ..autograd.tensor import as_tensor
 from .linalg_vjps import MAX_EINSUM_OPERANDS
-from .ops import apply
-from .shape import broadcast_to
-from .tensor import as_tensor
 
 LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _ALLOWED = set(LETTERS) | set(",->. ")

@@ -11,7 +11,10 @@ import numpy as np
 
 from apsi_lang.errors import ApsiError
 
-from . import foreign, shape, spectral
+from ..autograd import foreign, shape
+from ..autograd.ops import apply, matmul
+from ..autograd.tensor import Tensor, describe
+from . import spectral
 from .linalg import (
     _finite,
     _int,
@@ -25,9 +28,7 @@ from .linalg import (
     triu,
 )
 from .matrix_functions import RAW_FUNCTIONS
-from .ops import apply, matmul
 from .scans import moveaxis
-from .tensor import Tensor, describe
 
 # --- shapes: swapaxes (diagonal sits with trace in linalg.py) ----------------------------------
 
@@ -324,8 +325,8 @@ __all__ = ["cho_solve", "cross", "diagonal", "eig", "eigvals", "expm", "logm", "
 
 
 def _register():
+    from ..autograd.vjps import RULES, register_name
     from .linalg_more_vjps import MORE_RULES
-    from .vjps import RULES, register_name
 
     RULES.update(MORE_RULES)
     for name, rules in MORE_RULES.items():

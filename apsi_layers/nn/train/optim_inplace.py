@@ -7,7 +7,7 @@ tree is not changed), and inside `fit` the parameters are a working copy that th
 place (the caller's tree is never changed). Each rule below is its optim.py counterpart written with
 NumPy's `out=` ufuncs and two scratch buffers, split in two: `prepare` computes the step's scalars once
 per parameter (and advances scalar state such as NAdam's mu_product), `apply` does the elementwise part
-on any block of the arrays, so nn/blockwise.py runs it a cache-sized block at a time.
+on any block of the arrays, so nn/train/blockwise.py runs it a cache-sized block at a time.
 
 Each kernel performs the same floating-point operations, on the same operands and in the same order, as
 the rule in optim.py, so the results are bit-for-bit those of the plain rule (tests/nn/
@@ -20,9 +20,10 @@ import math
 
 import numpy as np
 
-from . import blockwise, tree
-from .nonfinite import NonFiniteError
-from .tensor import Tensor, as_tensor
+from ..autograd import tree
+from ..autograd.nonfinite import NonFiniteError
+from ..autograd.tensor import Tensor, as_tensor
+from . import blockwise
 
 SCALAR_STATE = frozenset({"mu_product"})    # state that is one number, not one per element
 
@@ -234,7 +235,7 @@ class RAdam:
 # not import optim.py, which imports it)
 KERNELS = {"sgd": SGD, "adam": Adam, "adamw": AdamW, "rmsprop": RMSprop, "adagrad": Adagrad,
            "nadam": NAdam, "radam": RAdam}
-OPTIM = "apsi_layers.nn.optim"
+OPTIM = "apsi_layers.nn.train.optim"
 
 
 def kernel(opt):

@@ -49,8 +49,8 @@ def _block_rule(name):
         at = _t(xp, a)
         zero = np.zeros(values(a).shape)
         if xp.recording:
-            from . import shape
-            from .ops import apply
+            from ..autograd import shape
+            from ..autograd.ops import apply
 
             block = shape.concat([shape.concat([at, g], -1), shape.concat([zero, at], -1)], -2)
             full = apply(name, RAW_FUNCTIONS[name], (block,), {})      # the op itself, recorded again

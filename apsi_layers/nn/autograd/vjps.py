@@ -272,7 +272,7 @@ def rule_name(rules):
 
 
 # Linear algebra (inv, solve, det, decompositions, norm2, einsum): rules in linalg_vjps.py.
-from .linalg_vjps import EDGE_RULES, LINALG_RULES  # noqa: E402
+from ..numlib.linalg_vjps import EDGE_RULES, LINALG_RULES  # noqa: E402
 
 RULES.update(LINALG_RULES)
 RULES.update(EDGE_RULES)
@@ -280,7 +280,7 @@ for _name, _rules in {**LINALG_RULES, **EDGE_RULES}.items():
     register_name(_name, _rules)
 
 # Issue 35's special functions and convolve: rules in toolbox_vjps.py.
-from .toolbox_vjps import TOOLBOX_RULES  # noqa: E402
+from ..numlib.toolbox_vjps import TOOLBOX_RULES  # noqa: E402
 
 RULES.update(TOOLBOX_RULES)
 for _name, _rules in TOOLBOX_RULES.items():

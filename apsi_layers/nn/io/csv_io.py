@@ -20,7 +20,7 @@ from apsi_lang import csv_read
 from apsi_lang.errors import ApsiError
 from apsi_lang.values import Record, show
 
-from .tensor import Tensor
+from ..autograd.tensor import Tensor
 
 BLOCK_BYTES = 1 << 18         # small blocks: their passing buffers (text, parser) stay small
 _BOM = b"\xef\xbb\xbf"

@@ -15,10 +15,11 @@ import numpy as np
 
 from apsi_lang.errors import ApsiError
 
-from . import foreign, hurwitz
-from .foreign import Foreign
-from .ops import _binary, _unary, apply, sigmoid
-from .tensor import as_tensor
+from ..autograd import foreign
+from ..autograd.foreign import Foreign
+from ..autograd.ops import _binary, _unary, apply, sigmoid
+from ..autograd.tensor import as_tensor
+from . import hurwitz
 
 # --- values ---------------------------------------------------------------------------------------
 

@@ -5,9 +5,9 @@ import numpy as np
 from apsi_lang.errors import ApsiError
 from apsi_lang.values import type_name
 
-from . import foreign
+from ..autograd import foreign
+from ..autograd.tensor import Tensor, describe, plain_array, to_plain
 from .args import shape_arg as _shape
-from .tensor import Tensor, describe, plain_array, to_plain
 
 _DTYPES = {"float": np.float64, "float64": np.float64, "int": np.int64, "int64": np.int64, "bool": bool}
 

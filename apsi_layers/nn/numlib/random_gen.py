@@ -13,10 +13,10 @@ import numpy as np
 
 from apsi_lang.errors import ApsiError
 
-from . import ops
+from ..autograd import ops
+from ..autograd.shape import getitem
+from ..autograd.tensor import Tensor, as_tensor, describe, plain_array
 from .args import shape_arg as _shape
-from .shape import getitem
-from .tensor import Tensor, as_tensor, describe, plain_array
 
 
 class Rng:

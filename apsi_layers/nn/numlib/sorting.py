@@ -8,11 +8,11 @@ import numpy as np
 
 from apsi_lang.errors import ApsiError
 
-from . import foreign
+from ..autograd import foreign
+from ..autograd.foreign import Foreign
+from ..autograd.shape import index_add, reshape, take_along
+from ..autograd.tensor import Tensor, as_tensor, plain_array
 from .args import axis_of
-from .foreign import Foreign
-from .shape import index_add, reshape, take_along
-from .tensor import Tensor, as_tensor, plain_array
 
 
 def values_only(fn):

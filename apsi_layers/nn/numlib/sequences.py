@@ -9,14 +9,14 @@ import numpy as np
 
 from apsi_lang.errors import ApsiError
 
-from . import foreign
-from . import reduce as _reduce
+from ..autograd import foreign
+from ..autograd import reduce as _reduce
+from ..autograd.foreign import Foreign
+from ..autograd.ops import apply, where
+from ..autograd.shape import concat, getitem, reshape, take_along
+from ..autograd.tensor import Tensor, as_tensor
 from .elementwise import mod
-from .foreign import Foreign
-from .ops import apply, where
 from .scans import axis_of, diff, scan_input
-from .shape import concat, getitem, reshape, take_along
-from .tensor import Tensor, as_tensor
 
 # --- logspace, geomspace ---------------------------------------------------------------------------
 

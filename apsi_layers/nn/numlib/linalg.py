@@ -13,15 +13,16 @@ import numpy as np
 
 from apsi_lang.errors import ApsiError
 
-from . import foreign, reduce, shape, spectral
+from ..autograd import foreign, reduce, shape
+from ..autograd.ops import abs as _abs
+from ..autograd.ops import apply, matmul
+from ..autograd.tensor import Tensor, as_tensor, describe
+from . import spectral
 from .construct import promote
 from .einsum_op import einsum
 from .factor_vectors import GRAPH_SLICES, eigh_vectors, svd_vectors
 from .lapack import _linalg_call  # noqa: F401  (linalg_more and spectral's name too)
 from .linalg_vjps import pack, unpack
-from .ops import abs as _abs
-from .ops import apply, matmul
-from .tensor import Tensor, as_tensor, describe
 
 # --- plumbing --------------------------------------------------------------------------------------
 

@@ -10,14 +10,14 @@ import numpy as np
 
 from apsi_lang.errors import ApsiError
 
-from . import foreign
-from . import reduce as _reduce
+from ..autograd import foreign
+from ..autograd import reduce as _reduce
+from ..autograd.foreign import Foreign
+from ..autograd.ops import apply, sqrt, where
+from ..autograd.shape import concat, getitem, reshape, transpose
+from ..autograd.tensor import Tensor, as_tensor, plain_array
+from ..autograd.vjps import keep_shape
 from .args import axes_of, axis_of  # noqa: F401  (scans' names, as before)
-from .foreign import Foreign
-from .ops import apply, sqrt, where
-from .shape import concat, getitem, reshape, transpose
-from .tensor import Tensor, as_tensor, plain_array
-from .vjps import keep_shape
 
 
 def moveaxis(x, source, destination):

@@ -4,8 +4,8 @@ import numpy as np
 
 from apsi_lang.errors import ApsiError
 
+from ..autograd.tensor import Tensor, plain_array
 from .sorting import numpy_only, values_only
-from .tensor import Tensor, plain_array
 
 
 def _tol(name, rtol, atol):

@@ -10,12 +10,12 @@ import numpy as np
 from apsi_lang.errors import ApsiError
 from apsi_lang.values import type_name
 
-from . import foreign
-from .foreign import Foreign
-from .ops import apply
+from ..autograd import foreign
+from ..autograd.foreign import Foreign
+from ..autograd.ops import apply
+from ..autograd.shape import broadcast_to, getitem, index_add, reshape
+from ..autograd.tensor import Tensor, as_tensor, describe, to_plain
 from .scans import axes_of, axis_of
-from .shape import broadcast_to, getitem, index_add, reshape
-from .tensor import Tensor, as_tensor, describe, to_plain
 
 # The dtypes a tensor may have. Nothing else is accepted: an object array would hold Python objects.
 DTYPES = {"float64": np.float64, "float": np.float64, "float32": np.float32, "int64": np.int64,

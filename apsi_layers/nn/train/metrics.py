@@ -15,8 +15,8 @@ import numpy as np
 from apsi_lang.errors import ApsiError
 from apsi_lang.values import Record
 
-from .sorting import numpy_only
-from .tensor import plain_array
+from ..autograd.tensor import plain_array
+from ..numlib.sorting import numpy_only
 
 AVERAGES = ("macro", "micro", "weighted", "binary", None)
 
@@ -89,7 +89,7 @@ def _class_labels(name, t, p, classes):
 
 def confusion_matrix(y_true, y_pred, classes=None):
     """counts[i, j]: samples of true class i predicted as j (an int tensor [C, C])."""
-    from .tensor import Tensor
+    from ..autograd.tensor import Tensor
 
     t, p = _arrays("confusion_matrix", y_true, y_pred)
     t, p, c = _class_labels("confusion_matrix", t, p, classes)

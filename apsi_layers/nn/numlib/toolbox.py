@@ -10,7 +10,7 @@ implement it (or refuse it by name), and docs/nn.md lists it.
 # "product" (the arguments' units multiplied), "interp" (x in xp's unit, the result in fp's),
 # "none" (makes a tensor from numbers: a quantity is refused with units' message to take its magnitude)
 TOOLBOX = {
-    # statistics (nn/statistics.py)
+    # statistics (nn/numlib/statistics.py)
     "nanmax": {"ref": "numpy.nanmax", "grad": "ties share, NaN entries 0", "units": "keep"},
     "nanmin": {"ref": "numpy.nanmin", "grad": "ties share, NaN entries 0", "units": "keep"},
     "nanargmax": {"ref": "numpy.nanargmax", "grad": "none (ints)", "units": "plain"},
@@ -23,7 +23,7 @@ TOOLBOX = {
     "ptp": {"ref": "numpy.ptp", "grad": "max's minus min's (ties share)", "units": "delta"},
     "cov": {"ref": "numpy.cov", "grad": "any order, as torch.cov", "units": "square"},
     "corrcoef": {"ref": "numpy.corrcoef", "grad": "any order, as torch.corrcoef", "units": "plain"},
-    # special functions (nn/special.py)
+    # special functions (nn/numlib/special.py)
     "arccosh": {"ref": "numpy.arccosh", "grad": "any order; inf at 1", "units": "dimensionless"},
     "logaddexp": {"ref": "numpy.logaddexp", "grad": "any order; sigmoid(a - b)", "units": "dimensionless"},
     "gammaln": {"ref": "scipy.special.gammaln", "grad": "any order (digamma, polygamma)", "units": "dimensionless"},
@@ -32,7 +32,7 @@ TOOLBOX = {
     "expit": {"ref": "scipy.special.expit", "grad": "any order (sigmoid's)", "units": "dimensionless"},
     "digamma": {"ref": "scipy.special.digamma", "grad": "any order (polygamma)", "units": "dimensionless"},
     "polygamma": {"ref": "scipy.special.polygamma", "grad": "any order", "units": "dimensionless"},
-    # sequences and curves (nn/sequences.py)
+    # sequences and curves (nn/numlib/sequences.py)
     "logspace": {"ref": "numpy.logspace", "grad": "in start and stop, any order", "units": "none"},
     "geomspace": {"ref": "numpy.geomspace", "grad": "in start and stop, any order", "units": "none"},
     "cummax": {"ref": "numpy.maximum.accumulate", "grad": "to the running maximum's element, as torch.cummax", "units": "keep"},
@@ -40,7 +40,7 @@ TOOLBOX = {
     "convolve": {"ref": "numpy.convolve", "grad": "in both arguments, any order", "units": "product"},
     "interp": {"ref": "numpy.interp", "grad": "in x, xp and fp; one-sided at knots", "units": "interp"},
     "trapezoid": {"ref": "numpy.trapezoid", "grad": "in y and x, any order, as torch.trapezoid", "units": "product"},
-    # indices (nn/indices.py)
+    # indices (nn/numlib/indices.py)
     "nonzero": {"ref": "numpy.nonzero", "grad": "none (ints)", "units": "plain"},
     "argwhere": {"ref": "numpy.argwhere", "grad": "none (ints)", "units": "plain"},
     "digitize": {"ref": "numpy.digitize", "grad": "none (ints)", "units": "plain"},

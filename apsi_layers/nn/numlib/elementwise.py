@@ -11,10 +11,10 @@ import numpy as np
 
 from apsi_lang.errors import ApsiError
 
-from . import foreign
-from .foreign import Foreign
-from .ops import _binary, _unary, apply
-from .tensor import Tensor, as_tensor
+from ..autograd import foreign
+from ..autograd.foreign import Foreign
+from ..autograd.ops import _binary, _unary, apply
+from ..autograd.tensor import Tensor, as_tensor
 
 
 def _erf(x):

@@ -15,8 +15,8 @@ import numpy as np
 
 from apsi_lang.errors import ApsiError
 
-from . import tree
-from .tensor import Tensor, as_tensor
+from ..autograd import tree
+from ..autograd.tensor import Tensor, as_tensor
 
 
 def lerp(a, b, w):

@@ -23,8 +23,8 @@ from apsi_lang import permissions
 from apsi_lang.errors import ApsiError
 from apsi_lang.files import atomic_open
 
-from . import tree
-from .tensor import Tensor, describe, plain_array
+from ..autograd import tree
+from ..autograd.tensor import Tensor, describe, plain_array
 
 
 def _order(fn, path, params):

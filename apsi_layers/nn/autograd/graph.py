@@ -104,7 +104,7 @@ _install()
 
 def _add_linalg():
     """The linear-algebra rules (linalg_vjps.py) also use xp.inv, xp.solve and xp.einsum."""
-    from . import linalg
+    from ..numlib import linalg
 
     GRAPH.inv, GRAPH.solve, GRAPH.einsum = linalg.inv, linalg.solve, linalg.einsum
     GRAPH.det, GRAPH.stack = linalg.det, shape.stack
@@ -117,7 +117,7 @@ _add_linalg()
 
 def _install_numlib():
     """numlib (issue 19): GRAPH twins of xp_numlib's helpers and the NumPy-style tensor methods."""
-    from . import construct, elementwise, scans, sorting
+    from ..numlib import construct, elementwise, scans, sorting
     from . import xp_numlib as _xn
 
     GRAPH.__dict__.update(
@@ -142,7 +142,7 @@ _install_numlib()
 
 def _install_toolbox():
     """Issue 35: the rules' polygamma and convolve, plain (RAW) and differentiable (GRAPH)."""
-    from . import sequences, special
+    from ..numlib import sequences, special
 
     _raw.RAW.convolve, _raw.RAW.polygamma = np.convolve, special.polygamma_values
     GRAPH.__dict__.update(polygamma=special.polygamma, convolve=sequences.convolve)

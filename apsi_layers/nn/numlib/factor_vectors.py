@@ -3,10 +3,10 @@ higher derivatives): in a module of their own so neither of those two imports th
 
 import numpy as np
 
-from . import shape
+from ..autograd import shape
+from ..autograd.ops import apply
 from .lapack import _linalg_call
 from .linalg_vjps import pack, unpack
-from .ops import apply
 
 
 class _Slices:

@@ -2,14 +2,14 @@
 
 from apsi_lang.errors import ApsiError
 
-from . import foreign
-from .creation import labels_array
-from .foreign import Foreign
-from .ops import abs, exp, softplus, where
-from .reduce import log_softmax, mean
-from .reduce import sum as tsum
-from .shape import take_along
-from .tensor import as_tensor
+from ..autograd import foreign
+from ..autograd.foreign import Foreign
+from ..autograd.ops import abs, exp, softplus, where
+from ..autograd.reduce import log_softmax, mean
+from ..autograd.reduce import sum as tsum
+from ..autograd.shape import take_along
+from ..autograd.tensor import as_tensor
+from ..numlib.creation import labels_array
 
 
 def _pair(fn, pred, target):

@@ -11,15 +11,15 @@ import numpy as np
 
 from apsi_lang.errors import ApsiError
 
-from . import foreign
-from . import reduce as _reduce
-from .foreign import Foreign
-from .ops import clip, sqrt, where
+from ..autograd import foreign
+from ..autograd import reduce as _reduce
+from ..autograd.foreign import Foreign
+from ..autograd.ops import clip, sqrt, where
+from ..autograd.shape import concat, getitem, reshape, take_along, transpose
+from ..autograd.tensor import Tensor, as_tensor, plain_array
+from ..autograd.vjps import keep_shape
 from .scans import QUANTILE_METHODS, _positions, axes_of, moveaxis
-from .shape import concat, getitem, reshape, take_along, transpose
 from .sorting import sort, values_only
-from .tensor import Tensor, as_tensor, plain_array
-from .vjps import keep_shape
 
 
 def _tensor(name, x, *args, **kwargs):

@@ -17,7 +17,7 @@ import numpy as np
 
 from apsi_lang.errors import ApsiError
 
-from .tensor import Tensor
+from ..autograd.tensor import Tensor
 
 # Eigenvalues/singular values closer than this (relative to the largest) count as repeated: their
 # eigenvector derivatives divide by the gap, so the gradient would be noise or inf.
@@ -331,7 +331,7 @@ def _pnorm_grad(xp, g, ans, x, p=None, axis=None, keepdims=False):
 
 
 def _cone(x, mask):
-    from .ops import apply  # (ops imports this module's table)
+    from ..autograd.ops import apply  # (ops imports this module's table)
 
     return apply("norm2_cone", lambda d, mask: np.zeros(d.shape), (x,), {"mask": mask})
 

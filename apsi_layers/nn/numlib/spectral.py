@@ -20,9 +20,9 @@ import numpy as np
 
 from apsi_lang.errors import ApsiError
 
+from ..autograd.ops import apply
 from .factor_vectors import eigh_vectors, svd_vectors
 from .linalg_vjps import GAP_RTOL, values
-from .ops import apply
 
 # --- helpers on raw arrays ---------------------------------------------------------------------------
 
@@ -42,8 +42,8 @@ def close_pairs(w):
 def _tape_jacobian(g, w, pairs):
     """J[..., i, j] = d g[..., i] / d w[..., j] for the rows i that `pairs` needs, from the tape (0
     where g does not depend on w). g and w are tensors; a reverse pass per needed row."""
-    from .autodiff import _backward_raw
-    from .tape import STATE
+    from ..autograd.autodiff import _backward_raw
+    from ..autograd.tape import STATE
 
     jac = np.zeros(w.shape + w.shape[-1:])
     tape = STATE.tape
@@ -275,7 +275,7 @@ SPECTRAL_RULES = {
 
 
 def _register():
-    from .vjps import RULES, register_name
+    from ..autograd.vjps import RULES, register_name
 
     RULES.update(SPECTRAL_RULES)
     for name, rules in SPECTRAL_RULES.items():
