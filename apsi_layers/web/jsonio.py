@@ -146,7 +146,7 @@ def _array_of(value):
         return None
     if isinstance(value, np.ndarray | np.generic):
         return np.asarray(value)
-    tensor = sys.modules.get("apsi_layers.nn.tensor")
+    tensor = sys.modules.get("apsi_layers.nn.autograd.tensor")
     if tensor is not None and type(value) is tensor.Tensor:
         return value.data
     return None

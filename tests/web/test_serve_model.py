@@ -66,7 +66,7 @@ def test_outputs_that_overflow_are_written_infinity_as_the_docs_say(served):
 def test_outputs_match_an_independent_numpy_forward_pass(served):
     """relu(x W1 + b1) W2 + b2, written out, with the parameters init(seed=3) makes."""
     from apsi_layers.layers import mlp
-    from apsi_layers.nn import tree
+    from apsi_layers.nn.autograd import tree
 
     p = {name: np.asarray(leaf.data) for name, leaf in tree.named_leaves(mlp(4, 3, hidden=[16]).init(seed=3))}
     w1, b1, w2, b2 = p["dense.w"], p["dense.b"], p["dense_1.w"], p["dense_1.b"]
