@@ -3,7 +3,7 @@
 Apsi programs run on their own thread (apsi_lang/bigstack.py), and glibc gives a new thread its own
 arena: heaps of 64 MiB at most, each unmapped as soon as it empties. The large temporaries of a
 training step (columns, activations, their gradients) therefore came back as fresh pages on every
-step, page faults included, whatever apsi_layers/nn/heap.py asks of the main heap: `fit` ran about
+step, page faults included, whatever apsi_layers/nn/autograd/heap.py asks of the main heap: `fit` ran about
 15% slower under `apsi` than the same call from Python. With a single arena the program's thread
 allocates from the main heap, where freed blocks stay for the next step. The call must come before
 that thread's first allocation, which picks its arena.

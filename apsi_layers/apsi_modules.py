@@ -9,7 +9,7 @@ import builtins
 
 def _tensor_aware(nn):
     Tensor = nn.Tensor
-    foreign = nn.foreign        # torch tensors, once the torch backend has loaded (see nn/foreign.py)
+    foreign = nn.foreign        # torch tensors, once the torch backend has loaded (nn/autograd/foreign.py)
 
     def sum(x, *rest, axis=None, keepdims=False):  # noqa: A001
         if type(x) is Tensor or isinstance(x, foreign.TYPES):
@@ -96,11 +96,11 @@ NN_EXPORTS = (
     "mse", "mae", "huber", "cross_entropy", "bce", "vae",
     "tree_map", "flatten", "unflatten", "param_count", "global_norm", "clip_by_global_norm",
     "save_params", "load_params", "load_csv",
-    # linear algebra (issue 19; nn/linalg.py, nn/einsum_op.py)
+    # linear algebra (issue 19; nn/numlib/linalg.py, nn/numlib/einsum_op.py)
     "dot", "vdot", "outer", "inner", "einsum", "tensordot", "trace", "diag", "tril", "triu", "kron",
     "norm", "inv", "pinv", "solve", "lstsq", "det", "slogdet", "cholesky", "qr", "eigh", "eigvalsh",
     "svd", "matrix_power", "cond",
-    # NumPy's and SciPy's other linear algebra (issue 35; nn/linalg_more.py)
+    # NumPy's and SciPy's other linear algebra (issue 35; nn/numlib/linalg_more.py)
     "diagonal", "swapaxes", "cross", "multi_dot", "svdvals", "matrix_rank", "solve_triangular",
     "cho_solve", "lu", "expm", "logm", "sqrtm", "eig", "eigvals",
     # numlib (issue 19): NumPy's elementwise functions
@@ -118,9 +118,9 @@ NN_EXPORTS = (
     # numlib: comparisons and random generators
     "isclose", "allclose", "array_equal", "rng", "spawn", "normal", "uniform", "choice", "shuffle",
     "bernoulli",
-    # metrics as plain functions (issue 19; nn/metrics.py, shared with fit's metrics=)
+    # metrics as plain functions (issue 19; nn/train/metrics.py, shared with fit's metrics=)
     "accuracy", "r2_score", "confusion_matrix", "precision_recall_f1", "roc_auc",
-    # issue 35 (nn/toolbox.py lists them): statistics, special functions, sequences, index finders
+    # issue 35 (nn/numlib/toolbox.py lists them): statistics, special functions, sequences, index finders
     "nanmax", "nanmin", "nanargmax", "nanargmin", "nanvar", "nanstd", "nanmedian", "nanquantile",
     "average", "ptp", "cov", "corrcoef", "arccosh", "logaddexp", "gammaln", "erfc", "logit", "expit",
     "digamma", "polygamma", "logspace", "geomspace", "cummax", "cummin", "convolve", "interp",

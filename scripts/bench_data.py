@@ -3,19 +3,28 @@ Each measurement runs in its own child process on the same generated files. Prin
 nothing.
 
     python scripts/bench_data.py [--rows 400000] [--features 32] [--epochs 2] [--skip-torch]
+                                 [--repeat 3] [--pairs 3] [--big-mb 1024 --big-dir /tmp]
 
 1. fit (NumPy) over load_npy shards vs the same fit from the array in memory (the page cache warm:
-   one untimed epoch first): seconds per epoch and the ratio (target <= 1.15). Then, in a fresh child,
-   the rise of the resident memory during the mapped fit (Linux VmHWM, reset after the imports and
-   the model's init) as a share of the data plus the model (target <= 25%), and of its anonymous
-   part (RssAnon, sampled every 2 ms): the rest is page-cache pages mapped for a moment while a
-   batch is gathered (up to 64 MiB: apsi_layers/data/memmap.py), which the kernel may drop at will.
+   one untimed epoch first), --repeat pairs alternating: seconds per epoch and the ratio (target
+   <= 1.15). Then, in a fresh child, the rise of the resident memory during the mapped fit (Linux
+   VmHWM, reset after the imports and the model's init) as a share of the data plus the model
+   (target <= 25%), and of its anonymous and file-page parts (RssAnon, RssFile, sampled every 2 ms).
+   With --big-mb, the same over one file of that size (written in pieces, deleted after), the
+   child's anonymous memory capped (RLIMIT_DATA) at a quarter of the file: the cgroup v1 of this
+   machine belongs to what runs it, so the file pages are reported, not capped.
 2. fit (torch, fp32, CPU) over the shards vs a hand-written torch.utils.data.DataLoader over the same
    file (np.load(mmap_mode="r"), a per-sample Dataset, shuffle=True, num_workers 0 and 2), the same
    model, optimizer, batch size and epochs: the ratio (target <= 1.0).
-3. fit over dataset(count, fn) whose Apsi function spends 1 ms per call (busy waiting on clock())
-   vs the same batches from a function that returns at once: the step's extra seconds per call
-   (0 when the read-ahead hides the call completely).
+3. fit over dataset(count, fn) whose Apsi function computes for 1 ms per call (a loop calibrated to
+   1 ms alone: a wait on the clock would pass while other threads run) vs the same batches from a
+   function that returns at once, with workers=0 (a thread) and the default workers (processes),
+   --pairs pairs alternating, each run its own child: the ratio 1 ms / 0 ms (1.0 when the
+   read-ahead hides the call), and the CPU seconds per epoch of the program's process (the step and
+   a read-ahead thread) and of its workers: what a call adds to the step's process (0 when the calls
+   run elsewhere), which the machine's load does not blur as it blurs the wall times. The model
+   (--ds-hidden) makes a step longer than a call: no read-ahead hides a call slower than the step
+   it runs beside.
 """
 
 import argparse
@@ -53,23 +62,30 @@ CHILDREN = {
     "memory": "print(json.dumps(timed(np.concatenate([np.load(f) for f in files]))))",
     "mapped": "print(json.dumps(timed(load_npy(files))))",
     "rss": textwrap.dedent("""
-        import threading
+        import resource, threading
         x = load_npy(files)
         fit(net, p0, x[0:1000], y[0:1000], loss="mse", epochs=1, batch_size=BATCH)   # imports, threads
         def status(key):
             line = next(l for l in open("/proc/self/status") if l.startswith(key))
             return int(line.split()[1]) * 1024
+        cap = int(sys.argv[6])
+        if cap:     # anonymous memory may grow by `cap` bytes at most from here (RLIMIT_DATA)
+            resource.setrlimit(resource.RLIMIT_DATA, (status("VmData") + cap, resource.RLIM_INFINITY))
         open("/proc/self/clear_refs", "w").write("5")
-        base, anon0, peak_anon, done = status("VmHWM"), status("RssAnon"), [0], threading.Event()
-        def sample():             # the kernel keeps no peak of anonymous memory: sample it
+        base, anon0, file0 = status("VmHWM"), status("RssAnon"), status("RssFile")
+        peak, done = {"RssAnon": 0, "RssFile": 0}, threading.Event()
+        def sample():             # the kernel keeps no peak of either part: sample them
             while not done.wait(0.002):
-                peak_anon[0] = max(peak_anon[0], status("RssAnon"))
+                for k in peak:
+                    peak[k] = max(peak[k], status(k))
         t = threading.Thread(target=sample)
         t.start()
+        t0 = time.perf_counter()
         fit(net, p0, x, y, loss="mse", epochs=1, batch_size=BATCH)
+        took = time.perf_counter() - t0
         done.set()
         t.join()
-        print(json.dumps([status("VmHWM") - base, peak_anon[0] - anon0]))
+        print(json.dumps([status("VmHWM") - base, peak["RssAnon"] - anon0, peak["RssFile"] - file0, took]))
     """),
     "torch_mapped": "print(json.dumps(timed(load_npy(files), 'torch')))",
     "loader": textwrap.dedent("""
@@ -105,24 +121,45 @@ DATASET = """use layers
 use nn
 let x = load_npy("whole.npy")
 let y = load_npy("y.npy", mmap=false)
-let B = int(args[1])
-fn calls(ms):
-    fn batch(i):
-        let t = clock()
-        while clock() - t < ms / 1000.0:
-            pass
-        return [x[i * B:(i + 1) * B], y[i * B:(i + 1) * B]]
-    return dataset(len(x) // B, batch)
-let net = mlp(x.shape[1], 1, hidden=[64])
+let EPOCHS, B, MS, WORKERS = int(args[0]), int(args[1]), float(args[3]), int(args[4])
+fn work(n):                # Apsi code computing (a wall-clock wait would pass while other threads run)
+    let s = 0
+    for k in range(n):
+        s = s + k
+    return s
+fn per_call(ms):           # the count that takes `ms` alone (the fastest of a few tries: load slows it)
+    let best = 1000000.0
+    for t in range(5):
+        let t0 = clock()
+        work(100000)
+        best = min(best, clock() - t0)
+    return int(ms / 1000.0 / best * 100000)
+let N = per_call(MS)
+fn batch(i):
+    work(N)
+    return [x[i * B:(i + 1) * B], y[i * B:(i + 1) * B]]
+let ds = dataset(len(x) // B, batch) if WORKERS < 0 else dataset(len(x) // B, batch, workers=WORKERS)
+let net = mlp(x.shape[1], 1, hidden=[int(h) for h in args[2].split(",")])
 let p = net.init(seed=0)
-fn timed(ms):
-    let r0 = fit(net, p, calls(ms), loss="mse", epochs=1)
-    let t = clock()
-    let r = fit(net, p, calls(ms), loss="mse", epochs=int(args[0]))
-    return (clock() - t) / int(args[0])
-let fast = timed(0)
-let slow = timed(1)
-print(fast, slow, len(x) // B)
+let r0 = fit(net, p, ds, loss="mse", epochs=1)
+let t = clock()
+let r = fit(net, p, ds, loss="mse", epochs=EPOCHS)
+print((clock() - t) / EPOCHS, len(x) // B, ds.workers)
+"""
+
+# one setting of the dataset measure: the program's wall time per epoch, and the CPU seconds per
+# epoch of this process (the step, and a read-ahead thread) and of its children (the workers)
+DATASET_CHILD = r"""
+import json, os, resource, sys
+from apsi_lang import permissions, run_source
+args = sys.argv[1:]
+before = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+run_source(open("ds.apsi").read(), "ds.apsi", args=args,
+           grants=permissions.Grants(granted=frozenset({"python"}), project_root=os.getcwd()))
+after = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+epochs = 1 + int(args[0])           # (the untimed epoch too: the rusage covers the whole program)
+print(json.dumps([(u.ru_utime + u.ru_stime - v.ru_utime - v.ru_stime) / epochs
+                  for u, v in zip(after, before)]))
 """
 
 
@@ -155,39 +192,110 @@ def main():
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--batch", type=int, default=1024)
     ap.add_argument("--skip-torch", action="store_true")
+    ap.add_argument("--pairs", type=int, default=3, help="dataset: (0 ms, 1 ms) pairs per setting")
+    ap.add_argument("--only-dataset", action="store_true")
+    ap.add_argument("--repeat", type=int, default=3, help="(in memory, mapped) pairs, alternating")
+    ap.add_argument("--big-mb", type=int, default=0, help="also fit over a file this large, capped at 1/4")
+    ap.add_argument("--big-dir", default=None, help="where the big file is written (default: temp)")
+    ap.add_argument("--ds-hidden", default="256,256", help="dataset: the model's hidden sizes")
     a = ap.parse_args()
+    sys.path.insert(0, str(Path(__file__).resolve().parent))     # scripts/machine.py
+    from machine import describe, load_line
+
+    print(describe(torch=not a.skip_torch))
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         data = make_files(folder, a.rows, a.features)
-        model = (a.features * 64 + 64 + 64 + 1) * 8
         args = (a.rows, a.epochs, a.batch, a.features)
         print(f"data {data / 2**20:.1f} MB ({a.rows} x {a.features} float32, 4 shards), batch {a.batch}, "
               f"{a.epochs} timed epochs, one thread per process")
         print("| measure | value | target |")
         print("|---|---|---|")
-        mem, mapped = child(folder, "memory", args), child(folder, "mapped", args)
-        print(f"| NumPy s/epoch: in memory / mapped shards | {mem:.3f} / {mapped:.3f} = "
-              f"{mapped / mem:.2f}x | <= 1.15x |")
-        rise, anon = child(folder, "rss", args)
-        whole = data + model
-        print(f"| NumPy mapped fit: peak RSS rise (all / anonymous) / (data + model) | {rise / 2**20:.1f} / "
-              f"{anon / 2**20:.1f} MB of {whole / 2**20:.1f} MB = {100 * rise / whole:.1f}% / "
-              f"{100 * anon / whole:.1f}% | <= 25% |")
-        if not a.skip_torch:
-            ours = child(folder, "torch_mapped", args)
-            for w in (0, 2):
-                theirs = child(folder, "loader", args, (w,))
-                print(f"| torch s/epoch: fit over shards / DataLoader num_workers={w} | {ours:.3f} / "
-                      f"{theirs:.3f} = {ours / theirs:.2f}x | <= 1.0x |")
-        (folder / "ds.apsi").write_text(DATASET)
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-        out = subprocess.run([sys.executable, "-m", "apsi", "ds.apsi", str(a.epochs), str(a.batch)],
-                             cwd=folder, capture_output=True, text=True, env=env, timeout=900)
-        if out.returncode:
-            sys.exit(out.stderr)
-        fast, slow, calls = map(float, out.stdout.split())
-        print(f"| dataset: s/epoch with a 0 ms / 1 ms Apsi fn ({int(calls)} calls) | {fast:.3f} / "
-              f"{slow:.3f}: {1000 * (slow - fast) / calls:.3f} ms of the 1 ms per call shows | 0 ms |")
+        if not a.only_dataset:
+            arrays_rows(folder, a, data, args)
+        if a.pairs:
+            dataset_rows(folder, a)
+    if a.big_mb:
+        capped_row(a)
+    print(load_line("load after"))
+
+
+def arrays_rows(folder, a, data, args):
+    model = (a.features * 64 + 64 + 64 + 1) * 8
+    pairs = [(child(folder, "memory", args), child(folder, "mapped", args)) for _ in range(a.repeat)]
+    mem, mapped = sorted(pairs, key=lambda p: p[1] / p[0])[len(pairs) // 2]       # the median pair
+    print(f"| NumPy s/epoch: in memory / mapped shards | {mem:.3f} / {mapped:.3f} = {mapped / mem:.2f}x "
+          f"(the median of {len(pairs)} pairs: {', '.join(f'{m / i:.2f}' for i, m in pairs)}) | <= 1.15x |")
+    rise, anon, mapped_file, _ = child(folder, "rss", args, (0,))
+    rss_row(f"{data / 2**20:.1f} MB data, no cap", rise, anon, mapped_file, data + model)
+    if not a.skip_torch:
+        ours = child(folder, "torch_mapped", args)
+        for w in (0, 2):
+            theirs = child(folder, "loader", args, (w,))
+            print(f"| torch s/epoch: fit over shards / DataLoader num_workers={w} | {ours:.3f} / "
+                  f"{theirs:.3f} = {ours / theirs:.2f}x | <= 1.0x |")
+
+
+def rss_row(what, rise, anon, mapped_file, whole):
+    mb = [f"{v / 2**20:.1f}" for v in (rise, anon, mapped_file)]
+    share = [f"{100 * v / whole:.1f}%" for v in (rise, anon, mapped_file)]
+    print(f"| NumPy mapped fit ({what}): peak RSS rise all / anonymous / file pages, of data + model | "
+          f"{' / '.join(mb)} MB of {whole / 2**20:.1f} MB = {' / '.join(share)} | <= 25% |")
+
+
+def capped_row(a):
+    """The same fit over one file of --big-mb MB, its anonymous memory capped at a quarter of it; the
+    file is written in pieces (never whole in memory) and deleted after."""
+    import numpy as np
+
+    with tempfile.TemporaryDirectory(dir=a.big_dir) as tmp:
+        folder = Path(tmp)
+        rows = a.big_mb * 2**20 // (4 * a.features)
+        x = np.lib.format.open_memmap(folder / "x-0.npy", mode="w+", dtype=np.float32,
+                                      shape=(rows, a.features))
+        y = np.lib.format.open_memmap(folder / "y.npy", mode="w+", dtype=np.float32, shape=(rows, 1))
+        r = np.random.default_rng(0)
+        for start in range(0, rows, 1 << 20):
+            part = r.normal(size=(min(1 << 20, rows - start), a.features)).astype(np.float32)
+            x[start:start + len(part)] = part
+            y[start:start + len(part)] = part[:, :1] * 2 + part[:, 1:2]
+        x.flush()
+        y.flush()
+        data = x.nbytes
+        del x, y
+        cap = data // 4
+        model = (a.features * 64 + 64 + 64 + 1) * 8
+        rise, anon, mapped_file, took = child(folder, "rss", (rows, 1, a.batch, a.features), (cap,))
+        rss_row(f"{data / 2**20:.0f} MB file, anonymous memory capped at {cap / 2**20:.0f} MB, "
+                f"{took:.1f} s/epoch", rise, anon, mapped_file, data + model)
+
+
+def dataset_rows(folder, a):
+    (folder / "ds.apsi").write_text(DATASET)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    runs = {}
+    for _ in range(a.pairs):            # pairs alternating: the machine's load hits both sides
+        for w in (0, -1):
+            for ms in (0, 1):
+                out = subprocess.run([sys.executable, "-c", DATASET_CHILD, str(a.epochs), str(a.batch),
+                                      a.ds_hidden, str(ms), str(w)], cwd=folder, capture_output=True,
+                                     text=True, env=env, timeout=900)
+                if out.returncode:
+                    sys.exit(out.stderr)
+                lines = out.stdout.split("\n")
+                wall, calls, workers = lines[-3].split()
+                runs.setdefault((w, ms), []).append((float(wall), *json.loads(lines[-2])))
+    for w in (0, -1):
+        pairs = list(zip(runs[w, 0], runs[w, 1], strict=True))
+        ratios = [s[0] / f[0] for f, s in pairs]
+        f, s = pairs[sorted(range(len(pairs)), key=ratios.__getitem__)[len(pairs) // 2]]     # the median
+        how = f"workers={workers} (the default)" if w == -1 else "workers=0 (a thread)"
+        calls_n = int(calls)
+        print(f"| dataset, {how}, {calls_n} calls, hidden [{a.ds_hidden}]: s/epoch with a 0 ms / 1 ms "
+              f"Apsi fn; CPU s/epoch of the program's process (and of the workers) | "
+              f"{f[0]:.3f} / {s[0]:.3f} = {s[0] / f[0]:.2f}x ({', '.join(f'{r:.2f}' for r in ratios)}); "
+              f"CPU {f[1]:.2f} ({f[2]:.2f}) / {s[1]:.2f} ({s[2]:.2f}): "
+              f"{1000 * (s[1] - f[1]) / calls_n:.2f} ms a call in the step's process | 1.0x; 0 ms |")
 
 
 if __name__ == "__main__":

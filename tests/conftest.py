@@ -8,6 +8,17 @@ import tempfile
 import pytest
 from child_processes import children_end_with_the_test  # noqa: F401  (autouse: a test's children end with it)
 
+# Property tests draw the same examples on every run (derandomize): CI must not fail on a draw no
+# earlier run made. HYPOTHESIS_PROFILE=explore draws new ones, to look for bugs on purpose.
+try:
+    from hypothesis import settings as _hypothesis
+
+    _hypothesis.register_profile("suite", derandomize=True, database=None)
+    _hypothesis.register_profile("explore", max_examples=500)
+    _hypothesis.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "suite"))
+except ImportError:             # (hypothesis is in the test extra; a test file needing it says so)
+    pass
+
 _CONFIG = tempfile.mkdtemp(prefix="apsi-test-config-")
 os.environ["XDG_CONFIG_HOME"] = _CONFIG
 

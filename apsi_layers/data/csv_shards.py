@@ -1,6 +1,6 @@
 """csv_to_npy: a CSV file of numbers too large for memory, streamed into .npy shards.
 
-The reading is load_csv's (apsi_layers/nn/csv_io.py: NumPy's parser for plain blocks, csv_read's
+The reading is load_csv's (apsi_layers/nn/io/csv_io.py: NumPy's parser for plain blocks, csv_read's
 strict records and messages for anything else), but the rows go to a buffer of one shard plus one
 block instead of an array of the whole file: when the buffer holds a shard's rows they are written
 (atomically, under the write permission) and the buffer starts again. Memory stays about one shard.
@@ -13,7 +13,7 @@ import numpy as np
 from apsi_lang import csv_read, permissions
 from apsi_lang.errors import ApsiError
 from apsi_lang.values import show
-from apsi_layers.nn import csv_io
+from apsi_layers.nn.io import csv_io
 
 DTYPES = {"float32": np.float32, "float64": np.float64}
 
@@ -50,7 +50,7 @@ class _Sharder(csv_io._Reader):
 
     def _write(self, rows):
         from apsi_layers.data.memmap import save_npy
-        from apsi_layers.nn.tensor import Tensor
+        from apsi_layers.nn.autograd.tensor import Tensor
 
         name = f"{self.prefix}-{len(self.written):05d}.npy"
         save_npy(name, Tensor(rows.astype(self.dtype)))

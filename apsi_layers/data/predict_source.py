@@ -10,7 +10,7 @@ CHUNK_BYTES = 32 << 20
 
 def pieces(x, seed=0):
     """The inputs of each piece, as tensors, in order."""
-    from apsi_layers.nn.tensor import Tensor
+    from apsi_layers.nn.autograd.tensor import Tensor
 
     if isinstance(x, Mapped):
         row = max(1, x.size // max(1, len(x))) * 8
@@ -25,7 +25,7 @@ def pieces(x, seed=0):
 
 def predict_pieces(run, x):
     """run(piece) -> the model's output for a piece; the outputs of all pieces, concatenated."""
-    from apsi_layers.nn.tensor import Tensor
+    from apsi_layers.nn.autograd.tensor import Tensor
 
     outs = [run(p) for p in pieces(x)]
     if isinstance(outs[0], list | tuple):

@@ -7,6 +7,7 @@ wrong guess costs time, never a wrong batch. An error in the thread (a file cut 
 function that raised) is raised in the consumer at that batch, not before and not lost.
 """
 
+import collections
 import queue
 import threading
 
@@ -20,8 +21,11 @@ class Prefetcher:
         self.read = read
         self.items = queue.Queue(maxsize=DEPTH)
         self.stop = threading.Event()
-        self.expected = [(b, _key(b)) for b in batches]       # the consumer's view (it pops)
-        self.todo = tuple(self.expected)                      # the thread's
+        # the epoch's index arrays (views of its permutation): the consumer's view (it pops) and the
+        # thread's; keys are made only for the few looked at (a copy of every index would be memory
+        # the size of the permutation again)
+        self.expected = collections.deque(batches)
+        self.todo = tuple(batches)
         self.thread = threading.Thread(target=self._run, name="apsi-prefetch", daemon=True)
         # a file reader needs little stack (an Apsi batch function keeps the default): memory that a
         # process capped near its data's size does not have to spare
@@ -33,7 +37,8 @@ class Prefetcher:
                 threading.stack_size(old)
 
     def _run(self):
-        for idx, key in list(self.todo):
+        for idx in self.todo:
+            key = _key(idx)
             try:
                 item = (key, self.read(idx), None)
             except BaseException as e:        # handed to the consumer at this batch  # noqa: BLE001
@@ -50,11 +55,11 @@ class Prefetcher:
     def get(self, idx):
         """The batch for idx: from the queue when it is the next one read ahead, else read now."""
         key = _key(idx)
-        ahead = next((j for j, (_, k) in enumerate(self.expected[:LOOK]) if k == key), None)
+        ahead = next((j for j, b in zip(range(LOOK), self.expected) if _key(b) == key), None)
         if ahead is None:
             return self.read(idx)
         for _ in range(ahead + 1):          # batches the consumer skipped (nothing to learn) first
-            self.expected.pop(0)
+            self.expected.popleft()
             got, value, error = self.items.get()
             if error is not None:
                 self.close()

@@ -19,49 +19,62 @@ from .memmap import Mapped
 from .prefetch import Prefetcher
 
 SWITCH = 0.0002         # seconds: the GIL's switch interval while a dataset's calls run ahead
+MAX_WORKERS = 64
 
 
 class Dataset:
-    """dataset(count, fn): `count` batches, batch i being fn(i) (or fn(i, g) with g a random
-    generator of its own) => [x, y] (or x alone for predict)."""
+    """dataset(count, fn, workers): `count` batches, batch i being fn(i) (or fn(i, g) with g a random
+    generator of its own) => [x, y] (or x alone for predict), made ahead by `workers` processes (0:
+    a thread of this one)."""
 
-    __apsi_attrs__ = frozenset({"count"})
+    __apsi_attrs__ = frozenset({"count", "workers"})
     __apsi_type__ = "dataset"
 
-    def __init__(self, count, fn):
-        self.count, self.fn = count, fn
+    def __init__(self, count, fn, workers):
+        self.count, self.fn, self.workers = count, fn, workers
         self.with_rng = _takes_two(fn)
 
     def __len__(self):
         return self.count
 
     def __repr__(self):
-        return f"dataset({self.count} batches)"
+        return f"dataset({self.count} batches, workers={self.workers})"
 
     def call(self, i, seed, epoch, what):
-        """Batch i as a list of arrays (x, y): one call, checked; errors name the batch."""
-        from apsi_layers.nn.random_gen import Rng
+        """Batch i as a list of arrays (x, y): one call, checked; errors name the batch and where
+        the function failed."""
+        from apsi_layers.nn.numlib.random_gen import Rng
 
         try:
             out = self.fn(int(i), Rng(seed, (epoch, int(i)))) if self.with_rng else self.fn(int(i))
         except ApsiError as e:
-            raise ApsiError(f"{what}: the dataset function failed at batch {i}{_epoch(epoch)}: "
-                            f"{e.message}") from None
+            raise ApsiError(f"{what}: the dataset function failed at batch {i}{_epoch(epoch)}{_line(e)}: "
+                            f"{e.message}", e.kind) from None
         except Exception as e:  # noqa: BLE001  (any error of the user's function, named by batch)
             raise ApsiError(f"{what}: the dataset function failed at batch {i}{_epoch(epoch)}{_line(e)}: "
                             f"{type(e).__name__}: {e}") from None
         return _parts(out, i, epoch, what)
 
 
-def dataset(count, fn):
+def dataset(count, fn, workers=None):
     """A batch source for fit and predict: count batches, batch i = fn(i) => [x, y] (Keras
-    PyDataset's semantics: one call per batch, the order shuffled per epoch from fit's seed)."""
+    PyDataset's semantics: one call per batch, the order shuffled per epoch from fit's seed), the
+    calls made ahead by `workers` processes (none: the measured default; 0: a thread)."""
+    from .workers import default_count
+
     if type(count) is not int or count < 1:
         raise ApsiError("dataset: count must be an int >= 1 (the number of batches), not "
                         f"{show(count, True)}")
     if not callable(fn):
         raise ApsiError(f"dataset: fn must be a function fn(i) => [x, y], not {show(fn, True)}")
-    return Dataset(count, fn)
+    if workers is None:
+        workers = default_count()
+    elif type(workers) is not int or not 0 <= workers <= MAX_WORKERS:
+        raise ApsiError(f"dataset: workers must be an int from 0 to {MAX_WORKERS} (processes making the "
+                        f"calls ahead; 0: a thread of this process), not {show(workers, True)}")
+    elif workers and not hasattr(os, "fork"):
+        workers = 0         # (no fork on this system: the calls run in a thread)
+    return Dataset(count, fn, workers)
 
 
 def _takes_two(fn):
@@ -118,7 +131,7 @@ class Source:
     last = (None, None)
 
     def announce(self, batches, epoch):
-        self.close()
+        self.stop_ahead()
         self.epoch = epoch
         self.ahead = Prefetcher(self.read, batches, small_stack=isinstance(self, MappedSource))
 
@@ -131,11 +144,15 @@ class Source:
         self.last = (key, value)
         return value
 
-    def close(self):
+    def stop_ahead(self):
         if self.ahead is not None:
             self.ahead.close()
             self.ahead = None
         self.last = (None, None)
+
+    def close(self):
+        """The fit is over (or failed): nothing more is read ahead."""
+        self.stop_ahead()
 
 
 class MappedSource(Source):
@@ -153,34 +170,56 @@ class MappedSource(Source):
 class DatasetSource(Source):
     """One call of a dataset's function per batch; idx holds the call number (one per step).
 
-    The calls run in the read-ahead thread. An Apsi function holds the GIL while it runs, so while
-    the thread is busy the step waits for its turn: the switch interval is made short (Python's
-    default is 5 ms, longer than a call) so a step waits little, and set back when the epoch ends."""
+    With workers, the calls run in worker processes (workers.py), forked here: before fit starts
+    any thread. Without, they run in the read-ahead thread, where an Apsi function holds the GIL
+    while it runs, so while the thread is busy the step waits for its turn: the switch interval is
+    made short (Python's default is 5 ms, longer than a call) so a step waits little, and set back
+    when the epoch ends. Either way the checks of each batch (rules) are made here, in order."""
 
     epoch = 0
     switch = None
 
+    def __init__(self, ds, seed, what, rules):
+        from .workers import Pool
+
+        self.ds, self.seed, self.what = ds, seed, what
+        self.rules = rules            # per column: fn(array, i) -> the array fit uses (checked)
+        self.pool = Pool(self.call, ds.workers, what) if ds.workers else None
+
+    def call(self, i, epoch):
+        return self.ds.call(i, self.seed, epoch, self.what)
+
     def announce(self, batches, epoch):
+        from .workers import Ahead
+
+        if self.pool is not None:
+            self.stop_ahead()
+            self.epoch = epoch
+            self.ahead = Ahead(self.pool, batches, epoch, self.read, self.finish)
+            return
         super().announce(batches, epoch)
         if self.switch is None:
             self.switch = sys.getswitchinterval()
             sys.setswitchinterval(SWITCH)
 
-    def close(self):
-        super().close()
+    def stop_ahead(self):
+        super().stop_ahead()
         if self.switch is not None:
             sys.setswitchinterval(self.switch)
             self.switch = None
 
-    def __init__(self, ds, seed, what, rules):
-        self.ds, self.seed, self.what = ds, seed, what
-        self.rules = rules            # per column: fn(array, i) -> the array fit uses (checked)
+    def close(self):
+        super().close()
+        if self.pool is not None:
+            self.pool.close()
 
     def read(self, idx):
         if len(idx) != 1:
             raise ApsiError(f"{self.what}: a dataset is read one call per step")
         i = int(idx[0])
-        arrays = self.ds.call(i, self.seed, self.epoch, self.what)
+        return self.finish(self.call(i, self.epoch), i)
+
+    def finish(self, arrays, i):
         if len(arrays) < len(self.rules):
             raise ApsiError(f"{self.what}: the dataset function returned only x at batch {i}"
                             f"{_epoch(self.epoch)}; fit needs [x, y]")

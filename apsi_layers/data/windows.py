@@ -21,7 +21,7 @@ def windows(series, length, horizon=1, stride=1):
     """[x, y]: x [K, length, ...] the windows, y [K, horizon, ...] the values after each (horizon=0:
     x alone). K = (len(series) - length - horizon) // stride + 1."""
     from apsi_layers.layers.training.data_checks import as_array
-    from apsi_layers.nn.tensor import Tensor
+    from apsi_layers.nn.autograd.tensor import Tensor
 
     a = as_array("windows", "series", series)
     if not isinstance(a, np.ndarray) or a.ndim == 0:

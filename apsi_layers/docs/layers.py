@@ -370,8 +370,8 @@ TABLES = (
     Table('docs/layers.md', 'option', 'impute',
           ('Option', 'Default', 'Meaning'),
           (
-              ('`strategy`', '`"mean"`', '`"mean"`: NaN becomes the mean `adapt` saw; `"constant"`: NaN becomes `fill`'),
-              ('`fill`', '`0.0`', 'the value for `strategy="constant"`'),
+              ('`strategy`', '`"mean"`', 'NaN becomes what `adapt` saw in that feature: `"mean"`, `"median"` or `"most_frequent"` (the smallest of tied values), as scikit-learn\'s `SimpleImputer`; `"constant"`: NaN becomes `fill`. `"median"` and `"most_frequent"` keep each distinct value seen with its count while adapting (memory of the distinct values, not of the rows)'),
+              ('`fill`', '`0.0`', 'the value for `strategy="constant"`, and for a feature in which `adapt` saw no value'),
               ('`name`', '`none`', "a name for the layer's parameters and messages"),
           )),
     Table('docs/layers.md', 'option', 'flatten',
@@ -418,7 +418,7 @@ TABLES = (
           (
               ('`normalization(eps=1e-12)`', '`(x - mean) / sqrt(var + eps)` per feature (the last axis)'),
               ('`category_lookup(max_categories, unknown="column", output="one_hot")`', 'category codes (numbers, one per sample) to one-hot columns `[unknown, c1, …, cK]` over the K most frequent codes (ties: smaller first), sorted; a code not kept sets the unknown column (`unknown="zeros"`: no column); `output="index"` gives the column number, 0 for unknown'),
-              ('`impute(strategy="mean", fill=0.0)`', 'NaN replaced per feature by the mean seen (`"mean"`) or by `fill` (`"constant"`); `fit` and `predict` accept NaN in the inputs of a model that starts with it'),
+              ('`impute(strategy="mean", fill=0.0)`', 'NaN replaced per feature by the mean, median or most frequent value seen (`"mean"`, `"median"`, `"most_frequent"`) or by `fill` (`"constant"`); `fit` and `predict` accept NaN in the inputs of a model that starts with it'),
           )),
     Table('docs/layers.md', 'option', 'predict',
           ('Option', 'Default', 'Meaning'),

@@ -90,7 +90,7 @@ TABLES = (
               ('`load_npy(path, mmap=true)`', 'a `.npy` file, or a list of shards (one array along the first axis), read by rows when used: `len`, `.shape`, `x[i]`, `x[a:b]`, `x[[ids]]`, `fit`, `predict` and `adapt` never read the whole file; `mmap=false` reads it into a tensor. Shards must agree in dtype and shape after the first axis; a truncated file or a file that changes size while in use is an error naming it. See docs/data.md'),
               ('`save_npy(path, x)`', 'write a tensor (or a mapped array) as `.npy`, atomically'),
               ('`csv_to_npy(path, out, header=true, sep=",", columns=none, shard_rows=1000000, dtype="float32")`', "a CSV file of numbers streamed into `.npy` shards `OUT-00000.npy`, … with `load_csv`'s rules and messages, in memory of about one shard; returns the list of files (`load_npy` takes it)"),
-              ('`dataset(count, fn)`', "a batch source for `fit` and `predict`: `count` batches, batch `i` is `fn(i)` (or `fn(i, g)` with `g` a random generator of its own, from fit's seed, the epoch and `i`) returning `[x, y]` (Keras's PyDataset). See docs/data.md"),
+              ('`dataset(count, fn, workers=none)`', "a batch source for `fit` and `predict`: `count` batches, batch `i` is `fn(i)` (or `fn(i, g)` with `g` a random generator of its own, from fit's seed, the epoch and `i`) returning `[x, y]` (Keras's PyDataset). `fit` makes the calls ahead in `workers` forked processes (default: cores - 1, at most 4, on Linux; `0`: a thread of the program). See docs/data.md"),
               ('`windows(series, length, horizon=1, stride=1)`', '`[x, y]`: the windows `series[k·stride : k·stride + length]` and the `horizon` steps after each, as views of the series (no copy); `horizon=0` gives `x` alone'),
           )),
     Table('docs/nn.md', 'function', None,
@@ -1044,6 +1044,13 @@ TABLES = (
           (
               ('`path`', 'required', 'a `.npy` file, or a list of shards'),
               ('`mmap`', '`true`', '`true`: read rows when used, never the whole file; `false`: read it into a tensor'),
+          )),
+    Table('docs/nn.md', 'option', 'dataset',
+          ('Option', 'Default', 'Meaning'),
+          (
+              ('`count`', 'required', 'the number of batches (calls) per epoch'),
+              ('`fn`', 'required', '`fn(i)` or `fn(i, g)` returning batch `i` as `[x, y]` (`g`: its own random generator)'),
+              ('`workers`', '`none`', 'processes making the calls ahead of the step (none: cores - 1, at most 4, on Linux; `0`: a thread of the program)'),
           )),
     Table('docs/nn.md', 'option', 'csv_to_npy',
           ('Option', 'Default', 'Meaning'),

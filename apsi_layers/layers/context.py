@@ -74,7 +74,7 @@ def graph_arg(fn, graph, nodes):
     import numpy as np
 
     from apsi_lang.values import Record
-    from apsi_layers.nn.tensor import to_plain
+    from apsi_layers.nn.autograd.tensor import to_plain
 
     n = nodes
     if isinstance(graph, Record):

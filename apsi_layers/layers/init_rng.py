@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from apsi_lang.errors import ApsiError
-from apsi_layers.nn.tensor import Tensor
+from apsi_layers.nn.autograd.tensor import Tensor
 
 
 class Spec:
@@ -69,7 +69,7 @@ class _Builder:
         y = fn(Tensor(np.zeros(shape)))
         if type(y) is not Tensor and not isinstance(y, np.ndarray):
             # (np.shape would read a record's `shape` field, or give NumPy an unchecked value)
-            from apsi_layers.nn.tensor import describe
+            from apsi_layers.nn.autograd.tensor import describe
 
             raise ApsiError(f"lambda_layer: the function must return a tensor, but it returned {describe(y)}")
         out = tuple((y.data if type(y) is Tensor else y).shape)[1:]

@@ -122,8 +122,8 @@ def _function_loss(ops, value, batch, weight):
     """What a loss function gave: one number, or one number per sample ([B], Keras's per-sample
     losses) that fit reduces as Keras does: the mean, or with weights sum(w * loss) / B. Only values
     of known types go on: NumPy or torch would read array protocols from any other object."""
-    from apsi_layers.nn import foreign
-    from apsi_layers.nn.tensor import Tensor
+    from apsi_layers.nn.autograd import foreign
+    from apsi_layers.nn.autograd.tensor import Tensor
 
     if type(value) is Tensor or (foreign.TYPES and isinstance(value, foreign.TYPES)):
         shape = tuple(value.shape)

@@ -140,17 +140,22 @@ class _Counts:
         return Record(values=values)
 
 
+STRATEGIES = ("mean", "median", "most_frequent", "constant")
+
+
 class Impute(Layer):
-    """Missing values (NaN) replaced per feature: by the mean adapt saw (strategy="mean") or by
-    `fill` (strategy="constant"). fit and predict accept NaN in the inputs of a model starting with it."""
+    """Missing values (NaN) replaced per feature: by the mean, the median or the most frequent value
+    adapt saw (scikit-learn's SimpleImputer strategies; ties: the smallest value), or by `fill`
+    (strategy="constant"). fit and predict accept NaN in the inputs of a model starting with it."""
 
     kind = "impute"
 
     def __init__(self, strategy="mean", fill=0.0, name=None):
         super().__init__(name, None, strategy=None if strategy == "mean" else strategy,
                          fill=None if fill == 0.0 else fill)
-        if strategy not in ("mean", "constant"):
-            raise ApsiError(f'impute: strategy must be "mean" or "constant", got {show(strategy, True)}')
+        if strategy not in STRATEGIES:
+            raise ApsiError(f"impute: strategy must be one of {', '.join(map(repr, STRATEGIES))}, got "
+                            f"{show(strategy, True)}".replace("'", '"'))
         if isinstance(fill, bool) or not isinstance(fill, int | float) or fill != fill:
             raise ApsiError(f"impute: fill must be a number, got {show(fill, True)}")
         self.strategy, self.fill = strategy, float(fill)
@@ -164,7 +169,9 @@ class Impute(Layer):
         return ctx.ops.where(x != x, params.state.values, x)      # (NaN is the one value not equal to itself)
 
     def learner(self):
-        return _NanMeans(self.fill) if self.strategy == "mean" else None
+        if self.strategy == "mean":
+            return _NanMeans(self.fill)
+        return None if self.strategy == "constant" else _ValueCounts(self.strategy, self.fill)
 
 
 class _NanMeans:
@@ -186,6 +193,51 @@ class _NanMeans:
         return Record(values=np.where(self.count > 0, means, self.fill))   # a column all NaN: fill
 
 
+class _ValueCounts:
+    """Per feature, each distinct value seen and how often (NaN left out), merged block by block:
+    memory of the distinct values, not of the rows. The median and the most frequent value (the
+    smallest of those tied) come from them exactly."""
+
+    def __init__(self, strategy, fill):
+        self.strategy, self.fill, self.features = strategy, fill, None
+
+    def add(self, block):
+        b = block.reshape(-1, block.shape[-1]).astype(np.float64)
+        if self.features is None:
+            self.features = [(np.empty(0), np.empty(0, np.int64)) for _ in range(b.shape[1])]
+        for j, (values, counts) in enumerate(self.features):
+            col = b[:, j]
+            new, times = np.unique(col[~np.isnan(col)], return_counts=True)
+            self.features[j] = _merge(np.concatenate([values, new]), np.concatenate([counts, times]))
+
+    def state(self, like):
+        if self.features is None:
+            raise ApsiError("adapt: impute saw no rows")
+        pick = _median if self.strategy == "median" else _most_frequent
+        return Record(values=np.array([pick(v, c) if len(v) else self.fill for v, c in self.features]))
+
+
+def _merge(values, counts):
+    if not len(values):
+        return values, counts
+    order = np.argsort(values, kind="stable")
+    values, counts = values[order], counts[order]
+    starts = np.flatnonzero(np.r_[True, values[1:] != values[:-1]])
+    return values[starts], np.add.reduceat(counts, starts)
+
+
+def _median(values, counts):
+    """np.median of the values repeated counts times (the mean of the middle two for an even count)."""
+    ends = np.cumsum(counts)
+    n = int(ends[-1])
+    low, high = np.searchsorted(ends, [(n - 1) // 2, n // 2], side="right")
+    return (values[low] + values[high]) / 2
+
+
+def _most_frequent(values, counts):
+    return values[int(np.argmax(counts))]         # (values ascending: the first of the tied is the smallest)
+
+
 @register()
 def normalization(eps=1e-12, name=None):
     """A layer (x - mean) / sqrt(var + eps) per feature; adapt(model, params, x_train) learns them."""
@@ -200,7 +252,8 @@ def category_lookup(max_categories, unknown="column", output="one_hot", name=Non
 
 @register()
 def impute(strategy="mean", fill=0.0, name=None):
-    """A layer filling NaN inputs per feature (the mean adapt saw, or fill)."""
+    """A layer filling NaN inputs per feature (the mean, median or most frequent value adapt saw, or
+    fill)."""
     return Impute(strategy, fill, name)
 
 
@@ -245,7 +298,7 @@ def adapt(model, params, data):
     """The parameter tree with the state of each preprocessing layer the model starts with learnt
     from `data` (a tensor, a mapped .npy array or a dataset: its x), read once per layer, streamed."""
     from apsi_layers.backends import registry
-    from apsi_layers.nn.tensor import Tensor
+    from apsi_layers.nn.autograd.tensor import Tensor
 
     from .context import Ctx
 
@@ -275,7 +328,7 @@ def adapt(model, params, data):
 def _pieces(data):
     from apsi_layers.data.fit_data import is_source
     from apsi_layers.data.predict_source import pieces
-    from apsi_layers.nn.tensor import Tensor
+    from apsi_layers.nn.autograd.tensor import Tensor
 
     from .training.arrays import as_array
 

@@ -5,7 +5,7 @@ import sys
 
 from apsi_lang.errors import ApsiError
 from apsi_lang.values import Record, show
-from apsi_layers.nn import tree
+from apsi_layers.nn.autograd import tree
 
 from .base import Layer, build_root, fmt, leaf_shapes
 from .init_rng import ShapeRng

@@ -72,7 +72,7 @@ def _outputs(fn, m, x, options):
 
 def predict_proba(m, x, **options):
     """Class probabilities [N, classes] of a classifier (softmax of its logits)."""
-    from apsi_layers.nn.tensor import Tensor
+    from apsi_layers.nn.autograd.tensor import Tensor
 
     net, _, y = _outputs("predict_proba", m, x, options)
     return Tensor(probabilities(net, y))
@@ -91,8 +91,8 @@ def model_from_checkpoint(checkpoint, net, labels=None, path=None):
     """A model record from a checkpoint fit(checkpoint=…) wrote and the model it trained; with path=,
     also written there as a model file (save_model)."""
     from apsi_layers.layers.training import checkpoint as ckpt
-    from apsi_layers.nn import tree
-    from apsi_layers.nn.tensor import Tensor
+    from apsi_layers.nn.autograd import tree
+    from apsi_layers.nn.autograd.tensor import Tensor
 
     from .model_file import _check_params, save_model
 

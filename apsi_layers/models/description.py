@@ -288,7 +288,7 @@ class Reader:
 def _read_tensor(spec, fail):
     import numpy as np
 
-    from apsi_layers.nn.tensor import Tensor
+    from apsi_layers.nn.autograd.tensor import Tensor
 
     dtype, shape, data = spec.get("dtype"), spec.get("shape"), spec.get("data")
     if dtype not in ("int64", "float64") or type(shape) is not list or type(data) is not list \

@@ -49,7 +49,7 @@ def save_model(path, net, params, labels=None, meta=None, opt=None, history=None
     shown = file_name(path)
     resolved = permissions.require("write", what=f'save_model("{shown}")', path=shown)
     description, arrays = describe(net, params, labels, meta, opt, history)
-    from apsi_layers.nn.params_io import write_file
+    from apsi_layers.nn.io.params_io import write_file
 
     write_file(resolved, shown, f'save_model("{shown}")', lambda f: _write(f, description, arrays))
     return shown
@@ -69,7 +69,7 @@ def _from_fit(params, opt, history):
 def describe(net, params, labels, meta, opt, history):
     """(the JSON description, {member name: array}); checks the parameters fit the model and that the
     description rebuilds the same model."""
-    from apsi_layers.nn import tree
+    from apsi_layers.nn.autograd import tree
 
     from .description import Writer
     from .functions import FunctionTable
@@ -100,8 +100,8 @@ def describe(net, params, labels, meta, opt, history):
 
 
 def _leaves(params):
-    from apsi_layers.nn import tree
-    from apsi_layers.nn.tensor import plain_array
+    from apsi_layers.nn.autograd import tree
+    from apsi_layers.nn.autograd.tensor import plain_array
 
     if not isinstance(params, Record):
         raise ApsiError(f"save_model: params must be the parameter tree (from init or fit), "
@@ -118,7 +118,7 @@ def _leaves(params):
 def _check_params(net, named, fn):
     from apsi_layers.layers.base import build_root, leaf_shapes
     from apsi_layers.layers.init_rng import ShapeRng
-    from apsi_layers.nn import tree
+    from apsi_layers.nn.autograd import tree
 
     spec, _ = build_root(net, ShapeRng(), net.known_input())
     want = dict(leaf_shapes(spec)) if tree.leaves(spec) else {}
@@ -192,7 +192,7 @@ def _version():
 
 
 def _optimizer(opt, writer):
-    from apsi_layers.nn.optim import Optimizer
+    from apsi_layers.nn.train.optim import Optimizer
 
     if not isinstance(opt, Optimizer):
         raise ApsiError(f"save_model: opt must be an optimizer (like r.opt from fit), not {show(opt, True)}")
@@ -287,7 +287,7 @@ def _json(shown, raw):
 
 
 def _array(shown, z, info):
-    from apsi_layers.nn.params_io import _header
+    from apsi_layers.nn.io.params_io import _header
 
     part = info.filename
     raw = z.read(info)          # whole, so zipfile checks its CRC (a changed byte is found)
@@ -307,9 +307,9 @@ def _array(shown, z, info):
 
 def build(shown, d, arrays, program_dir):
     """The model record from a read description and arrays: everything checked, or an error."""
-    from apsi_layers.nn import tree
-    from apsi_layers.nn.params_io import _nn_dtype
-    from apsi_layers.nn.tensor import Tensor
+    from apsi_layers.nn.autograd import tree
+    from apsi_layers.nn.autograd.tensor import Tensor
+    from apsi_layers.nn.io.params_io import _nn_dtype
 
     from .description import Reader
     from .functions import FunctionReader
@@ -371,7 +371,7 @@ def _shape(shown, value, net):
 def _read_optimizer(shown, d, arrays, reader):
     if d is None:
         return None
-    from apsi_layers.nn.optim import Optimizer
+    from apsi_layers.nn.train.optim import Optimizer
 
     classes = {}
     todo = [Optimizer]

@@ -9,14 +9,46 @@ from apsi_layers.data.memmap import load_npy, save_npy  # noqa: E402
 from apsi_layers.data.sources import dataset  # noqa: E402
 from apsi_layers.data.windows import windows  # noqa: E402
 
-from . import foreign
-from . import graph as _graph  # installs Tensor's operators
-from . import heap as _heap
-from .autodiff import grad, hessian, jacobian, value_and_grad
+from .autograd import foreign
+from .autograd import graph as _graph  # installs Tensor's operators
+from .autograd import heap as _heap
+from .autograd.autodiff import grad, hessian, jacobian, value_and_grad
+from .autograd.extend import defop
+from .autograd.ops import (
+    abs,
+    add,
+    clip,
+    cos,
+    div,
+    exp,
+    gelu,
+    log,
+    log1p,
+    matmul,
+    maximum,
+    minimum,
+    mul,
+    neg,
+    power,
+    relu,
+    sigmoid,
+    sin,
+    softplus,
+    sqrt,
+    sub,
+    tanh,
+    where,
+)
+from .autograd.reduce import argmax, argmin, log_softmax, logsumexp, max, mean, min, softmax, sum
+from .autograd.shape import broadcast_to, concat, expand_dims, reshape, stack, take_along, transpose
+from .autograd.tensor import Tensor, as_tensor
+from .autograd.tree import clip_by_global_norm, flatten, global_norm, param_count, tree_map, unflatten
+from .io.csv_io import load_csv
+from .io.params_io import load_params, save_params
 
 # numlib (issue 19): NumPy's elementwise, scan, sorting, shape, comparison and random functions
-from .compare import allclose, array_equal, isclose
-from .construct import (
+from .numlib.compare import allclose, array_equal, isclose
+from .numlib.construct import (
     astype,
     flip,
     float32,
@@ -33,7 +65,7 @@ from .construct import (
     squeeze,
     tile,
 )
-from .creation import (
+from .numlib.creation import (
     arange,
     array,
     eye,
@@ -49,8 +81,7 @@ from .creation import (
     zeros,
     zeros_like,
 )
-from .csv_io import load_csv
-from .elementwise import (
+from .numlib.elementwise import (
     arccos,
     arcsin,
     arcsinh,
@@ -75,12 +106,11 @@ from .elementwise import (
     tan,
     trunc,
 )
-from .elementwise import round as round_
-from .extend import defop
+from .numlib.elementwise import round as round_
 
 # issue 35: NumPy/SciPy's statistics, special functions, sequences and index finders (toolbox.py lists them)
-from .indices import argwhere, digitize, nonzero
-from .linalg import (
+from .numlib.indices import argwhere, digitize, nonzero
+from .numlib.linalg import (
     cholesky,
     cond,
     det,
@@ -107,7 +137,7 @@ from .linalg import (
     triu,
     vdot,
 )
-from .linalg_more import (
+from .numlib.linalg_more import (
     cho_solve,
     cross,
     diagonal,
@@ -123,39 +153,10 @@ from .linalg_more import (
     svdvals,
     swapaxes,
 )
-from .losses import bce, cross_entropy, huber, mae, mse, vae
-from .ops import (
-    abs,
-    add,
-    clip,
-    cos,
-    div,
-    exp,
-    gelu,
-    log,
-    log1p,
-    matmul,
-    maximum,
-    minimum,
-    mul,
-    neg,
-    power,
-    relu,
-    sigmoid,
-    sin,
-    softplus,
-    sqrt,
-    sub,
-    tanh,
-    where,
-)
-from .optim import adagrad, adam, adamw, nadam, radam, rmsprop, sgd
-from .params_io import load_params, save_params
-from .random_gen import Rng, bernoulli, choice, normal, rng, shuffle, spawn, uniform
-from .reduce import argmax, argmin, log_softmax, logsumexp, max, mean, min, softmax, sum
-from .scans import all_ as all  # noqa: A004
-from .scans import any_ as any  # noqa: A004
-from .scans import (
+from .numlib.random_gen import Rng, bernoulli, choice, normal, rng, shuffle, spawn, uniform
+from .numlib.scans import all_ as all  # noqa: A004
+from .numlib.scans import any_ as any  # noqa: A004
+from .numlib.scans import (
     count_nonzero,
     cumprod,
     cumsum,
@@ -170,12 +171,10 @@ from .scans import (
     std,
     var,
 )
-from .schedules import cosine_lr, exp_lr, step_lr, warmup_lr
-from .sequences import convolve, cummax, cummin, geomspace, interp, logspace, trapezoid
-from .shape import broadcast_to, concat, expand_dims, reshape, stack, take_along, transpose
-from .sorting import argsort, bincount, histogram, isin, searchsorted, sort, topk, unique
-from .special import arccosh, digamma, erfc, expit, gammaln, logaddexp, logit, polygamma
-from .statistics import (
+from .numlib.sequences import convolve, cummax, cummin, geomspace, interp, logspace, trapezoid
+from .numlib.sorting import argsort, bincount, histogram, isin, searchsorted, sort, topk, unique
+from .numlib.special import arccosh, digamma, erfc, expit, gammaln, logaddexp, logit, polygamma
+from .numlib.statistics import (
     average,
     corrcoef,
     cov,
@@ -189,11 +188,34 @@ from .statistics import (
     nanvar,
     ptp,
 )
-from .tensor import Tensor, as_tensor
-from .tree import clip_by_global_norm, flatten, global_norm, param_count, tree_map, unflatten
+from .train.losses import bce, cross_entropy, huber, mae, mse, vae
+from .train.optim import adagrad, adam, adamw, nadam, radam, rmsprop, sgd
+from .train.schedules import cosine_lr, exp_lr, step_lr, warmup_lr
 
 __all__ = [name for name in dir() if not name.startswith("_")]
 
-from .metrics import accuracy, confusion_matrix, precision_recall_f1, r2_score, roc_auc  # noqa: E402,F401
+from .train.metrics import accuracy, confusion_matrix, precision_recall_f1, r2_score, roc_auc  # noqa: E402,F401
 
 _heap.keep_freed_memory()
+
+
+# nn's modules by their names before they moved into autograd/, numlib/, train/ and io/
+# (`nn.tree.leaves`, `from apsi_layers.nn import linalg`): loaded on first use, so importing nn
+# loads nothing more
+_MOVED = {
+    **dict.fromkeys(("tensor tape graph ops vjps autodiff xp xp_numlib extend nonfinite foreign reduce shape "
+                     "tree heap").split(), "autograd"),
+    **dict.fromkeys(("args compare construct creation einsum_op elementwise hurwitz indices lapack linalg "
+                     "linalg_more linalg_more_vjps linalg_vjps matrix_functions nested random_gen scans "
+                     "sequences sorting special spectral statistics toolbox toolbox_vjps").split(), "numlib"),
+    **dict.fromkeys(("optim optim_inplace blockwise schedules losses metrics").split(), "train"),
+    **dict.fromkeys(("params_io csv_io").split(), "io"),
+}
+
+
+def __getattr__(name):
+    if name in _MOVED:
+        from importlib import import_module
+
+        return import_module(f"{__name__}.{_MOVED[name]}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,7 +16,7 @@ MAX_TEXT = 1000          # characters in a title, axis label or series label
 
 def _tensor_type():
     """nn's Tensor class, when a program has loaded nn (a tensor cannot exist otherwise)."""
-    module = sys.modules.get("apsi_layers.nn.tensor")
+    module = sys.modules.get("apsi_layers.nn.autograd.tensor")
     return None if module is None else module.Tensor
 
 

@@ -2,11 +2,11 @@
 
 Units do not depend on values, so differentiation runs on the magnitudes: the function is called
 with quantities rebuilt around nn's tape tensors, its result's unit is noted, and each gradient gets
-unit(f) / unit(x). nn/autodiff.py hands a call here when an argument is a quantity.
+unit(f) / unit(x). nn/autograd/autodiff.py hands a call here when an argument is a quantity.
 """
 
 from apsi_lang.errors import ApsiError
-from apsi_layers.nn import tree
+from apsi_layers.nn.autograd import tree
 
 from . import registry as R
 from .quantity import Quantity, make
@@ -85,7 +85,7 @@ def _with_units(grads, nums, units, uf):
 
 
 def value_and_grad(f, argnums, has_aux, args, kwargs):
-    from apsi_layers.nn import autodiff
+    from apsi_layers.nn.autograd import autodiff
 
     nums, plain_args, units, wrapped, seen = _prepare(f, argnums, args, "value_and_grad")
 
@@ -99,7 +99,7 @@ def value_and_grad(f, argnums, has_aux, args, kwargs):
 
 
 def jacobian(f, argnums, args, kwargs):
-    from apsi_layers.nn import autodiff
+    from apsi_layers.nn.autograd import autodiff
 
     nums, plain_args, units, wrapped, seen = _prepare(f, argnums, args, "jacobian")
     jac = autodiff.jacobian(wrapped, argnums)(*plain_args, **kwargs)

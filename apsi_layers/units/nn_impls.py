@@ -1,4 +1,4 @@
-"""nn's functions on quantities: registered with nn/foreign.py, so `sqrt(q)`, `mean(q)`, `tensor * q`
+"""nn's functions on quantities: registered with nn/autograd/foreign.py, so `sqrt(q)`, `mean(q)`, `tensor * q`
 reach these versions while nn's own fast paths stay untouched.
 
 The rules: sqrt halves exponents; exp/log/sin/... need a dimensionless argument (angles convert to
@@ -211,7 +211,7 @@ IMPLS = {
 
 def install():
     """Let nn's functions accept quantities and units (idempotent)."""
-    from apsi_layers.nn import foreign
+    from apsi_layers.nn.autograd import foreign
 
     if Quantity not in foreign.TYPES:
         foreign.register((Quantity, Unit), IMPLS, "units", missing=_missing)

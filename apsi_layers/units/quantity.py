@@ -6,8 +6,8 @@ common case (both operands in one unit) is a single identity test before the mag
 """
 
 from apsi_lang.errors import ApsiError
-from apsi_layers.nn.tape import STATE
-from apsi_layers.nn.tensor import Tensor
+from apsi_layers.nn.autograd.tape import STATE
+from apsi_layers.nn.autograd.tensor import Tensor
 
 from . import registry as R
 from .registry import Unit

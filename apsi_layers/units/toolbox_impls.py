@@ -1,4 +1,4 @@
-"""Issue 35's nn functions on quantities (nn/toolbox.py says which rule each follows), pint's rules:
+"""Issue 35's nn functions on quantities (nn/numlib/toolbox.py says which rule each follows), pint's rules:
 levels keep their unit (nanmax, nanmedian, average, cummax of °C are °C); spreads are differences
 (nanstd and ptp of °C are Δ°C, nanvar and cov Δ°C², as pint's subtraction gives); products multiply
 units (convolve, trapezoid: y's unit times x's, refused for an offset temperature as pint does);

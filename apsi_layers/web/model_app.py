@@ -21,6 +21,7 @@ from apsi_lang.errors import ApsiError, PermissionDenied
 from apsi_lang.values import show
 
 from . import http, jsonio, own_routes
+from .builtin_code import only_builtin_code
 from .deadlines import Deadlines
 from .http import Problem
 from .predict_route import predict_route
@@ -47,6 +48,10 @@ class ModelService:
         self.several_in, self.several_out = arity(model)
         # the permission is checked now; the backend may keep the parameters on its device (keep)
         self.chosen = registry.choose("serve_model", backend)
+        # a cheap batch may run on the event loop (batching.py): only NumPy's predict (all of it on the
+        # calling thread; torch runs thread pools and devices of its own) on Apsi's own layers (a
+        # program's function in the model may take any time)
+        self.on_loop = self.chosen.name == "numpy" and only_builtin_code(model)
         self.keep = {}
         self.checked = set()            # per-sample input shapes check_params accepted
         self.output_shape = None

@@ -21,7 +21,7 @@ JSON_HEADERS = ((b"content-type", b"application/json"),)
 # A body larger than this is parsed and checked on a thread of its own, not on the event loop: that work
 # grows with the body (about 15 ms for a 1 MB one), and meanwhile the loop would answer no one
 INLINE_BYTES = 64 * 1024
-# one encoder for every answer (json.dumps with options builds one per call: a third of a 1-row answer)
+# one encoder for the answers orjson does not write (json.dumps with options builds one per call)
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
@@ -57,8 +57,7 @@ def predict_route(service, batcher, deadlines, opts):
                 batcher.coming -= 1
             deadlines.next(limit, "the prediction")
             outputs = await batcher.submit(item)
-            # (the rows are lists of Python floats from tolist(): json writes them as jsonio.dumps does)
-            payload = _ENCODER.encode({"outputs": outputs, **service.extras(outputs)}).encode()
+            payload = _encode({"outputs": outputs, **service.extras(outputs)})
             status = 200
         except asyncio.CancelledError:
             if not limit.expired:
@@ -81,6 +80,23 @@ def predict_route(service, batcher, deadlines, opts):
         return status
 
     return route
+
+
+def _encode(answer):
+    """The answer's JSON bytes. The rows are lists of Python floats from tolist(): orjson writes each
+    in its shortest round-trip form, as json does (the same digits; 1e-7 where json writes 1e-07),
+    about 20 times as fast (a 32-row answer: 11 against 220 µs). Where the two differ, json writes:
+    orjson writes NaN and infinities as null (docs/web.md promises NaN, Infinity) and refuses what
+    json sends or refuses in its own words (text UTF-8 cannot hold, a number subclass)."""
+    import orjson
+
+    try:
+        payload = orjson.dumps(answer)
+    except orjson.JSONEncodeError:
+        payload = None
+    if payload is None or b"null" in payload:      # (no output is null: a NaN, or a label's text)
+        payload = _ENCODER.encode(answer).encode()
+    return payload
 
 
 def _error(status, message):

@@ -26,10 +26,10 @@ import signal
 import sys
 
 from apsi_lang.errors import ApsiError
+from apsi_layers.forked import die_with, leave
 
 STARTUP_FAILURE = 3             # uvicorn's exit code for a server that could not start
 STOPS = {signal.SIGINT, signal.SIGTERM}
-PR_SET_PDEATHSIG = 1
 
 
 def serve(fn, config, sock, count, stop, what, setup=None):
@@ -108,7 +108,7 @@ def _child(fn, config, sock, parent, ctypes, setup, slot):
         server = _server(config)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, lambda signum, frame: setattr(server, "should_exit", True))
-        _die_with(parent, ctypes)
+        die_with(parent, ctypes)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPS)
         server.run(sockets=[sock])
         code = 0 if server.started else STARTUP_FAILURE
@@ -117,12 +117,7 @@ def _child(fn, config, sock, parent, ctypes, setup, slot):
     except BaseException as e:       # noqa: BLE001 (reported; the parent starts another worker)
         print(f"{fn}: worker {os.getpid()} failed: {type(e).__name__}: {e}", file=sys.stderr)
     finally:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except Exception:       # noqa: BLE001, S110 (a closed pipe: nothing more to say)
-                pass
-        os._exit(code)
+        leave(code)
 
 
 def _server(config):
@@ -138,19 +133,6 @@ def _server(config):
             yield
 
     return Server(config)
-
-
-def _die_with(parent, ctypes):
-    """SIGTERM when the parent's forking thread ends (Linux), and leave now if the parent is gone."""
-    if sys.platform.startswith("linux"):
-        try:
-            ctypes.CDLL(None, use_errno=True).prctl(ctypes.c_ulong(PR_SET_PDEATHSIG),
-                                                    ctypes.c_ulong(signal.SIGTERM), ctypes.c_ulong(0),
-                                                    ctypes.c_ulong(0), ctypes.c_ulong(0))
-        except (OSError, AttributeError):
-            pass
-    if os.getppid() != parent:
-        os._exit(0)
 
 
 def _ended(children):

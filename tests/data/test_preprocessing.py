@@ -108,3 +108,35 @@ let m = load_model("m.apsimodel")
 print(array_equal(predict(m.net, m.params, x), predict(net2, p, x)), m.params.impute.state.values.tolist())
 """)
     assert out.strip() == "true [3.0, 20.0]"
+
+
+@pytest.mark.parametrize("strategy", ["median", "most_frequent"])
+def test_impute_median_and_most_frequent_are_scikit_learns(tmp_path, strategy):
+    """Streamed over 82 calls of a dataset (one merge of value counts per call), the state is what
+    scikit-learn's SimpleImputer learns from all the rows at once (ties: the smallest value; a column
+    with no value gets fill, 0, as SimpleImputer(keep_empty_features=True) does)."""
+    sklearn_impute = pytest.importorskip("sklearn.impute")
+    r = np.random.default_rng(7)
+    x = np.column_stack([r.integers(0, 6, 3000), r.integers(-3, 3, 3000) * 0.5, r.normal(size=3000),
+                         np.full(3000, np.nan)]).astype(np.float32)
+    x[:, :3][r.random((3000, 3)) < 0.2] = np.nan
+    np.save(tmp_path / "x.npy", x)
+    ok(tmp_path, f"""use layers
+use nn
+let x = load_npy("x.npy", mmap=false)
+let ds = dataset(82, fn(i) => [x[i * 37:(i + 1) * 37], x[i * 37:(i + 1) * 37]], workers=0)
+let net = sequential(impute(strategy="{strategy}"), dense(1))
+let p = adapt(net, net.init(seed=0, input_shape=[4]), ds)
+save_npy("state.npy", p.impute.state.values)
+save_npy("out.npy", predict(net, p, x))
+""")
+    ref = sklearn_impute.SimpleImputer(strategy=strategy, keep_empty_features=True).fit(x.astype(np.float64))
+    state = np.load(tmp_path / "state.npy")
+    assert np.array_equal(state, ref.statistics_), (state, ref.statistics_)
+    p = np.load(tmp_path / "state.npy")
+    assert np.isfinite(np.load(tmp_path / "out.npy")).all() and p[3] == 0.0
+
+
+def test_impute_strategy_is_checked(tmp_path):
+    msg = error(tmp_path, 'use layers\nlet l = impute(strategy="mode")\n')
+    assert 'impute: strategy must be one of "mean", "median", "most_frequent", "constant", got "mode"' in msg

@@ -55,7 +55,7 @@ fn batch(i, g):
     calls.append(i)
     draws.append([i, normal(0, 1, [1], seed=g).item()])
     return [xs[i * 20:(i + 1) * 20], xs[i * 20:(i + 1) * 20, 0:1] * 2.0]
-let ds = dataset(10, batch)
+let ds = dataset(10, batch, workers=0)       # (calls in this process: the lists show them)
 let net = mlp(3, 1, hidden=[8])
 let r = fit(net, net.init(seed=0), ds, loss="mse", epochs=2, seed=5)
 print(calls)
@@ -80,27 +80,77 @@ def test_dataset_order_shuffled_per_epoch_from_seed_and_own_random_streams(tmp_p
     assert lines[2] == "true (200, 1)"
 
 
+WORKERS = """use layers
+use nn
+let xs = randn(400, 3, seed=0)
+fn batch(i, g):
+    let x = xs[i * 20:(i + 1) * 20]
+    return [x + normal(0, 1, x.shape, seed=g), x[:, 0:1] * 2.0 + uniform(0, 1, [20, 1], seed=g)]
+let net = mlp(3, 1, hidden=[8], dropout=0.2)
+for w in [0, 1, 3]:
+    let r = fit(net, net.init(seed=0), dataset(20, batch, workers=w), loss="mse", epochs=3, seed=5)
+    print(r.history, flatten(r.params)[0][1].sum().item())
+"""
+
+
+def test_worker_processes_make_the_batches_of_the_programs_own_calls(tmp_path):
+    """The calls' random streams come from (seed, epoch, i), not from the process that makes them:
+    0 workers (this process), 1 and 3 train bit for bit alike."""
+    lines = ok(tmp_path, WORKERS).splitlines()
+    assert len(lines) == 3 and lines[0] == lines[1] == lines[2], lines
+    hist = json.loads(lines[0].rsplit(" ", 1)[0])
+    assert len(hist) == 3 and hist[2] < hist[0]
+
+
 @pytest.mark.parametrize("body, said", [
     ("if i == 37:\n        return [zeros(20, 4), zeros(20, 1)]",
      "fit: the dataset function returned x of shape [20, 4] at batch 37 (epoch 1), but batch 0's x has "
      "per-sample shape [3]"),
     ("if i == 37:\n        let z = 1 / 0",
-     "fit: the dataset function failed at batch 37 (epoch 1)"),
+     "fit: the dataset function failed at batch 37 (epoch 1) (prog.apsi:5): ZeroDivisionError"),
+    ("if i == 37:\n        error(\"no such image\")",
+     "fit: the dataset function failed at batch 37 (epoch 1) (prog.apsi:5): no such image"),
     ("if i == 37:\n        return [zeros(20, 3)]",
      "fit: the dataset function returned only x at batch 37 (epoch 1); fit needs [x, y]"),
     ("if i == 37:\n        return [zeros(20, 3), zeros(19, 1)]",
      "fit: batch 37 (epoch 1) has 20 inputs but 19 targets"),
 ])
-def test_a_bad_batch_37_is_named_without_traceback_or_hang(tmp_path, body, said):
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_bad_batch_37_is_named_without_traceback_or_hang(tmp_path, body, said, workers):
     msg = error(tmp_path, f"""use layers
 use nn
 fn batch(i):
     {body}
     return [ones(20, 3), ones(20, 1)]
 let net = mlp(3, 1)
-let r = fit(net, net.init(seed=0), dataset(50, batch), loss="mse", epochs=2)
+let r = fit(net, net.init(seed=0), dataset(50, batch, workers={workers}), loss="mse", epochs=2)
 """, timeout=60)
     assert said in msg, msg
+    assert "prog.apsi:8:" in msg        # and where the program called fit
+
+
+def test_a_worker_has_the_programs_permissions_and_no_more(tmp_path):
+    outside = tmp_path.parent / f"{tmp_path.name}-hidden.txt"
+    outside.write_text("s3cr3t-content")
+    project = tmp_path / "p"
+    project.mkdir()
+    msg = error(project, f"""use layers
+use nn
+fn batch(i):
+    if i == 3:
+        print(read_text({str(outside)!r}))
+    return [ones(20, 3), ones(20, 1)]
+let net = mlp(3, 1)
+let r = fit(net, net.init(seed=0), dataset(5, batch, workers=2), loss="mse", epochs=2)
+""", timeout=60)
+    assert "the dataset function failed at batch 3 (epoch 1) (prog.apsi:5)" in msg, msg
+    assert "s3cr3t" not in msg
+    assert "read" in msg and "permission" in msg.lower(), msg
+
+
+def test_dataset_workers_must_be_a_count(tmp_path):
+    msg = error(tmp_path, "use nn\nlet ds = dataset(5, fn(i) => [ones(4, 3), ones(4, 1)], workers=-1)\n")
+    assert "dataset: workers must be an int from 0 to 64" in msg, msg
 
 
 def test_dataset_options_that_need_all_samples_are_refused(tmp_path):

@@ -7,7 +7,7 @@ import pytest
 
 from apsi_layers import layers as L
 from apsi_layers import nn
-from apsi_layers.nn.tape import STATE
+from apsi_layers.nn.autograd.tape import STATE
 
 rng = np.random.default_rng(0)
 X = rng.standard_normal((40, 3))

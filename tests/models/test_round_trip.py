@@ -111,7 +111,7 @@ print(predict(m.net, m.params, array([[1.0, 2.0]])).tolist())
     import json
     import zipfile
 
-    from apsi_layers.nn.params_io import load_params  # noqa: F401  (the file's own reader is tested above)
+    from apsi_layers.nn.io.params_io import load_params  # noqa: F401  (the file's own reader is tested above)
 
     with zipfile.ZipFile(tmp_path / "s.apsim") as z:
         w = np.load(z.open("params/dense.w.npy"))

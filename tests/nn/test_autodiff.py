@@ -6,7 +6,7 @@ import pytest
 from apsi_lang.errors import ApsiError
 from apsi_lang.values import Record
 from apsi_layers import nn
-from apsi_layers.nn.tape import STATE
+from apsi_layers.nn.autograd.tape import STATE
 
 
 def test_grad_of_a_parameter_tree_keeps_its_structure():
@@ -137,8 +137,8 @@ def test_has_aux():
 
 
 def test_defop_first_and_higher_order():
-    from apsi_layers.nn.extend import defop
-    from apsi_layers.nn.vjps import RULES
+    from apsi_layers.nn.autograd.extend import defop
+    from apsi_layers.nn.autograd.vjps import RULES
 
     cube = defop("test_cube", lambda x: x ** 3, lambda xp, g, ans, x: g * 3.0 * x * x)
     fused = defop("test_fused_square", lambda x: x * x, lambda xp, g, ans, x: g * 2.0 * x.data

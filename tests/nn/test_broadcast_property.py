@@ -2,7 +2,7 @@
 with finite differences (the sum_to rule is where broadcasting bugs hide)."""
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from apsi_layers import nn
@@ -25,12 +25,13 @@ OPS = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b:
 
 
 @settings(max_examples=40, deadline=None)
+@example(((3, 3, 3), (), "div"), 3)           # (signed weights cancelled here: 1.8e-6 off)
 @given(broadcast_pair(), st.integers(0, 2 ** 31 - 1))
 def test_broadcasting_gradients(pair, seed):
     sa, sb, op = pair
     rng = np.random.default_rng(seed)
     a, b = rng.uniform(0.5, 2.0, sa), rng.uniform(0.5, 2.0, sb)
-    f = scalarize(OPS[op], a, b, seed=seed)
+    f = scalarize(OPS[op], a, b, seed=seed, positive=True)   # a, b > 0: every op's output is > 0 but sub's
     ga, gb = nn.grad(f, argnums=(0, 1))(nn.Tensor(a), nn.Tensor(b))
     assert ga.shape == sa and gb.shape == sb
     check_first_order(f, [a, b], 0)

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from apsi_lang.data_files import read_csv
 from apsi_lang.errors import ApsiError
 from apsi_layers import nn
-from apsi_layers.nn import csv_io
+from apsi_layers.nn.io import csv_io
 
 ROOT = Path(__file__).resolve().parents[2]
 COLUMNS = {"as": "columns"}

@@ -9,7 +9,7 @@ torch = pytest.importorskip("torch")
 
 from apsi_layers import nn  # noqa: E402
 from apsi_layers.backends.torch import nn_dispatch  # noqa: E402
-from apsi_layers.nn import linalg  # noqa: E402
+from apsi_layers.nn.numlib import linalg  # noqa: E402
 
 from .test_linalg_torch import CASES, _tol, as_list, rel, weights  # noqa: E402
 
@@ -53,7 +53,7 @@ def test_torch_tensors_give_nn_values_and_gradients(name, f, tf, xs, scale):
 
 
 def test_every_linalg_function_has_a_torch_version():
-    from apsi_layers.nn import foreign
+    from apsi_layers.nn.autograd import foreign
 
     names = [n for n in dir(linalg)
              if not n.startswith("_") and getattr(getattr(linalg, n), "__wrapped__", None)]

@@ -170,7 +170,7 @@ def test_eigh_reads_one_triangle_as_numpy_does():
 def test_the_torch_comparison_catches_a_wrong_rule(monkeypatch):
     """The checker must be able to fail: give inv a rule with the wrong sign."""
     pytest.importorskip("torch")
-    from apsi_layers.nn import vjps
+    from apsi_layers.nn.autograd import vjps
 
     from .test_linalg_torch import CASES, test_value_and_gradient_match_torch
 

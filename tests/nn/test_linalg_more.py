@@ -1,4 +1,4 @@
-"""NumPy's and SciPy's other linear algebra (issue 35, nn/linalg_more.py): values against NumPy/SciPy,
+"""NumPy's and SciPy's other linear algebra (issue 35, nn/numlib/linalg_more.py): values against NumPy/SciPy,
 gradients and hessians against torch.autograd in float64 where torch has the op (finite differences
 for logm and sqrtm, which torch lacks), the same on torch tensors (the torch backend's versions), and
 the refusals."""
@@ -243,7 +243,8 @@ def test_torch_versions_of_rank_lu_forms_and_eig(torch_installed):
 
 def test_every_function_has_a_torch_version_and_an_export(torch_installed):
     from apsi_layers.apsi_modules import nn_module
-    from apsi_layers.nn import foreign, linalg_more
+    from apsi_layers.nn.autograd import foreign
+    from apsi_layers.nn.numlib import linalg_more
 
     assert len(linalg_more.__all__) == 14
     assert [n for n in linalg_more.__all__ if n not in foreign.IMPLS] == []
@@ -251,9 +252,9 @@ def test_every_function_has_a_torch_version_and_an_export(torch_installed):
 
 
 def test_every_rule_is_reached_by_a_case():
-    from apsi_layers.nn.linalg_more_vjps import MORE_RULES
-    from apsi_layers.nn.tape import STATE
-    from apsi_layers.nn.vjps import rule_name
+    from apsi_layers.nn.autograd.tape import STATE
+    from apsi_layers.nn.autograd.vjps import rule_name
+    from apsi_layers.nn.numlib.linalg_more_vjps import MORE_RULES
 
     seen = set()
 

@@ -173,9 +173,9 @@ def test_second_derivative_matches_torch(name, f, tf, xs, scale):
 
 def test_every_linalg_rule_is_exercised():
     """Each rule of linalg_vjps.py is reached by a case above (directly or through a composition)."""
-    from apsi_layers.nn.linalg_vjps import LINALG_RULES
-    from apsi_layers.nn.tape import STATE
-    from apsi_layers.nn.vjps import rule_name
+    from apsi_layers.nn.autograd.tape import STATE
+    from apsi_layers.nn.autograd.vjps import rule_name
+    from apsi_layers.nn.numlib.linalg_vjps import LINALG_RULES
 
     seen = set()
     for _, f, _, xs, _ in CASES:

@@ -1,4 +1,4 @@
-"""The in-place optimizers fit uses (nn/optim_inplace.py) give bit-for-bit what nn's public
+"""The in-place optimizers fit uses (nn/train/optim_inplace.py) give bit-for-bit what nn's public
 `opt.step` gives, over many steps, for every optimizer and option; fit uses them, updates only its own
 copy of the parameters, and trains to exactly the numbers the allocation-based update gives."""
 
@@ -14,8 +14,8 @@ from apsi_lang.errors import ApsiError
 from apsi_layers import nn
 from apsi_layers.backends.numpy import loop as numpy_loop
 from apsi_layers.layers import fit, mlp
-from apsi_layers.nn import blockwise, optim_inplace
-from apsi_layers.nn.optim_inplace import InPlace
+from apsi_layers.nn.train import blockwise, optim_inplace
+from apsi_layers.nn.train.optim_inplace import InPlace
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -43,7 +43,7 @@ def test_every_optimizer_has_an_in_place_rule():
 
 def test_a_subclass_runs_its_own_rule_not_the_kernel():
     """A subclass may have changed the update: only optim.py's own classes get an in-place rule."""
-    from apsi_layers.nn import optim
+    from apsi_layers.nn.train import optim
 
     class Mine(optim.Adam):
         name = "adam"

@@ -117,3 +117,49 @@ def test_they_match_pytorch(case, monkeypatch):
     np.testing.assert_allclose(ours[0], out.detach().numpy(), rtol=1e-10, atol=1e-12)
     for mine, t in zip(ours[1:], inputs):
         np.testing.assert_allclose(mine, t.grad.numpy(), rtol=1e-9, atol=1e-11)
+
+
+@pytest.mark.parametrize("case", ["gelu", "gelu 1-d"])
+def test_gelu_in_cache_sized_blocks_gives_the_bits_of_one_call(case, monkeypatch):
+    fn, args = _cases()[case]
+    monkeypatch.setattr(bt, "BLOCK", 1 << 30)
+    one = fn(*args)
+    blocks = []
+    real = elementwise._gelu_chain
+
+    def spy(x, t, y):
+        blocks.append(x.size)
+        real(x, t, y)
+
+    monkeypatch.setattr(elementwise, "_gelu_chain", spy)
+    monkeypatch.setattr(bt, "BLOCK", 7)             # blocks that end inside rows, and a short last one
+    split = fn(*args)
+    assert blocks and max(blocks) == 7 and sum(blocks) == args[0].size
+    for a, b in zip(one, split):
+        assert np.array_equal(a, b, equal_nan=True)
+
+
+def test_blocks_need_contiguous_arrays_of_one_shape(monkeypatch):
+    monkeypatch.setattr(bt, "BLOCK", 4)
+    calls = []
+    x = np.arange(24.0).reshape(4, 6)
+    bt.in_blocks(lambda *a: calls.append(a[0].shape), x, np.empty_like(x))
+    assert calls == [(4,)] * 6
+    calls.clear()
+    bt.in_blocks(lambda *a: calls.append(a[0].shape), x.T, np.empty((6, 4)))   # a transposed view
+    assert calls == [(6, 4)]
+
+
+def test_attention_outputs_follow_the_heads_layout():
+    """q, k, v as [B, H, T, D] views of [B, T, H, D] arrays (as the attention layer makes them): the
+    output and the gradients come in the same layout, so going back to [B, T, H * D] copies nothing,
+    and the values are those of contiguous inputs."""
+    rng = np.random.default_rng(2)
+    q, k, v, g = (rng.standard_normal((3, 6, 2, 4)).transpose(0, 2, 1, 3) for _ in range(4))
+    causal = np.tri(6, 6, dtype=bool)
+    got = _attention(q, k, v, g, causal)
+    for a in got:
+        assert a.transpose(0, 2, 1, 3).flags.c_contiguous
+    want = _attention(*(np.ascontiguousarray(a) for a in (q, k, v, g)), causal)
+    for a, b in zip(got, want):
+        assert np.array_equal(a, b)

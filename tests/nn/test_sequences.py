@@ -1,5 +1,5 @@
 # ruff: noqa: E501  (reference computations kept on one line)
-"""Issue 35's sequences, curves and index finders (nn/sequences.py, nn/indices.py) against NumPy
+"""Issue 35's sequences, curves and index finders (nn/numlib/sequences.py, nn/numlib/indices.py) against NumPy
 computed here, edges included; gradients against torch.autograd float64 (cummax, trapezoid,
 convolve through conv1d) and float64 finite differences (interp, which torch lacks)."""
 

@@ -1,4 +1,4 @@
-"""Issue 35's special functions (nn/special.py) against SciPy/NumPy computed here, at ordinary
+"""Issue 35's special functions (nn/numlib/special.py) against SciPy/NumPy computed here, at ordinary
 points and the edges (poles, 0 and 1, +-inf, NaN, the far tails); derivatives of every order
 available against torch.autograd float64 (gammaln -> digamma -> polygamma, logit, erfc, ...)."""
 

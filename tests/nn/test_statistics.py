@@ -1,4 +1,4 @@
-"""Issue 35's statistics (nn/statistics.py) against NumPy computed here: ordinary inputs and the
+"""Issue 35's statistics (nn/numlib/statistics.py) against NumPy computed here: ordinary inputs and the
 edges (NaN, all-NaN slices, empty, ties, inf, axis/keepdims, ddof, weights); gradients and hessians
 against torch.autograd in float64 where torch has the op, finite differences elsewhere."""
 

@@ -1,4 +1,4 @@
-"""nn/toolbox.py is the list of issue 35's functions; every layer must agree with it: nn exports each,
+"""nn/numlib/toolbox.py is the list of issue 35's functions; every layer must agree with it: nn exports each,
 `use nn` binds each, the torch backend and `use units` implement each (or, for the constants made
 from numbers, need not), docs/nn.md documents each with its reference, and each gradient-free one
 really returns ints (no tape)."""
@@ -11,7 +11,7 @@ import pytest
 
 from apsi_layers import nn
 from apsi_layers.apsi_modules import NN_EXPORTS
-from apsi_layers.nn.toolbox import TOOLBOX
+from apsi_layers.nn.numlib.toolbox import TOOLBOX
 
 DOC = (Path(__file__).resolve().parents[2] / "docs" / "nn.md").read_text(encoding="utf-8")
 SECTION = DOC.split("## Statistics, special functions and curves")[1].split("\n## ")[0]
@@ -66,8 +66,8 @@ def test_units_refuses_the_number_only_ones_by_name(name):
 
 
 def test_the_new_rules_sit_in_the_one_rule_table():
-    from apsi_layers.nn.toolbox_vjps import TOOLBOX_RULES
-    from apsi_layers.nn.vjps import RULES, rule_name
+    from apsi_layers.nn.autograd.vjps import RULES, rule_name
+    from apsi_layers.nn.numlib.toolbox_vjps import TOOLBOX_RULES
 
     for name, rules in TOOLBOX_RULES.items():
         assert RULES[name] is rules and rule_name(rules) == name

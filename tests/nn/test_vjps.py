@@ -130,7 +130,7 @@ def test_binary_second_order(name, f, a, b, argnum, other):
 
 def test_check_fails_for_a_wrong_rule(monkeypatch):
     """The checker itself must be able to fail: break tanh's rule and watch it catch that."""
-    from apsi_layers.nn import ops
+    from apsi_layers.nn.autograd import ops
 
     x = normal(3)
     monkeypatch.setitem(ops.RULES, "tanh", (lambda xp, g, ans, x: g * (1.0 - ans),))
@@ -141,21 +141,21 @@ def test_check_fails_for_a_wrong_rule(monkeypatch):
 
 def test_every_rule_is_exercised():
     """Each op in the rule table appears in the cases above (directly or through an op built on it)."""
-    from apsi_layers.nn.extend import DEFINED
-    from apsi_layers.nn.vjps import RULES
+    from apsi_layers.nn.autograd.extend import DEFINED
+    from apsi_layers.nn.autograd.vjps import RULES
 
     covered = {"neg", "exp", "log", "log1p", "sqrt", "abs", "tanh", "sigmoid", "relu", "gelu", "softplus",
                "sin", "cos", "clip", "add", "sub", "mul", "div", "pow", "maximum", "minimum", "where",
                "matmul", "sum", "max", "min", "logsumexp", "softmax", "log_softmax", "reshape",
                "transpose", "broadcast_to", "sum_to", "getitem", "index_add", "take_along", "put_along",
                "identity"}
-    from apsi_layers.nn.linalg_more_vjps import MORE_RULES  # test_linalg_more.py
-    from apsi_layers.nn.linalg_vjps import (
+    from apsi_layers.nn.numlib.linalg_more_vjps import MORE_RULES  # test_linalg_more.py
+    from apsi_layers.nn.numlib.linalg_vjps import (
         EDGE_RULES,
         LINALG_RULES,  # exercised in test_linalg_torch.py
     )
-    from apsi_layers.nn.spectral import SPECTRAL_RULES  # hessians in test_numeric_edges.py
-    from apsi_layers.nn.toolbox_vjps import TOOLBOX_RULES  # test_special.py, test_sequences.py (torch)
+    from apsi_layers.nn.numlib.spectral import SPECTRAL_RULES  # hessians in test_numeric_edges.py
+    from apsi_layers.nn.numlib.toolbox_vjps import TOOLBOX_RULES  # test_special.py, test_sequences.py (torch)
 
     from .test_numlib_grads import RULES_COVERED  # numlib's rules, checked against torch there
 

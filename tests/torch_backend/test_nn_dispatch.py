@@ -9,7 +9,7 @@ from apsi_lang import run_source  # noqa: E402
 from apsi_lang.errors import ApsiError  # noqa: E402
 from apsi_layers import nn  # noqa: E402
 from apsi_layers.backends.torch import nn_dispatch  # noqa: E402
-from apsi_layers.nn import foreign  # noqa: E402
+from apsi_layers.nn.autograd import foreign  # noqa: E402
 
 SOURCE = """
 use nn

@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 from apsi_layers import nn  # noqa: E402
 from apsi_layers.backends.torch.module import torch_module  # noqa: E402
 from apsi_layers.layers import fit, mlp  # noqa: E402
-from apsi_layers.nn import tree  # noqa: E402
+from apsi_layers.nn.autograd import tree  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("python_allowed")
 

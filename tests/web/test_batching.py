@@ -201,9 +201,93 @@ def test_the_torch_backend_moves_the_parameters_to_the_device_once(python_allowe
     net = mlp(4, 3, hidden=[16])
     params = net.init(seed=0)
     service = ModelService(net, params, "torch", "cpu")
+    assert not service.on_loop              # (torch runs its own threads: never on the event loop)
     rows = [[[1.0, 2.0, 3.0, 4.0]], [[0.0, 1.0, 0.0, 1.0], [2.0, 2.0, 2.0, -2.0]]]
     for _ in range(3):
         results = service.run([service.prepare({"inputs": r}) for r in rows])
     assert len(moved) == 1
     want = predict(net, params, np.asarray(rows[0] + rows[1]), backend="torch", device="cpu").data
     assert np.array_equal(np.asarray(results[0] + results[1]), want)
+
+
+def _threads_of_calls(inline, burn=0.0, calls=4):
+    """The thread each of `calls` one-request batches ran on, one after another; each call uses `burn`
+    seconds of CPU time."""
+    import threading
+
+    ran = []
+
+    def run(batch):
+        ran.append(threading.current_thread())
+        start = time.thread_time()
+        while time.thread_time() - start < burn:
+            pass
+        return ["ok"] * len(batch)
+
+    async def main():
+        b = Batcher(run, 64, 0.0, lambda rows: None, inline=inline)
+        b.start()
+        for _ in range(calls):
+            assert await b.submit(Item(1)) == "ok"
+        await b.stop()
+        return threading.current_thread()
+
+    return asyncio.run(main()), ran
+
+
+def test_a_cheap_batch_runs_on_the_event_loop_once_its_cost_is_measured():
+    """Handing a 1-row call to the predict thread and back cost more than the call: once a size of batch
+    has measured cheap, it runs on the loop's own thread."""
+    loop_thread, ran = _threads_of_calls(inline=True)
+    assert ran[0] is not loop_thread                   # (its cost not known yet: the worker measures it)
+    assert ran[1:] == [loop_thread] * 3
+
+
+def test_a_batch_runs_on_the_worker_thread_when_costly_or_when_the_model_may_run_program_code():
+    from apsi_layers.web import batching
+
+    loop_thread, ran = _threads_of_calls(inline=True, burn=2 * batching.INLINE_SECONDS, calls=3)
+    assert loop_thread not in ran
+    loop_thread, ran = _threads_of_calls(inline=False)
+    assert loop_thread not in ran
+
+
+def test_only_a_model_of_apsis_own_layers_may_compute_on_the_event_loop():
+    """A program's function in the model (lambda_layer, activation=fn) or a Python custom layer may take
+    any time: on the loop it would stop every other request, timeouts included."""
+    from apsi_lang.values import Record
+    from apsi_layers.layers import (
+        CustomLayer,
+        activation,
+        cnn_classifier,
+        dag,
+        dense,
+        gcn_classifier,
+        lambda_layer,
+        lstm_classifier,
+        mlp,
+        sequential,
+        transformer_lm,
+    )
+    from apsi_layers.web.model_app import ModelService
+
+    class Scale(CustomLayer):
+        kind = "scale"
+
+        def params(self, rng, input_shape):
+            return {}, input_shape
+
+        def forward(self, params, x, ctx):
+            return x
+
+    own = [mlp(4, 3, hidden=[8], batch_norm=True, dropout=0.1), cnn_classifier([8, 8, 1], 3),
+           lstm_classifier(8, 2, units=4), transformer_lm(30, d=16, heads=2, layers=1, context=8),
+           gcn_classifier(3, 2), sequential([dense(4, activation="tanh", inputs=4), activation("relu")]),
+           dag(inputs=Record(x=[3]), nodes=Record(h=[dense(4), "x"], a=[dense(2), "h"]), outputs=["a"])]
+    theirs = [sequential([lambda_layer(lambda x: x, output_shape=[4]), dense(3)]),
+              sequential([dense(3, activation=lambda x: x, inputs=4)]),
+              sequential([dense(3, inputs=4), activation(lambda x: x)]),
+              sequential([dense(3, inputs=4), Scale()])]
+    for net in own + theirs:
+        service = ModelService(net, None, "numpy", None)
+        assert service.on_loop == any(net is o for o in own), net

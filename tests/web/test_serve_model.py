@@ -51,10 +51,22 @@ def test_outputs_are_predicts_bit_for_bit(served):
             assert np.array_equal(got, reference(rows))          # the same bits (JSON floats round-trip)
 
 
+def test_outputs_that_overflow_are_written_infinity_as_the_docs_say(served):
+    """orjson writes the answers and would write infinities and NaN as null: those are written by
+    json, as before."""
+    rows = [[1.79e308] * 4, [1.79e308, -1.79e308, -1.79e308, 1.79e308], [0.5, 0.25, -1.0, 2.0]]
+    r = httpx.post(f"{served.url}/predict", json={"inputs": rows})
+    assert r.status_code == 200 and "null" not in r.text and "Infinity" in r.text, r.text
+    with np.errstate(over="ignore"):
+        want = reference(rows)
+    assert not np.isfinite(want).all()                  # (the case at hand)
+    assert np.array_equal(np.asarray(json.loads(r.text)["outputs"]), want, equal_nan=True)
+
+
 def test_outputs_match_an_independent_numpy_forward_pass(served):
     """relu(x W1 + b1) W2 + b2, written out, with the parameters init(seed=3) makes."""
     from apsi_layers.layers import mlp
-    from apsi_layers.nn import tree
+    from apsi_layers.nn.autograd import tree
 
     p = {name: np.asarray(leaf.data) for name, leaf in tree.named_leaves(mlp(4, 3, hidden=[16]).init(seed=3))}
     w1, b1, w2, b2 = p["dense.w"], p["dense.b"], p["dense_1.w"], p["dense_1.b"]

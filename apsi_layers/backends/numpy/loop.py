@@ -15,11 +15,11 @@ from apsi_layers.layers.training.batches import loss_positions, plain_batches, r
 from apsi_layers.layers.training.finite import check_trained, constant_loss
 from apsi_layers.layers.training.state import NnState, replace_states
 from apsi_layers.layers.training.weights import position_weights, weight_keep
-from apsi_layers.nn import tree
-from apsi_layers.nn.nonfinite import NonFiniteError
-from apsi_layers.nn.optim import checked_lr
-from apsi_layers.nn.optim_inplace import InPlace
-from apsi_layers.nn.tensor import Tensor
+from apsi_layers.nn.autograd import tree
+from apsi_layers.nn.autograd.nonfinite import NonFiniteError
+from apsi_layers.nn.autograd.tensor import Tensor
+from apsi_layers.nn.train.optim import checked_lr
+from apsi_layers.nn.train.optim_inplace import InPlace
 
 
 class _NonFinite(Exception):
@@ -61,7 +61,7 @@ class NumpySession(NnState):
         self.graph = Graph(ops, *plan.graph) if plan.graph is not None else None
         self.opt = plan.opt
         self.step_fn = nn.value_and_grad(self._objective, has_aux=True)
-        # the optimizer updates the loop's own copy of the parameters in place (nn/optim_inplace.py)
+        # the optimizer updates the loop's own copy of the parameters in place (nn/train/optim_inplace.py)
         trainable = [self.leaves_[i] for i in self.train]
         self.inplace = InPlace(self.opt) if InPlace.supports(self.opt, trainable) else None
         # fit's schedule= first, then an lr given as a function: checked here, so its message is fit's

@@ -137,7 +137,7 @@ def _diff(a, b):
 
 def _outputs(y):
     """The output tensors of a model in a fixed order (lists and records flattened)."""
-    from apsi_layers.nn import tree
+    from apsi_layers.nn.autograd import tree
 
     return tree.leaves(y)
 

@@ -7,8 +7,8 @@ named `state` (layers/base.py): they travel with the weights but are not trained
 import numpy as np
 import torch
 
-from apsi_layers.nn import tree
-from apsi_layers.nn.tensor import Tensor
+from apsi_layers.nn.autograd import tree
+from apsi_layers.nn.autograd.tensor import Tensor
 
 STATE = "state"
 

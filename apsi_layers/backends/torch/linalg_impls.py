@@ -1,12 +1,12 @@
-"""Torch versions of nn's linear algebra (nn/linalg.py, nn/einsum_op.py), with NumPy's meanings, so an
+"""Torch versions of nn's linear algebra (nn/numlib/: linalg.py, einsum_op.py), with NumPy's meanings, so an
 Apsi loss or lambda layer that calls them runs under fit(backend="torch"). nn_dispatch.py merges
 LINALG_IMPLS into its table."""
 
 import torch
 
 from apsi_lang.errors import ApsiError
-from apsi_layers.nn import einsum_op as _einsum
-from apsi_layers.nn.tensor import Tensor
+from apsi_layers.nn.autograd.tensor import Tensor
+from apsi_layers.nn.numlib import einsum_op as _einsum
 
 from . import spectral_fns
 

@@ -1,4 +1,4 @@
-"""Torch versions of nn/linalg_more.py (issue 35), with NumPy's and SciPy's meanings, so an Apsi loss
+"""Torch versions of nn/numlib/linalg_more.py (issue 35), with NumPy's and SciPy's meanings, so an Apsi loss
 or lambda layer calling them runs under fit(backend="torch"). nn_dispatch.py merges MORE_IMPLS."""
 
 import torch
@@ -76,7 +76,7 @@ class _ScipyMatrixFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, a, name):
-        from apsi_layers.nn.matrix_functions import RAW_FUNCTIONS
+        from apsi_layers.nn.numlib.matrix_functions import RAW_FUNCTIONS
 
         ctx.name = name
         ctx.save_for_backward(a)
@@ -87,7 +87,7 @@ class _ScipyMatrixFunction(torch.autograd.Function):
     def backward(ctx, g):
         (a,) = ctx.saved_tensors
         n = a.shape[-1]
-        from apsi_layers.nn.matrix_functions import singular
+        from apsi_layers.nn.numlib.matrix_functions import singular
 
         host = a.detach().cpu().double().numpy().reshape(-1, n, n)
         if ctx.name == "sqrtm" and any(singular(m) for m in host):

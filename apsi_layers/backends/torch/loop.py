@@ -19,8 +19,8 @@ from apsi_layers.layers.training.batches import kept_count, plain_batches, seeds
 from apsi_layers.layers.training.finite import NonFiniteError, check_trained, constant_loss
 from apsi_layers.layers.training.state import replace_states, restore_opt
 from apsi_layers.layers.training.weights import weight_keep
-from apsi_layers.nn import tree
-from apsi_layers.nn.tensor import Tensor
+from apsi_layers.nn.autograd import tree
+from apsi_layers.nn.autograd.tensor import Tensor
 
 from . import convert, devices, nn_dispatch, precision, view
 from .compiled import Forward

@@ -11,7 +11,7 @@ forward(x, graph=, mask=) runs the Apsi model on the torch op set.
 import torch
 
 from apsi_lang.errors import ApsiError
-from apsi_layers.nn import tree
+from apsi_layers.nn.autograd import tree
 
 from . import convert, view
 from .devices import select

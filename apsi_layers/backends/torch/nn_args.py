@@ -5,7 +5,7 @@ nn_toolbox.py (here, so they need not import each other)."""
 import numpy as np
 import torch
 
-from apsi_layers.nn.tensor import Tensor
+from apsi_layers.nn.autograd.tensor import Tensor
 
 from .convert import host_to_device
 

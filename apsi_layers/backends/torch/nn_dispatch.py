@@ -1,7 +1,7 @@
 """Torch versions of nn's functions, so Apsi code written with `use nn` runs on torch tensors.
 
 An Apsi-written loss, `activation(fn)` or `lambda_layer(fn)` calls nn's functions (mean, exp,
-softmax, mse, ...). Under fit(backend="torch") they receive torch tensors; nn/foreign.py hands those
+softmax, mse, ...). Under fit(backend="torch") they receive torch tensors; nn/autograd/foreign.py hands those
 calls to the versions below, which keep nn's meaning (argument names, axis lists, shape checks).
 `install()` registers them; the torch backend calls it once when it loads.
 """
@@ -10,8 +10,8 @@ import torch
 import torch.nn.functional as F
 
 from apsi_lang.errors import ApsiError
-from apsi_layers.nn import foreign
-from apsi_layers.nn.tensor import Tensor
+from apsi_layers.nn.autograd import foreign
+from apsi_layers.nn.autograd.tensor import Tensor
 
 from .nn_args import binary as _binary
 from .nn_args import like as _like

@@ -5,7 +5,7 @@ runs under fit(backend="torch"). Same names and arguments as apsi_layers/nn's, N
 import torch
 import torch.nn.functional as F
 
-from apsi_layers.nn.construct import DTYPES, dtype_of
+from apsi_layers.nn.numlib.construct import DTYPES, dtype_of
 
 from .nn_args import binary, like
 
@@ -156,7 +156,7 @@ def _host(name):
     """A values-only function on torch tensors: NumPy's own code on host copies, the results back on
     the first tensor's device (floats in its dtype), so the answer is NumPy's on both backends."""
     from apsi_layers import nn
-    from apsi_layers.nn.tensor import Tensor
+    from apsi_layers.nn.autograd.tensor import Tensor
 
     from .convert import host_to_device, to_host
 

@@ -1,11 +1,11 @@
-"""polygamma for torch tensors from nn/special.py's values (issue 35's higher orders): torch's own
+"""polygamma for torch tensors from nn/numlib/special.py's values (issue 35's higher orders): torch's own
 kernel is n! zeta(n + 1, x) like SciPy's, wrong at half-integers left of 0 for even n >= 6 (-2.5 at
 n = 20: -4.2e8 for -9.18e6) and -inf past n = 170 where the value is finite. The values are computed
 on the host in float64; the gradient is the next order, so grad works to any order."""
 
 import torch
 
-from ...nn.special import polygamma_values
+from ...nn.numlib.special import polygamma_values
 
 
 class _Polygamma(torch.autograd.Function):

@@ -1,4 +1,4 @@
-"""Torch versions of issue 35's nn functions (apsi_layers/nn/toolbox.py lists them), so a loss or
+"""Torch versions of issue 35's nn functions (apsi_layers/nn/numlib/toolbox.py lists them), so a loss or
 lambda layer written with them runs under fit(backend="torch") with torch autograd. Same names,
 arguments and NumPy meanings as nn's; the index finders run NumPy's code on host copies."""
 
@@ -96,7 +96,7 @@ def _ends(start, stop):
 
 
 def _spacing(num, endpoint, ref):
-    from apsi_layers.nn.sequences import fractions
+    from apsi_layers.nn.numlib.sequences import fractions
 
     return torch.as_tensor(fractions(num, endpoint), dtype=ref.dtype, device=ref.device)
 

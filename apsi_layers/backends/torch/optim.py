@@ -13,8 +13,8 @@ import numpy as np
 import torch
 
 from apsi_lang.errors import ApsiError
-from apsi_layers.nn import optim as nn_optim
-from apsi_layers.nn.optim import checked_lr
+from apsi_layers.nn.train import optim as nn_optim
+from apsi_layers.nn.train.optim import checked_lr
 
 NAMES = ("sgd", "adam", "adamw", "rmsprop", "adagrad", "nadam", "radam")
 
@@ -56,7 +56,7 @@ MAPPING = {"sgd": _sgd, "adam": _adam(torch.optim.Adam), "adamw": _adam(torch.op
            "rmsprop": _rmsprop, "adagrad": _adagrad, "nadam": _nadam, "radam": _radam}
 
 
-# nn's state keys and torch.optim's, per optimizer (nn/optim.py's init_state and torch's step())
+# nn's state keys and torch.optim's, per optimizer (nn/train/optim.py's init_state and torch's step())
 STATE_KEYS = {
     "sgd": [("buf", "momentum_buffer")],
     "adam": [("m", "exp_avg"), ("v", "exp_avg_sq"), ("vmax", "max_exp_avg_sq")],

@@ -25,7 +25,7 @@ import torch
 from apsi_lang.errors import ApsiError
 from apsi_layers import distributed
 from apsi_layers.layers.training.batches import kept_count
-from apsi_layers.nn import tree
+from apsi_layers.nn.autograd import tree
 
 from . import convert
 

@@ -4,7 +4,7 @@ torch's own eigvalsh/svdvals backward is V diag(g) V^T, right at first order, bu
 backward goes through the eigenvectors' derivative, which divides by eigenvalue gaps: the hessian
 of sum(eigvalsh(a) ** 2) at 2 * eye(2) comes out NaN. These Functions keep that first order and,
 under create_graph, record the gradient as one more Function whose backward is the Daleckii-Krein
-formula nn/spectral.py uses on the NumPy backend (the same coefficients, computed there: exact
+formula nn/numlib/spectral.py uses on the NumPy backend (the same coefficients, computed there: exact
 divided differences, and their limits at repeated values). That Function's own backward, asked for
 a third derivative, rebuilds V and D from recorded tensors at distinct values (exact at every
 order) and refuses at repeated ones by name, as on NumPy.
@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from apsi_lang.errors import ApsiError
-from apsi_layers.nn import spectral
+from apsi_layers.nn.numlib import spectral
 
 TL = torch.linalg
 
@@ -142,7 +142,7 @@ class _SvdVjp(torch.autograd.Function):
     @staticmethod
     def backward(ctx, h):
         # U^T dG V = P o sym(C) + Q o skew(C), C = U^T dA V, plus the complement's term for a
-        # non-square a (nn/spectral.py's _svd_vjp_a, term by term)
+        # non-square a (nn/numlib/spectral.py's _svd_vjp_a, term by term)
         a, g, u, vh, p, q, over = ctx.saved_tensors
         m, n = a.shape[-2:]
         repeated = False

@@ -12,7 +12,7 @@ of ..." naming the layer and what to do. Models without such layers are used as 
 import copy
 
 from apsi_lang.errors import ApsiError
-from apsi_layers.nn.foreign import Foreign
+from apsi_layers.nn.autograd.foreign import Foreign
 
 
 def _walk(layer, seen):
@@ -91,7 +91,7 @@ def _all_torch(out):
 
 def _kind(out):
     from apsi_lang.values import a_type
-    from apsi_layers.nn.tensor import Tensor
+    from apsi_layers.nn.autograd.tensor import Tensor
 
     return "an nn tensor (NumPy)" if type(out) is Tensor else a_type(out)
 

@@ -8,8 +8,8 @@ import numpy as np
 
 from apsi_lang.errors import ApsiError
 from apsi_lang.values import show
-from apsi_layers.nn.nested import list_problem as _list_problem
-from apsi_layers.nn.tensor import Tensor, to_plain
+from apsi_layers.nn.autograd.tensor import Tensor, to_plain
+from apsi_layers.nn.numlib.nested import list_problem as _list_problem
 
 
 def as_array(fn, arg, value):

@@ -49,7 +49,7 @@ def every_arg(value, checkpoint):
 
 def save(shown, snapshot):
     """Write `snapshot` (meta dict, leaves, opt states, best leaves, noise array) to the path."""
-    from apsi_layers.nn.params_io import write_npz
+    from apsi_layers.nn.io.params_io import write_npz
 
     path = permissions.require("write", what=f'fit(checkpoint="{shown}")', path=shown)
     arrays = {"meta": np.frombuffer(json.dumps(snapshot["meta"]).encode("utf-8"), dtype=np.uint8)}
@@ -67,7 +67,7 @@ def save(shown, snapshot):
 
 def load(shown):
     """The snapshot written by save(), checked to be one."""
-    from apsi_layers.nn.params_io import _read_npz
+    from apsi_layers.nn.io.params_io import _read_npz
 
     path = permissions.require("read", what=f'fit(resume="{shown}")', path=shown)
     if not os.path.isfile(path):

@@ -222,7 +222,7 @@ def _say_where_to_resume(plan, run, error):
 
 def signature(plan, backend):
     """The options a resumed run must share with the run that wrote the checkpoint."""
-    from apsi_layers.nn import tree
+    from apsi_layers.nn.autograd import tree
 
     named = tree.named_leaves(plan.params) if tree.leaves(plan.params) else []
     opt = plan.opt

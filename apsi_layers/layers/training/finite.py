@@ -3,7 +3,7 @@
 import numpy as np
 
 from apsi_lang.errors import ApsiError
-from apsi_layers.nn.nonfinite import NonFiniteError
+from apsi_layers.nn.autograd.nonfinite import NonFiniteError
 
 
 def check_trained(named_arrays):

@@ -14,7 +14,7 @@ import numpy as np
 
 from apsi_lang.errors import ApsiError
 from apsi_lang.values import Record, show
-from apsi_layers.nn import metrics as nn_metrics
+from apsi_layers.nn.train import metrics as nn_metrics
 
 from ..suggest import unknown
 from .batches import loss_positions
@@ -193,7 +193,7 @@ def _weighted_r2(p, y, w):
 
 
 def _custom(name, fn, preds, targets):
-    from apsi_layers.nn.tensor import Tensor
+    from apsi_layers.nn.autograd.tensor import Tensor
 
     wrap = [Tensor(p) for p in preds]
     ys = [Tensor(np.asarray(y, dtype=np.float64)) if y.dtype.kind == "f" else Tensor(y) for y in targets]

@@ -5,8 +5,8 @@ shapes, and the tree has the model's structure and shapes (naming the parameter,
 
 from apsi_lang.errors import ApsiError
 from apsi_lang.values import Record, show
-from apsi_layers.nn import tree
-from apsi_layers.nn.tensor import Tensor
+from apsi_layers.nn.autograd import tree
+from apsi_layers.nn.autograd.tensor import Tensor
 
 from ..base import Layer, fmt
 from ..init_rng import ShapeRng

@@ -6,7 +6,7 @@ import sys
 
 from apsi_lang.errors import ApsiError
 from apsi_lang.values import show
-from apsi_layers.nn import optim
+from apsi_layers.nn.train import optim
 
 from ..losses import NAMES
 from ..suggest import unknown

@@ -10,7 +10,7 @@ it (a rank's device, whether this process shows progress) is the backend's own s
 from dataclasses import dataclass, field
 
 from apsi_lang.errors import ApsiError
-from apsi_layers.nn import optim
+from apsi_layers.nn.train import optim
 
 from ..base import Layer
 from ..context import graph_arg

@@ -9,7 +9,7 @@ import numpy as np
 
 from apsi_lang.errors import ApsiError
 
-from ..tensor import plain_array
+from ..autograd.tensor import plain_array
 from .batch_threads import over_rows
 from .record import fused, tensor
 
@@ -29,12 +29,20 @@ def _softmax_rows(q, k, v, keep, scale, p, out):
     np.matmul(q, np.swapaxes(k, -1, -2), out=p)
     p *= scale
     if keep is not None:
-        np.copyto(p, -np.inf, where=~keep)
+        barred = ~keep
+        np.copyto(p, -np.inf, where=barred)
     top = p.max(axis=-1, keepdims=True)
     if keep is not None:
         top[~np.isfinite(top)] = 0.0                        # a row with no key allowed
     p -= top
-    np.exp(p, out=p)
+    if keep is not None:
+        # exp(-inf) takes NumPy's slow path (3x the time of a finite exp): exp(0) there instead, and
+        # the 0 that exp(-inf) gives written after
+        np.copyto(p, 0.0, where=barred)
+        np.exp(p, out=p)
+        np.copyto(p, 0.0, where=barred)
+    else:
+        np.exp(p, out=p)
     total = p.sum(axis=-1, keepdims=True)
     if keep is not None:
         total[total == 0.0] = 1.0                           # ... gives zeros, not NaN
@@ -51,7 +59,7 @@ def _splits(q, k, v, keep):
 def _forward(q, k, v, training, keep, scale):
     lead = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     p = np.empty(lead + (q.shape[-2], k.shape[-2]))
-    out = np.empty(lead + (q.shape[-2], v.shape[-1]))
+    out = _like(q, lead + (q.shape[-2], v.shape[-1]))
     if _splits(q, k, v, keep):
         over_rows(lambda *a: _softmax_rows(*a[:3], keep, scale, *a[3:]), q, k, v, p, out)
     else:
@@ -75,14 +83,21 @@ def _grad_rows(needs, scale, g, q, k, v, p, gq, gk, gv):
 
 def _backward(g, saved, needs):
     q, k, v, p, scale = saved
-    gq, gk, gv = (np.empty(g.shape[:-1] + (q.shape[-1],)), np.empty(p.shape[:-2] + k.shape[-2:]),
-                  np.empty(p.shape[:-2] + v.shape[-2:]))
+    gq, gk, gv = (_like(q, g.shape[:-1] + (q.shape[-1],)), _like(k, p.shape[:-2] + k.shape[-2:]),
+                  _like(v, p.shape[:-2] + v.shape[-2:]))
     if _splits(q, k, v, None):
         over_rows(lambda *a: _grad_rows(needs, scale, *a), g, q, k, v, p, gq, gk, gv)
     else:
         _grad_rows(needs, scale, g, q, k, v, p, gq, gk, gv)
     return (_sum_to(gq, q.shape) if needs[0] else None, _sum_to(gk, k.shape) if needs[1] else None,
             _sum_to(gv, v.shape) if needs[2] else None)
+
+
+def _like(a, shape):
+    """An empty array of `shape` laid out in memory as `a` is when the shapes agree: q, k and v are
+    usually [B, H, T, D] views of [B, T, H, D] projections, and an output or gradient in that order
+    makes the layer's transposes and reshapes back to [B, T, H * D] views instead of copies."""
+    return np.empty_like(a) if a.shape == shape else np.empty(shape)
 
 
 def _sum_to(g, shape):

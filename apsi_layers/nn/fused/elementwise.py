@@ -6,7 +6,7 @@ import numpy as np
 from apsi_lang.errors import ApsiError
 
 from . import fastmath
-from .batch_threads import over_rows
+from .batch_threads import in_blocks, over_rows
 from .record import fused, tensor
 
 _GC, _GA = float(np.sqrt(2.0 / np.pi)), 0.044715
@@ -14,6 +14,10 @@ _GC, _GA = float(np.sqrt(2.0 / np.pi)), 0.044715
 
 @np.errstate(over="ignore")
 def _gelu_rows(x, t, y):
+    in_blocks(_gelu_chain, x, t, y)       # a cache-sized block at a time (batch_threads.BLOCK)
+
+
+def _gelu_chain(x, t, y):
     # 0.5 x (1 + tanh(c (x + a x^3))), in place on two buffers: a fifth of the passes of the plain form.
     np.multiply(x, x, out=t)
     t *= _GA
@@ -34,6 +38,10 @@ def _gelu_forward(x, training):
 
 @np.errstate(over="ignore", invalid="ignore")
 def _gelu_grad_rows(g, x, t, d):
+    in_blocks(_gelu_grad_chain, g, x, t, d)
+
+
+def _gelu_grad_chain(g, x, t, d):
     du = x * x
     du *= 3.0 * _GA * _GC
     du += _GC                                 # c (1 + 3 a x^2)
@@ -163,5 +171,7 @@ def dropout(x, rate, rng):
     x = tensor(x, "dropout")
     if rate == 0.0:
         return x
-    factor = (rng.random(x.shape) >= rate) * (1.0 / (1.0 - rate))
+    factor = rng.random(x.shape)                       # kept: 1 / (1 - rate), dropped: 0, in place
+    np.greater_equal(factor, rate, out=factor)
+    factor *= 1.0 / (1.0 - rate)
     return _dropout(x, factor=factor)

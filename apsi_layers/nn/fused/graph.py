@@ -16,7 +16,7 @@ import numpy as np
 
 from apsi_lang.errors import ApsiError
 
-from ..tensor import Tensor, plain_array
+from ..autograd.tensor import Tensor, plain_array
 from .record import fused, tensor
 
 _CACHE = OrderedDict()          # (kind, id(index array), size) -> (the array, what was derived)
@@ -108,7 +108,7 @@ def take(x, idx, axis=0):
     out = _take(x, idx=d.reshape(-1) if d.ndim != 1 else d, axis=axis)
     if d.ndim == 1:
         return out
-    from .. import shape
+    from ..autograd import shape
     return shape.reshape(out, x.shape[:axis] + d.shape + x.shape[axis + 1:])
 
 

@@ -5,9 +5,9 @@ import numpy as np
 
 from apsi_lang.errors import ApsiError
 
-from ..creation import labels_array
-from ..tensor import Tensor
-from ..xp import sigmoid
+from ..autograd.tensor import Tensor
+from ..autograd.xp import sigmoid
+from ..numlib.creation import labels_array
 from .record import fused, tensor
 
 

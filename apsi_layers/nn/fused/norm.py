@@ -5,7 +5,7 @@ import numpy as np
 
 from apsi_lang.errors import ApsiError
 
-from ..tensor import Tensor
+from ..autograd.tensor import Tensor
 from .batch_threads import over_rows
 from .record import fused, tensor
 

@@ -12,10 +12,10 @@ error naming the op (nn's own ops cover second order).
 
 from apsi_lang.errors import ApsiError
 
-from ..extend import DEFINED, first_order_only
-from ..tape import STATE
-from ..tensor import Tensor, as_tensor
-from ..vjps import RULES, register_name
+from ..autograd.extend import DEFINED, first_order_only
+from ..autograd.tape import STATE
+from ..autograd.tensor import Tensor, as_tensor
+from ..autograd.vjps import RULES, register_name
 
 
 class Backward:

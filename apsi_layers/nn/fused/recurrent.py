@@ -13,7 +13,7 @@ import numpy as np
 
 from apsi_lang.errors import ApsiError
 
-from ..tensor import plain_array
+from ..autograd.tensor import plain_array
 from .fastmath import sigmoid, tanh
 from .record import fused, tensor
 

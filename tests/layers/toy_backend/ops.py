@@ -10,7 +10,7 @@ import numpy as np
 
 from apsi_layers import nn
 from apsi_layers.nn import fused
-from apsi_layers.nn.tensor import Tensor
+from apsi_layers.nn.autograd.tensor import Tensor
 from apsi_layers.ops.spec import OPS
 
 F = np.float32

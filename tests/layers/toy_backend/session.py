@@ -14,8 +14,8 @@ from apsi_layers.layers.losses import loss_value
 from apsi_layers.layers.training.batches import plain_batches, seeds
 from apsi_layers.layers.training.finite import NonFiniteError, check_trained
 from apsi_layers.layers.training.state import NnState
-from apsi_layers.nn import tree
-from apsi_layers.nn.tensor import Tensor
+from apsi_layers.nn.autograd import tree
+from apsi_layers.nn.autograd.tensor import Tensor
 
 F = np.float32
 

@@ -1,0 +1,199 @@
+"""dataset(count, fn, workers=N): the calls run ahead in N worker processes forked from the program.
+
+An Apsi function holds Python's GIL while it runs, so a call made in a read-ahead thread slows the
+step it should hide behind; a call made in another process does not. The workers are forked when fit
+reads the dataset (before the read-ahead threads, the progress bar or a torch session start), so each
+is a copy of the program as it is then: the function, what it closes over (arrays are shared until
+written), the permissions in force. Each call gets its random stream from (seed, epoch, i) as in the
+program's process, so the batches are the same whatever the number of workers; what a call changes
+outside itself (appending to a list) stays in its worker.
+
+The epoch's calls are dealt out in turn, AHEAD per worker in flight; results come back through a pipe
+per worker in the order asked, each tagged with its serial number, so a result left over from an
+epoch that stopped early is dropped, never taken for another batch. An error in a call comes back as
+its message and is raised at its batch. Ctrl-C reaches the whole process group: workers ignore it and
+the program stops them; a program killed outright takes them with it (PR_SET_PDEATHSIG, and a
+closed pipe ends a worker waiting for work).
+"""
+
+import collections
+import os
+import signal
+import sys
+import weakref
+
+from apsi_lang.errors import ApsiError
+from apsi_layers.forked import die_with, flush, leave
+
+AHEAD = 2           # calls in flight per worker
+LOOK = 8            # how far down the announced order a request is looked for
+STOPS = {signal.SIGINT, signal.SIGTERM}
+
+
+def default_count():
+    """Processes where fork is sound (Linux), one core left for the step; else 0 (a thread)."""
+    if not sys.platform.startswith("linux"):
+        return 0
+    return max(1, min(4, (os.cpu_count() or 1) - 1))
+
+
+class Pool:
+    """N forked workers; call(i, epoch) -> list of arrays runs in them."""
+
+    def __init__(self, call, count, what):
+        import ctypes  # (before the fork: the child imports nothing)
+        from multiprocessing.connection import Pipe
+
+        self.what, self.serial = what, 0
+        self.conns, self.pids = [], []
+        self.close = weakref.finalize(self, _stop, self.conns, self.pids, os.getpid())
+        for _ in range(count):
+            mine, theirs = Pipe()
+            try:
+                pid = _fork(call, theirs, [*self.conns, mine], ctypes, what)
+            except BaseException:
+                mine.close()
+                self.close()            # (the workers already started)
+                raise
+            finally:
+                theirs.close()
+            self.conns.append(mine)
+            self.pids.append(pid)
+
+    def __len__(self):
+        return len(self.conns)
+
+    def submit(self, k, epoch, i):
+        self.serial += 1
+        try:
+            self.conns[k].send((self.serial, epoch, i))
+        except OSError:
+            self._lost(k, i)
+        return self.serial
+
+    def result(self, k, serial, i):
+        """Call i's arrays from worker k, or its error raised here."""
+        while True:
+            try:
+                got, status, value = self.conns[k].recv()
+            except (EOFError, OSError):
+                self._lost(k, i)
+            if got == serial:
+                break
+        if status == "error":
+            raise ApsiError(*value)
+        return value
+
+    def _lost(self, k, i):
+        pid = self.pids[k]
+        try:
+            done, code = os.waitpid(pid, os.WNOHANG)
+            how = f" ({_status(os.waitstatus_to_exitcode(code))})" if done else ""
+        except ChildProcessError:
+            how = ""
+        raise ApsiError(f"{self.what}: the dataset's worker process {pid} ended{how} before batch {i} came "
+                        "back (out of memory?); dataset(..., workers=0) makes the calls in this process")
+
+
+def _status(code):
+    return f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+
+
+def _fork(call, conn, parents, ctypes, what):
+    parent = os.getpid()
+    flush()             # else what the program printed but had not written yet is written twice
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
+    try:
+        pid = os.fork()
+    except OSError as e:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        raise ApsiError(f"{what}: cannot start a dataset worker process ({e.strerror}); "
+                        "dataset(..., workers=0) makes the calls in this process") from None
+    if pid == 0:
+        _child(call, conn, parents, parent, ctypes)       # never returns
+    signal.pthread_sigmask(signal.SIG_SETMASK, old)
+    return pid
+
+
+def _child(call, conn, parents, parent, ctypes):
+    code = 1
+    try:
+        for c in parents:           # the parent's ends: a pipe the parent closes must read as ended
+            c.close()
+        signal.signal(signal.SIGINT, signal.SIG_IGN)     # the program stops its workers on Ctrl-C
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        die_with(parent, ctypes, signal.SIGKILL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPS)
+        _serve(conn, call)
+        code = 0
+    except BaseException:       # noqa: BLE001, S110 (a broken pipe: the program is gone or done)
+        pass
+    finally:
+        leave(code)
+
+
+def _serve(conn, call):
+    while True:
+        try:
+            serial, epoch, i = conn.recv()
+        except EOFError:
+            return
+        try:
+            reply = (serial, "ok", call(i, epoch))
+        except ApsiError as e:
+            reply = (serial, "error", (e.message, e.kind))
+        except BaseException as e:          # noqa: BLE001 (exit() or a Python error: named, passed on)
+            reply = (serial, "error", (f"the dataset function stopped at batch {i}: {type(e).__name__}: "
+                                       f"{e}", "error"))
+        flush()
+        conn.send(reply)
+
+
+def _stop(conns, pids, owner):
+    """Stop the workers now (a call in progress is abandoned) and reap them."""
+    if os.getpid() != owner:        # a worker's copy of a pool is not its to stop
+        return
+    for c in conns:
+        c.close()
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+
+
+class Ahead:
+    """An epoch's announced calls, dealt out to the pool's workers ahead of the step; the same
+    interface as prefetch.Prefetcher (get(idx), close())."""
+
+    def __init__(self, pool, batches, epoch, read, finish):
+        self.pool, self.epoch, self.read, self.finish = pool, epoch, read, finish
+        self.todo = collections.deque(batches)
+        self.pending = collections.deque()       # (key, worker, serial, i), in the order asked
+        self.turn = 0
+        self._fill()
+
+    def _fill(self):
+        while self.todo and len(self.pending) < AHEAD * len(self.pool):
+            idx = self.todo.popleft()
+            if len(idx) != 1:       # not one call: get() reads it here, and says what is wrong
+                continue
+            i, k = int(idx[0]), self.turn % len(self.pool)
+            self.turn += 1
+            self.pending.append((idx.tobytes(), k, self.pool.submit(k, self.epoch, i), i))
+
+    def get(self, idx):
+        key = idx.tobytes()
+        ahead = next((j for j, p in enumerate(list(self.pending)[:LOOK]) if p[0] == key), None)
+        if ahead is None:
+            return self.read(idx)
+        for _ in range(ahead):      # batches the consumer skipped: their results are dropped
+            self.pending.popleft()
+        _, k, serial, i = self.pending.popleft()
+        self._fill()
+        return self.finish(self.pool.result(k, serial, i), i)
+
+    def close(self):
+        self.todo.clear()
+        self.pending.clear()

@@ -1,0 +1,86 @@
+"""dataset(..., workers=N): no worker outlives the program, whether it is stopped with Ctrl-C or killed
+outright (kill -9). The workers are found as the program's child processes (Linux's /proc)."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers are forked on Linux")
+
+PROGRAM = """use layers
+use nn
+fn batch(i):
+    let s = 0
+    for k in range(20000):
+        s = s + k
+    return [ones(20, 3), ones(20, 1)]
+let net = mlp(3, 1)
+let r = fit(net, net.init(seed=0), dataset(50, batch, workers=2), loss="mse", epochs=100000, verbose=false)
+"""
+HANG_GUARD = 60         # seconds: only a hang reaches this
+
+
+def _children(pid):
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(entry.name))
+    return out
+
+
+def _running(pid):
+    """Alive and not a zombie (a dead child of a parent that is gone waits for init to reap it)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _start(tmp_path):
+    (tmp_path / "prog.apsi").write_text(PROGRAM)
+    proc = subprocess.Popen([sys.executable, "-m", "apsi", "prog.apsi"], cwd=tmp_path, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + HANG_GUARD
+    while len(workers := _children(proc.pid)) < 2:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    return proc, workers
+
+
+def _gone(workers):
+    deadline = time.monotonic() + HANG_GUARD
+    while any(_running(w) for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not any(_running(w) for w in workers)
+
+
+@pytest.mark.parametrize("how", ["ctrl-c", "kill -9"])
+def test_no_worker_outlives_the_program(tmp_path, how):
+    proc, workers = _start(tmp_path)
+    try:
+        if how == "ctrl-c":     # the terminal sends it to the whole process group, workers included
+            os.killpg(proc.pid, signal.SIGINT)
+        else:
+            os.kill(proc.pid, signal.SIGKILL)
+        _, err = proc.communicate(timeout=HANG_GUARD)
+        assert _gone(workers), f"workers {workers} still run after {how}"
+        if how == "ctrl-c":
+            assert proc.returncode == 130, err
+            assert 'File "/' not in err, err       # no Python traceback
+    finally:
+        for pid in [proc.pid, *workers]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
