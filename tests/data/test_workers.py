@@ -2,6 +2,7 @@
 outright (kill -9). The workers are found as the program's child processes (Linux's /proc)."""
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -15,6 +16,8 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="wo
 PROGRAM = """use layers
 use nn
 fn batch(i):
+    if i == 0:
+        print("serving")        # (from a worker: the test stops the program once the workers serve)
     let s = 0
     for k in range(20000):
         s = s + k
@@ -48,14 +51,27 @@ def _running(pid):
 
 
 def _start(tmp_path):
+    """The program, once its workers serve (a worker printed); stderr goes to a file, so a worker that
+    outlived the program cannot hold the test's pipe open (_gone names it instead)."""
     (tmp_path / "prog.apsi").write_text(PROGRAM)
+    err = open(tmp_path / "stderr.txt", "w+")     # noqa: SIM115 (read back by _stopped)
     proc = subprocess.Popen([sys.executable, "-m", "apsi", "prog.apsi"], cwd=tmp_path, start_new_session=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=err, text=True)
+    proc.err = err
+    assert select.select([proc.stdout], [], [], HANG_GUARD)[0], "the workers never served"
+    assert proc.stdout.readline() == "serving\n", (tmp_path / "stderr.txt").read_text()
     deadline = time.monotonic() + HANG_GUARD
     while len(workers := _children(proc.pid)) < 2:
-        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "stderr.txt").read_text()
         time.sleep(0.05)
     return proc, workers
+
+
+def _stopped(proc):
+    proc.stdout.close()
+    proc.wait(timeout=HANG_GUARD)
+    proc.err.seek(0)
+    return proc.err.read()
 
 
 def _gone(workers):
@@ -73,7 +89,7 @@ def test_no_worker_outlives_the_program(tmp_path, how):
             os.killpg(proc.pid, signal.SIGINT)
         else:
             os.kill(proc.pid, signal.SIGKILL)
-        _, err = proc.communicate(timeout=HANG_GUARD)
+        err = _stopped(proc)
         assert _gone(workers), f"workers {workers} still run after {how}"
         if how == "ctrl-c":
             assert proc.returncode == 130, err
