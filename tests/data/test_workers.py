@@ -68,8 +68,8 @@ def _start(tmp_path):
 
 
 def _stopped(proc):
+    proc.wait(timeout=HANG_GUARD)   # (stdout stays open until then: a worker prints at every batch 0)
     proc.stdout.close()
-    proc.wait(timeout=HANG_GUARD)
     proc.err.seek(0)
     return proc.err.read()
 
