@@ -3,6 +3,7 @@
 
 import importlib.util
 import os
+import signal
 import tempfile
 
 import pytest
@@ -18,6 +19,13 @@ try:
     _hypothesis.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "suite"))
 except ImportError:             # (hypothesis is in the test extra; a test file needing it says so)
     pass
+
+# A suite started in the background by a non-interactive shell (a CI script's `cmd &`) inherits SIGINT
+# ignored, and so would every `apsi` a test starts: a Ctrl-C test's program would then run on, as
+# such a program rightly does. The tests model a terminal's foreground program, which gets Ctrl-C:
+# with a handler here, each child starts with SIGINT at its default (exec resets handlers, not SIG_IGN).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 _CONFIG = tempfile.mkdtemp(prefix="apsi-test-config-")
 os.environ["XDG_CONFIG_HOME"] = _CONFIG

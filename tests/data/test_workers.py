@@ -81,14 +81,7 @@ def _gone(workers):
     return not any(_running(w) for w in workers)
 
 
-# A KNOWN BUG, not a flake: in 2 of 3 full CI-like runs the program was still alive 60 s after a Ctrl-C to
-# its group (workers=2), while in ~60 runs of this file alone it never was; the cause is not found yet.
-# Marked so the suite reports it (XFAIL, or XPASS when it exits) rather than hiding it; see docs/data.md.
-CTRL_C_HANG = pytest.mark.xfail(reason="known: a Ctrl-C can leave a fit with dataset workers hanging "
-                                       "(seen only inside the full suite)", strict=False)
-
-
-@pytest.mark.parametrize("how", [pytest.param("ctrl-c", marks=CTRL_C_HANG), "kill -9"])
+@pytest.mark.parametrize("how", ["ctrl-c", "kill -9"])
 def test_no_worker_outlives_the_program(tmp_path, how):
     proc, workers = _start(tmp_path)
     try:
