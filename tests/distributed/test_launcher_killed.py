@@ -5,7 +5,6 @@ launcher's child processes (Linux's /proc); the program only loops (the ranks st
 so the test is quick; a rank stopped inside fit is tests/distributed/test_launch.py's Ctrl-C case)."""
 
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -14,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and PR_SET_PDEATHSIG")
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,6 +22,9 @@ let i = 0
 while true:
     i = i + 1
 """
+ENV = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+for _name in ("APSI_LAUNCHER_PID", "TORCHELASTIC_RUN_ID"):     # (were the suite itself launched)
+    ENV.pop(_name, None)
 HANG_GUARD = 30         # seconds: only a hang reaches this
 START_GUARD = 180       # the launcher imports PyTorch, on a loaded machine
 
@@ -50,24 +51,30 @@ def _running(pid):
     return state != "Z"
 
 
-def _start(tmp_path):
-    """The launcher, once both ranks run the program; its ranks. stderr goes to a file, so a rank that
-    outlived the launcher cannot hold the test's pipe open."""
+LAUNCHERS = {
+    "apsi launch": ["-m", "apsi", "launch", "--nproc", "2"],
+    "torchrun": ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", "-m", "apsi", "run"],
+}
+
+
+def _start(tmp_path, launcher):
+    """The launcher; its output goes to files, so a rank that outlived it cannot hold a pipe of the
+    test's open."""
     (tmp_path / "loop.apsi").write_text(LOOP)
-    err = open(tmp_path / "stderr.txt", "w+")     # noqa: SIM115 (read back by the test)
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "apsi", "launch", "--nproc", "2", "--allow-python",
-                             "loop.apsi"], cwd=tmp_path, env=env, start_new_session=True,
-                            stdout=subprocess.PIPE, stderr=err, text=True)
-    proc.err = err
-    said = set()
-    while len(said) < 2:
-        assert select.select([proc.stdout], [], [], START_GUARD)[0], "the ranks never ran"
-        line = proc.stdout.readline()
-        assert line, (tmp_path / "stderr.txt").read_text()
-        said.add(line)
-    assert said == {"rank 0 runs\n", "rank 1 runs\n"}, said
-    return proc, _children(proc.pid)
+    command = [sys.executable, *LAUNCHERS[launcher], "--allow-python", "loop.apsi"]
+    with open(tmp_path / "stdout.txt", "w") as out, open(tmp_path / "stderr.txt", "w") as err:
+        return subprocess.Popen(command, cwd=tmp_path, env=ENV, stdout=out, stderr=err,
+                                start_new_session=True)
+
+
+def _ranks(proc, tmp_path):
+    """The launcher's ranks, once both run the program."""
+    out, err = tmp_path / "stdout.txt", tmp_path / "stderr.txt"
+    deadline = time.monotonic() + START_GUARD
+    while sorted(out.read_text().splitlines()) != ["rank 0 runs", "rank 1 runs"]:
+        assert proc.poll() is None and time.monotonic() < deadline, out.read_text() + err.read_text()
+        time.sleep(0.05)
+    return _children(proc.pid)
 
 
 def _gone(ranks):
@@ -77,17 +84,19 @@ def _gone(ranks):
     return not any(_running(r) for r in ranks)
 
 
-@pytest.mark.parametrize("name", ["SIGKILL", "SIGTERM"])
-def test_no_rank_outlives_the_launcher(tmp_path, name):
+@pytest.mark.torch
+@pytest.mark.parametrize("launcher, name", [("apsi launch", "SIGKILL"), ("apsi launch", "SIGTERM"),
+                                            ("torchrun", "SIGKILL")])
+def test_no_rank_outlives_the_launcher(tmp_path, launcher, name):
     how = getattr(signal, name)
-    proc, ranks = _start(tmp_path)
+    proc, ranks = _start(tmp_path, launcher), []
     try:
+        ranks = _ranks(proc, tmp_path)
         assert len(ranks) == 2 and all(_running(r) for r in ranks), ranks
         os.kill(proc.pid, how)          # the launcher alone: the ranks are in sessions of their own
         code = proc.wait(timeout=HANG_GUARD)
         assert _gone(ranks), f"ranks {ranks} still run after the launcher got {name}"
-        proc.err.seek(0)
-        err = proc.err.read()
+        err = (tmp_path / "stderr.txt").read_text()
         if how == signal.SIGTERM:
             assert code == 143, err
             assert err.rstrip().endswith("apsi launch: stopped (SIGTERM); every rank was stopped"), err
@@ -96,10 +105,28 @@ def test_no_rank_outlives_the_launcher(tmp_path, name):
         assert err.count("apsi: terminated (SIGTERM)") == 2, err     # each rank stopped cleanly
         assert "Traceback" not in err, err
     finally:
-        proc.stdout.close()
-        proc.err.close()
-        for pid in [proc.pid, *ranks]:
+        left = _children(proc.pid) if proc.poll() is None else []    # (whatever failed)
+        for pid in [*left, *ranks, proc.pid]:
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+def _rank_told_its_launcher_is(pid):
+    """`python -m apsi` as `apsi launch` starts a rank, told its launcher's pid; what it printed."""
+    command = [sys.executable, "-m", "apsi", "--allow-env", "-e", 'print(getenv("APSI_LAUNCHER_PID"))']
+    out = subprocess.run(command, capture_output=True, text=True, env={**ENV, "APSI_LAUNCHER_PID": str(pid)},
+                         timeout=120)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    return out.stdout
+
+
+def test_a_rank_whose_launcher_is_already_gone_leaves_at_once():
+    """The launcher may die before the rank asks to die with it: the rank then has another parent."""
+    assert _rank_told_its_launcher_is(os.getppid()) == ""       # (its parent is this process)
+
+
+def test_the_launchers_pid_is_not_passed_on_to_what_a_rank_starts():
+    """A process the rank starts has the rank for parent: told the launcher's pid, it would leave."""
+    assert _rank_told_its_launcher_is(os.getpid()) == "none\n"
