@@ -140,9 +140,11 @@ def run_torchrun(argv, nproc):
 
 @contextlib.contextmanager
 def _ranks_die_with_this_process():
-    """The ranks torchrun starts (from this process's main thread, in sessions of their own) end when
-    this process does, even killed outright: each reads its parent's pid from the environment torchrun
-    copies from ours (apsi_cli/launched.py)."""
+    """The ranks torchrun starts (in sessions of their own) end when this process does, even killed
+    outright: each reads its parent's pid from the environment torchrun copies from ours and asks for
+    PR_SET_PDEATHSIG (apsi_cli/launched.py). That signal follows the thread that started the rank:
+    torchrun's agent starts them from the thread that calls it, here the main one, which lasts as long
+    as the process."""
     import os
 
     from .launched import LAUNCHER_PID
