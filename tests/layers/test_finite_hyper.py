@@ -69,22 +69,25 @@ class Caught:
         assert not (self.folder / f"out{self.i}.npz").exists()
 
 
-# On torch, one bad hyper-parameter and the diverging rate go through `apsi` alone (its exit code and
-# stderr); the other cases run in one program, each fit in try/catch: each `apsi` start imports PyTorch
-# (two seconds of CPU: suite time), and the numpy runs show every case's exit code and stderr.
-ALONE = {BAD[0][0], DIVERGING}
+# On torch, one bad hyper-parameter goes through `apsi` alone; the other cases run in one program
+# (each `apsi` start imports PyTorch, two seconds of CPU: suite time), each fit in try/catch but the
+# diverging rate's, last, which `apsi` says as for one case alone (its exit code and stderr). The numpy
+# runs show every case's exit code and stderr.
+ALONE = {BAD[0][0]}
 
 
 def _together(folder, extras):
+    """{extra: Caught} for `extras`, and the Ran of DIVERGING, from one program."""
     folder.mkdir()
-    (folder / "t.apsi").write_text(HEAD + "".join(
-        CAUGHT.replace("{extra}", extra + TORCH).replace("{i}", str(i)) for i, extra in enumerate(extras)))
+    caught = "".join(CAUGHT.replace("{extra}", extra + TORCH).replace("{i}", str(i))
+                     for i, extra in enumerate(extras))
+    (folder / "t.apsi").write_text(HEAD + caught + PROGRAM[len(HEAD):].replace("{extra}", DIVERGING + TORCH))
     p = subprocess.run([sys.executable, "-m", "apsi", "--allow-python", "t.apsi"], cwd=folder,
                        capture_output=True, text=True, timeout=120)
-    assert p.returncode == 0, p.stderr
     printed = dict(line.split(" ", 1) for line in p.stdout.splitlines())
-    assert sorted(printed) == sorted(str(i) for i in range(len(extras))), p.stdout
-    return {extra: Caught(folder, i, printed[str(i)]) for i, extra in enumerate(extras)}
+    assert sorted(printed) == sorted(str(i) for i in range(len(extras))), (p.stdout, p.stderr)
+    return {DIVERGING: Ran(folder, p.returncode, p.stdout, p.stderr),
+            **{extra: Caught(folder, i, printed[str(i)]) for i, extra in enumerate(extras)}}
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +105,7 @@ def runs(tmp_path_factory):
     alone = [(extra, b) for extra in extras for b in backends if b == "numpy" or extra in ALONE]
     root = tmp_path_factory.mktemp("hyper")
     with ThreadPoolExecutor(2) as pool:
-        together = pool.submit(_together, root / "together", [e for e in extras if e not in ALONE]) \
+        together = pool.submit(_together, root / "together", [e for e, _ in BAD if e not in ALONE]) \
             if "torch" in backends else None
         done = dict(zip(alone, pool.map(lambda ic: _run(root / str(ic[0]), *ic[1]), enumerate(alone))))
         if together is not None:
