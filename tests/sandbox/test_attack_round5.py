@@ -133,23 +133,38 @@ def test_polygamma_beyond_the_float_range_is_infinite_as_scipys(tmp_path):
 
 # --- numbers too large for a float, given to fit's options ---------------------------------------------
 
-FIT = ("use layers\nuse nn\nlet x = randn(40, 2, seed=1)\nlet y = concat([zeros(20), ones(20)])\n"
-       "let net = mlp(2, 2, hidden=[8])\n"
-       "fit(net, net.init(seed=0), x, y, loss=\"cross_entropy\", epochs=1, {})\n")
-
-
-@pytest.mark.parametrize("option, said", [
+HEAD = ("use layers\nuse nn\nlet x = randn(40, 2, seed=1)\nlet y = concat([zeros(20), ones(20)])\n"
+        "let net = mlp(2, 2, hidden=[8])\n")
+FIT = "fit(net, net.init(seed=0), x, y, loss=\"cross_entropy\", epochs=1, {})"
+TOO_LARGE = [
     ("class_weight=[10**400, 1]", "class_weight[0] is 1000"),
     ("reduce_lr={min_lr: 10**400}", "too large for a float"),
     ("reduce_lr={min_delta: 10**400}", "too large for a float"),
     ("early_stopping={min_delta: 10**400}", "too large for a float"),
     ("clip=10**400", "too large for a float"),
-])
-def test_an_int_too_large_for_a_float_is_said_in_apsis_words(tmp_path, option, said):
+]
+
+
+@pytest.fixture(scope="module")
+def too_large(tmp_path_factory):
+    """Every option's fit in one program (each `apsi` start loads layers, twice: suite time): each but
+    the last caught by `catch e`, which prints the error's kind and the words `apsi` would say; the last
+    one said by `apsi` as a program that stops there. {option: what was said}, and apsi's exit code."""
+    folder = tmp_path_factory.mktemp("too-large")
+    caught = "".join(f"try:\n    {FIT.format(option)}\ncatch e:\n    print(e.kind, e.message)\n"
+                     for option, _ in TOO_LARGE[:-1])
+    (folder / "f.apsi").write_text(HEAD + caught + FIT.format(TOO_LARGE[-1][0]) + "\n")
+    code, out, err = cli(["f.apsi"], folder)
+    said = dict(zip([o for o, _ in TOO_LARGE[:-1]], out.splitlines(), strict=True))
+    return {**said, TOO_LARGE[-1][0]: err}, code
+
+
+@pytest.mark.parametrize("option, said", TOO_LARGE)
+def test_an_int_too_large_for_a_float_is_said_in_apsis_words(too_large, option, said):
     """These said Python's 'int too large to convert to float' (class_weight: NumPy's "ufunc 'isfinite'
     not supported for the input types, and the inputs could not be safely coerced …"): no what-to-do."""
-    (tmp_path / "f.apsi").write_text(FIT.format(option))
-    code, out, err = cli(["f.apsi"], tmp_path)
+    words, code = too_large
+    err = words[option]
     assert code == 1 and said in err, err
     assert "convert to float" not in err and "ufunc" not in err and "coerced" not in err, err
 
