@@ -94,13 +94,31 @@ def test_class2_load_params_and_literals_make_no_underscore_field(project):
 
 # ---- class 3: attribute access is default-deny at run time -------------------------------------
 
-@pytest.mark.parametrize("attr", ["numpy()", "resize((9,), refcheck=false)", "view()",
-                                  "setflags(write=true)", "tobytes()", "tofile(\"x.bin\")"])
-def test_class3_module_compiled_before_use_nn(project, attr):
-    (project / "helpers.apsi").write_text(f"fn poke(t):\n    return t.{attr}\n")
-    (project / "main.apsi").write_text("use helpers\nuse nn\npoke(array([1.0, 2.0]))\n")
+ATTRS = ["numpy()", "resize((9,), refcheck=false)", "view()", "setflags(write=true)", "tobytes()",
+         "tofile(\"x.bin\")"]
+
+
+@pytest.fixture(scope="module")
+def compiled_before(tmp_path_factory):
+    """One program for every attribute (each `apsi` start loads nn, twice: suite time): a module compiled
+    before `use nn` has a function per attribute; each call but the last is caught by `catch e`, which
+    prints the error's kind and words, and the last one is said by `apsi` as a program that stops there.
+    ({attribute: what was said}, apsi's exit code, the project folder)."""
+    project = tmp_path_factory.mktemp("class3")
+    pokes = "".join(f"fn poke{i}(t):\n    return t.{a}\n" for i, a in enumerate(ATTRS))
+    (project / "helpers.apsi").write_text(pokes)
+    calls = [f"poke{i}(array([1.0, 2.0]))" for i in range(len(ATTRS))]
+    caught = "".join(f"try:\n    {call}\ncatch e:\n    print(e.kind, e.message)\n" for call in calls[:-1])
+    (project / "main.apsi").write_text("use helpers\nuse nn\n" + caught + calls[-1] + "\n")
     code, out, err = cli(["main.apsi"], project)
-    assert code == 1 and "is not available to Apsi code" in err and "--allow-python" in err
+    said = dict(zip(ATTRS[:-1], out.splitlines(), strict=True))
+    return {**said, ATTRS[-1]: err}, code, project
+
+
+@pytest.mark.parametrize("attr", ATTRS)
+def test_class3_module_compiled_before_use_nn(compiled_before, attr):
+    said, code, project = compiled_before
+    assert code == 1 and "is not available to Apsi code" in said[attr] and "--allow-python" in said[attr]
     assert not (project / "x.bin").exists()
 
 
