@@ -80,10 +80,12 @@ def csv_to_npy(path, out, header=True, sep=",", columns=None, shard_rows=1_000_0
     if dtype not in DTYPES:
         raise ApsiError(f'csv_to_npy: dtype must be "float32" or "float64", not {show(dtype, True)}')
     csv_read.check_sep("csv_to_npy", sep)
-    folder = os.path.dirname(out)
-    if folder and not os.path.isdir(permissions.require("write", what=f"csv_to_npy(out={out!r})", path=out)
-                                    .rsplit(os.sep, 1)[0]):
-        raise ApsiError(f'csv_to_npy: the folder "{folder}" does not exist; create it first with make_dir')
+    # the files written are OUT-00000.npy, …: the write rules are theirs (a prefix has no suffix, so
+    # asked about itself, "data/train" would be refused as a file that is not data)
+    first = permissions.require("write", what=f"csv_to_npy(out={out!r})", path=f"{out}-00000.npy")
+    if not os.path.isdir(os.path.dirname(os.path.abspath(first))):
+        raise ApsiError(f'csv_to_npy: the folder "{os.path.dirname(out)}" does not exist; create it first '
+                        "with make_dir")
     with csv_read.open_csv("csv_to_npy", path) as raw:
         try:
             return _Sharder(path, raw, header, sep, columns, out, shard_rows, DTYPES[dtype]).run()
