@@ -14,3 +14,24 @@ def test_a_mapped_file_of_rows_with_no_numbers_is_refused_as_in_memory(tmp_path)
         msg = error(tmp_path, f'use nn\nuse layers\nlet x = load_npy("x.npy")\nlet net = mlp(1, 1)\n{call}\n')
         assert "inputs holds samples of per-sample shape [0], with no numbers; the model takes " \
                "per-sample shape [1]" in msg, msg
+
+
+def test_validation_split_of_mapped_files_smaller_than_a_batch(tmp_path):
+    # the validation rows fit in one batch: the NumPy loop handed the mapped column itself to the
+    # model ("fit: a Column has no field or method 'reshape'")
+    from .run import ok
+
+    r = np.random.default_rng(0)
+    np.save(tmp_path / "x.npy", r.normal(size=(200, 4)).astype(np.float32))
+    np.save(tmp_path / "y.npy", r.normal(size=(200, 1)).astype(np.float32))
+    out = ok(tmp_path, """use nn
+use layers
+let net = mlp(4, 1, hidden=[8])
+fn run(x, y):
+    let r = fit(net, net.init(seed=0), x, y, loss="mse", epochs=2, batch_size=100, validation_split=0.1)
+    return [r.history, r.val_history]
+let mapped = run(load_npy("x.npy"), load_npy("y.npy"))
+let memory = run(load_npy("x.npy", mmap=false), load_npy("y.npy", mmap=false))
+print(mapped == memory, len(mapped[1]))
+""")
+    assert out.split() == ["true", "2"]
