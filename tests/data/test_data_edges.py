@@ -35,3 +35,31 @@ let memory = run(load_npy("x.npy", mmap=false), load_npy("y.npy", mmap=false))
 print(mapped == memory, len(mapped[1]))
 """)
     assert out.split() == ["true", "2"]
+
+
+def test_a_bad_batch_says_what_the_checkpoint_holds_and_the_resume_ends_as_one_run(tmp_path):
+    from .run import ok
+
+    program = """use nn
+use layers
+fn batch(i):
+    if i == 37 and exists("armed.txt"):
+        error("no such image")
+    return [ones(4, 3) * i / 50, ones(4, 1)]
+let net = mlp(3, 1, hidden=[4])
+fn run(opts):
+    return fit(net, net.init(seed=0), dataset(50, batch, workers=0), loss="mse", epochs=2, seed=1,
+               **({"checkpoint": "run.ckpt", "checkpoint_every": 5} | opts))
+if exists("armed.txt"):
+    run({:})
+let resumed = run({"resume": "run.ckpt"})
+let once = run({"checkpoint": "once.ckpt"})
+print(resumed.history == once.history, array_equal(resumed.params.dense.w, once.params.dense.w))
+"""
+    (tmp_path / "armed.txt").write_text("")
+    msg = error(tmp_path, program)
+    assert "fit: the dataset function failed at batch 37 (epoch 1) (prog.apsi:5): no such image; run.ckpt " \
+           "holds the run after 15 steps of epoch 1; continue with fit(…, resume=\"run.ckpt\") once that " \
+           "is fixed" in msg, msg
+    (tmp_path / "armed.txt").unlink()
+    assert ok(tmp_path, program).split() == ["true", "true"]
