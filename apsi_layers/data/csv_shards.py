@@ -23,10 +23,12 @@ class _Sharder(csv_io._Reader):
         super().__init__(path, raw, header, sep, columns, None)
         self.prefix, self.shard_rows, self.dtype, self.written = out, rows, dtype, []
 
-    def _first(self, cells):
-        # one shard plus one block of lines (a block never holds more lines than half its bytes)
-        self.limit = self.shard_rows + csv_io.BLOCK_BYTES // 2 + 2
-        super()._first(cells)
+    def _bound(self):
+        """One shard plus one block of lines (a block never holds more lines than half its bytes);
+        no more shard than the file has records (each takes 2 bytes at least): shard_rows=10**12
+        must not ask for 16 TB of buffer."""
+        rows = min(self.shard_rows, os.fstat(self.raw.fileno()).st_size // 2 + 2)
+        return rows + csv_io.BLOCK_BYTES // 2 + 2
 
     def _block(self, block, line):
         super()._block(block, line)
@@ -57,7 +59,7 @@ class _Sharder(csv_io._Reader):
         self.written.append(name)
 
     def run(self):
-        self.limit = self.shard_rows + csv_io.BLOCK_BYTES // 2 + 2
+        self.limit = self._bound()
         start = self._first_line()
         if start is None:
             self._slow(0, 1)

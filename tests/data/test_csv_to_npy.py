@@ -49,3 +49,11 @@ def test_shards_go_into_a_subfolder_as_the_docs_show(tmp_path):
     assert 'csv_to_npy: the folder "nope" does not exist; create it first with make_dir' in msg
     msg = error(tmp_path, 'use nn\ncsv_to_npy("t.csv", "test")\n')
     assert "csv_to_npy(out='test') needs permission 'write' for test-00000.npy" in msg
+
+
+def test_a_shard_larger_than_the_file_asks_no_memory_for_rows_it_cannot_hold(tmp_path):
+    # the buffer was shard_rows long whatever the file: 10**12 rows was "out of memory"
+    (tmp_path / "t.csv").write_text("a\n1\n2\n3\n4\n5")
+    out = ok(tmp_path, 'use nn\nlet f = csv_to_npy("t.csv", "t", shard_rows=10**12)\n'
+                       'print(f, load_npy(f).shape)\n')
+    assert out.split() == ['["t-00000.npy"]', "[5,", "1]"]
