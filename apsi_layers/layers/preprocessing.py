@@ -331,7 +331,7 @@ def adapt(model, params, data):
             learner.add(block)
             start += len(block)
         state = learner.state(None)
-        _check_state(layer, path, _at(params, path).state, state)
+        _check_state(layer, path, getattr(_at(params, path), "state", None), state)
         params = _put(params, path, Record(**{k: Tensor(np.asarray(v, dtype=np.float64))
                                              for k, v in vars(state).items()}))
         done.append((path, layer))
@@ -359,8 +359,9 @@ def _check_state(layer, path, old, new):
     """The state learnt must have the shape init gave it: data of another width is an error here, not
     a shape error at the first predict."""
     for key, value in vars(new).items():
-        had, got = np.shape(getattr(old, key).data), np.shape(value)
-        if had != got:
+        before = getattr(old, key, None)
+        had, got = np.shape(getattr(before, "data", before)), np.shape(value)
+        if before is not None and had != got:
             where = ".".join(map(str, path)) or layer.label()
             raise ApsiError(f"adapt: {layer.label()} (at {where}) was made by init for {had[0]} features "
                             f"per sample, but the data has {got[0]}; adapt on data of the model's input "
