@@ -63,3 +63,28 @@ print(resumed.history == once.history, array_equal(resumed.params.dense.w, once.
            "is fixed" in msg, msg
     (tmp_path / "armed.txt").unlink()
     assert ok(tmp_path, program).split() == ["true", "true"]
+
+
+def test_out_of_memory_on_a_dataset_gives_advice_for_a_dataset(tmp_path):
+    # "lower batch_size (e.g. batch_size=1)" was the advice: a dataset's calls are its batches
+    import resource
+    import subprocess
+    import sys
+
+    (tmp_path / "prog.apsi").write_text("""use nn
+use layers
+fn b(i):
+    return [ones(2, 3), ones(2, 1)]
+let net = mlp(3, 1)
+fit(net, net.init(seed=0), dataset(10**10, b, workers=0), loss="mse", epochs=1)
+""")
+    cap = 6 << 30          # address space: the epoch's order of 10**10 calls (80 GB) cannot fit
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+    r = subprocess.run([sys.executable, "-m", "apsi", "prog.apsi"], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=120, preexec_fn=limit)
+    assert r.returncode == 1, r.stderr
+    assert "fit: ran out of memory in main memory on a dataset of 10000000000 batches; return smaller " \
+           "batches from its function, make fewer of them" in r.stderr, r.stderr
