@@ -6,7 +6,7 @@ import re
 
 import numpy as np
 import pytest
-from sandbox.helpers import cli, refused, refused_at_compile, run
+from sandbox.helpers import caught_but_the_last, cli, refused, refused_at_compile, run, said_by_each
 
 from apsi_lang import permissions, program
 from apsi_lang.values import Record
@@ -100,19 +100,15 @@ ATTRS = ["numpy()", "resize((9,), refcheck=false)", "view()", "setflags(write=tr
 
 @pytest.fixture(scope="module")
 def compiled_before(tmp_path_factory):
-    """One program for every attribute (each `apsi` start loads nn, twice: suite time): a module compiled
-    before `use nn` has a function per attribute; each call but the last is caught by `catch e`, which
-    prints the error's kind and words, and the last one is said by `apsi` as a program that stops there.
-    ({attribute: what was said}, apsi's exit code, the project folder)."""
+    """One program for every attribute (helpers.caught_but_the_last): a module compiled before `use nn`
+    has a function per attribute, called in turn. ({attribute: what was said}, exit code, folder)."""
     project = tmp_path_factory.mktemp("class3")
     pokes = "".join(f"fn poke{i}(t):\n    return t.{a}\n" for i, a in enumerate(ATTRS))
     (project / "helpers.apsi").write_text(pokes)
     calls = [f"poke{i}(array([1.0, 2.0]))" for i in range(len(ATTRS))]
-    caught = "".join(f"try:\n    {call}\ncatch e:\n    print(e.kind, e.message)\n" for call in calls[:-1])
-    (project / "main.apsi").write_text("use helpers\nuse nn\n" + caught + calls[-1] + "\n")
+    (project / "main.apsi").write_text("use helpers\nuse nn\n" + caught_but_the_last(calls))
     code, out, err = cli(["main.apsi"], project)
-    said = dict(zip(ATTRS[:-1], out.splitlines(), strict=True))
-    return {**said, ATTRS[-1]: err}, code, project
+    return said_by_each(ATTRS, out, err), code, project
 
 
 @pytest.mark.parametrize("attr", ATTRS)

@@ -93,3 +93,17 @@ def outcome(results, program):
     if isinstance(result, Exception):
         raise result
     return result
+
+
+def caught_but_the_last(statements):
+    """Program text that runs `statements` (one line each) in turn, each but the last inside try/catch,
+    whose `catch e` prints the error's kind and words on one line; the last as written, so `apsi` says
+    its error as for a program that stops there. One program for many error cases: each `apsi` start
+    loads its modules again, twice with cli (suite time). `said_by_each` reads what was said."""
+    caught = "".join(f"try:\n    {s}\ncatch e:\n    print(e.kind, e.message)\n" for s in statements[:-1])
+    return caught + statements[-1] + "\n"
+
+
+def said_by_each(keys, out, err):
+    """{key: the line its statement's `catch e` printed, and for the last key apsi's stderr}."""
+    return {**dict(zip(keys[:-1], out.splitlines(), strict=True)), keys[-1]: err}

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from .helpers import ROOT, cli, refused, run
+from .helpers import ROOT, caught_but_the_last, cli, refused, run, said_by_each
 
 
 def apsi(args, cwd, stdin=None):
@@ -147,16 +147,13 @@ TOO_LARGE = [
 
 @pytest.fixture(scope="module")
 def too_large(tmp_path_factory):
-    """Every option's fit in one program (each `apsi` start loads layers, twice: suite time): each but
-    the last caught by `catch e`, which prints the error's kind and the words `apsi` would say; the last
-    one said by `apsi` as a program that stops there. {option: what was said}, and apsi's exit code."""
+    """Every option's fit in one program (helpers.caught_but_the_last): ({option: what was said}, exit
+    code)."""
     folder = tmp_path_factory.mktemp("too-large")
-    caught = "".join(f"try:\n    {FIT.format(option)}\ncatch e:\n    print(e.kind, e.message)\n"
-                     for option, _ in TOO_LARGE[:-1])
-    (folder / "f.apsi").write_text(HEAD + caught + FIT.format(TOO_LARGE[-1][0]) + "\n")
+    fits = [FIT.format(option) for option, _ in TOO_LARGE]
+    (folder / "f.apsi").write_text(HEAD + caught_but_the_last(fits))
     code, out, err = cli(["f.apsi"], folder)
-    said = dict(zip([o for o, _ in TOO_LARGE[:-1]], out.splitlines(), strict=True))
-    return {**said, TOO_LARGE[-1][0]: err}, code
+    return said_by_each([option for option, _ in TOO_LARGE], out, err), code
 
 
 @pytest.mark.parametrize("option, said", TOO_LARGE)
