@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-from sandbox.helpers import cli
+from sandbox.helpers import caught_but_the_last, cli, said_by_each
 
 
 def mode(path):
@@ -31,20 +31,32 @@ def test_rewriting_an_executable_keeps_its_execute_bits_only_with_write(project,
     assert mode(script) & 0o644 == 0o644          # the rest of the mode is kept
 
 
-@pytest.mark.parametrize("path", [
+PLANTED = [
     "zzz-1.0.dist-info/METADATA", "zzz-1.0.dist-info/entry_points.txt", "pkg.egg-info/entry_points.txt",
     "entry_points.txt", "venv/bin/activate", "venv/bin/python3", "venv/Scripts/pip.exe", "package.json",
     "justfile", "Dockerfile", "sitecustomize.py", "usercustomize.py", "zzz.pth", "bin/activate.fish",
     "matplotlibrc",
-])
-def test_files_that_run_code_later_are_protected(project, path):
+]
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    """Every path written by one program (helpers.caught_but_the_last), in a project with a virtual
+    environment and each path's folder: ({path: what was said}, exit code, project folder)."""
+    project = tmp_path_factory.mktemp("planted")
     (project / "venv").mkdir()
     (project / "venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
-    folder = os.path.dirname(path)
-    if folder:
-        os.makedirs(project / folder, exist_ok=True)
-    code, out, err = cli(["-e", f'write_text("{path}", "planted")'], project)
-    assert code == 1 and "protected" in err and "--allow-write" in err, err
+    for path in PLANTED:
+        os.makedirs(project / (os.path.dirname(path) or "."), exist_ok=True)
+    writes = [f'write_text("{p}", "planted")' for p in PLANTED]
+    code, out, err = cli(["-e", caught_but_the_last(writes)], project)
+    return said_by_each(PLANTED, out, err), code, project
+
+
+@pytest.mark.parametrize("path", PLANTED)
+def test_files_that_run_code_later_are_protected(planted, path):
+    said, code, project = planted
+    assert code == 1 and "protected" in said[path] and "--allow-write" in said[path], said[path]
     assert not (project / path).exists()
 
 

@@ -12,7 +12,7 @@ import pytest
 from apsi_lang import permissions, writable
 from apsi_lang.errors import PermissionDenied
 
-from .helpers import cli, refused, run
+from .helpers import caught_but_the_last, cli, refused, run, said_by_each
 
 CORPUS = {
     "pytest": ["test_results.txt", "tests.txt", "test.json", "TEST_x.csv", "my_test.csv", "x_test.txt",
@@ -137,7 +137,7 @@ def test_the_refusal_names_the_rule_and_the_grant(project):
 DOCTEST = ">>> import os; open('pwned', 'w').write('x')\\n"
 
 
-@pytest.mark.parametrize("name, text", [
+PLANTS = [
     ("test_results.txt", DOCTEST),                                       # pytest's default doctest glob
     ("pytest.toml", '[pytest]\\naddopts = [\\"--basetemp=/tmp/x\\"]\\n'),   # pytest >= 9 reads it first
     ("tox.toml", 'env_list = [\\"x\\"]\\n'),
@@ -151,11 +151,23 @@ DOCTEST = ">>> import os; open('pwned', 'w').write('x')\\n"
     ("build.rs", "fn main() {}\\n"),
     ("Snakefile", "rule x:\\n"),
     ("pylintrc", "[MAIN]\\nload-plugins=evil\\n"),
-])
-def test_the_plants_of_issue_29_are_refused(project, name, text):
-    """Through the real command, with the kernel's wall and without (cli runs both)."""
-    code, out, err = cli(["-e", f'write_text("{name}", "{text}")'], project)
-    assert code == 1 and "protected file" in err and f"--allow-write={name}" in err, err
+]
+
+
+@pytest.fixture(scope="module")
+def plants(tmp_path_factory):
+    """Every plant in one program (helpers.caught_but_the_last) through the real command, with the
+    kernel's wall and without (cli runs both): ({name: what was said}, exit code, project folder)."""
+    project = tmp_path_factory.mktemp("plants")
+    writes = [f'write_text("{n}", "{t}")' for n, t in PLANTS]
+    code, out, err = cli(["-e", caught_but_the_last(writes)], project)
+    return said_by_each([n for n, _ in PLANTS], out, err), code, project
+
+
+@pytest.mark.parametrize("name, text", PLANTS)
+def test_the_plants_of_issue_29_are_refused(plants, name, text):
+    said, code, project = plants
+    assert code == 1 and "protected file" in said[name] and f"--allow-write={name}" in said[name], said[name]
     assert not (project / name).exists()
 
 
