@@ -51,6 +51,18 @@ net = mlp(FEATURES, 1, hidden=[64])
 p0 = net.init(seed=0)
 y = np.load("y.npy")
 
+def cpu():
+    import resource
+    return [u.ru_utime + u.ru_stime
+            for u in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))]
+
+def timed_cpu(x):
+    # wall seconds per epoch, and CPU seconds per epoch of this process and of its children
+    fit(net, p0, x, y, loss="mse", epochs=1, batch_size=BATCH)     # warm
+    t, c = time.perf_counter(), cpu()
+    fit(net, p0, x, y, loss="mse", epochs=EPOCHS, batch_size=BATCH)
+    return [(time.perf_counter() - t) / EPOCHS] + [(b - a) / EPOCHS for a, b in zip(c, cpu())]
+
 def timed(x, backend="numpy"):
     fit(net, p0, x, y, loss="mse", epochs=1, batch_size=BATCH, backend=backend)     # warm
     t = time.perf_counter()
@@ -59,8 +71,8 @@ def timed(x, backend="numpy"):
 """
 
 CHILDREN = {
-    "memory": "print(json.dumps(timed(np.concatenate([np.load(f) for f in files]))))",
-    "mapped": "print(json.dumps(timed(load_npy(files))))",
+    "memory": "print(json.dumps(timed_cpu(np.concatenate([np.load(f) for f in files]))))",
+    "mapped": "print(json.dumps(timed_cpu(load_npy(files))))",
     "rss": textwrap.dedent("""
         import resource, threading
         x = load_npy(files)
@@ -163,9 +175,9 @@ print(json.dumps([(u.ru_utime + u.ru_stime - v.ru_utime - v.ru_stime) / epochs
 """
 
 
-def child(folder, kind, args, extra=()):
+def child(folder, kind, args, extra=(), env=()):
     code = COMMON + CHILDREN[kind]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", **dict(env)}
     out = subprocess.run([sys.executable, "-c", code, kind, *map(str, args), *map(str, extra)], cwd=folder,
                          capture_output=True, text=True, env=env, timeout=900)
     if out.returncode:
@@ -220,12 +232,23 @@ def main():
     print(load_line("load after"))
 
 
+READERS = {"process": "a reader process", "thread": "a read-ahead thread"}
+
+
 def arrays_rows(folder, a, data, args):
     model = (a.features * 64 + 64 + 64 + 1) * 8
-    pairs = [(child(folder, "memory", args), child(folder, "mapped", args)) for _ in range(a.repeat)]
-    mem, mapped = sorted(pairs, key=lambda p: p[1] / p[0])[len(pairs) // 2]       # the median pair
-    print(f"| NumPy s/epoch: in memory / mapped shards | {mem:.3f} / {mapped:.3f} = {mapped / mem:.2f}x "
-          f"(the median of {len(pairs)} pairs: {', '.join(f'{m / i:.2f}' for i, m in pairs)}) | <= 1.15x |")
+    runs = {"memory": [], **{k: [] for k in READERS}}
+    for _ in range(a.repeat):           # the sides alternate: the machine's load hits each alike
+        runs["memory"].append(child(folder, "memory", args))
+        for how in READERS:
+            runs[how].append(child(folder, "mapped", args, env={"APSI_READ_AHEAD": how}))
+    for how, what in READERS.items():
+        pairs = list(zip(runs["memory"], runs[how], strict=True))
+        mem, mapped = sorted(pairs, key=lambda p: p[1][0] / p[0][0])[len(pairs) // 2]   # the median pair
+        print(f"| NumPy s/epoch: in memory / mapped shards read by {what}; CPU s/epoch of the program "
+              f"(and of its reader) | {mem[0]:.3f} / {mapped[0]:.3f} = {mapped[0] / mem[0]:.2f}x (the median "
+              f"of {len(pairs)} pairs: {', '.join(f'{m[0] / i[0]:.2f}' for i, m in pairs)}); CPU "
+              f"{mem[1]:.3f} / {mapped[1]:.3f} ({mapped[2]:.3f}) | <= 1.15x |")
     rise, anon, mapped_file, _ = child(folder, "rss", args, (0,))
     rss_row(f"{data / 2**20:.1f} MB data, no cap", rise, anon, mapped_file, data + model)
     if not a.skip_torch:
