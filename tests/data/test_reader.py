@@ -1,0 +1,137 @@
+"""fit over mapped .npy files reads rows ahead in a forked reader process (apsi_layers/data/reader.py):
+the right batch or its error at its batch, whatever was skipped or left in flight; the same fit as
+with the read-ahead thread; a reader that dies is replaced by reads in the program; no reader
+outlives the program (Ctrl-C, kill -9)."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import types
+
+import numpy as np
+import pytest
+
+from apsi_lang.errors import ApsiError
+
+from .run import ok
+from .test_sources import FIT, files  # noqa: F401 (the fixture)
+from .test_workers import HANG_GUARD, _children, _gone
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the reader is forked on Linux")
+
+
+def _rows(idx):
+    if int(idx[0]) == 40:
+        raise ApsiError("fit: 'x.npy' changed size while it was in use")
+    return [np.repeat(idx[:, None].astype(np.float64), 3, axis=1), idx * 2]
+
+
+@pytest.fixture
+def source(monkeypatch):
+    monkeypatch.setenv("APSI_READ_AHEAD", "process")
+    src = types.SimpleNamespace(reader=None, read=_rows, what="fit", row_bytes=lambda: 32)
+    yield src
+    if src.reader is not None:
+        src.reader.close()
+
+
+def _same(got, idx):
+    want = _rows(idx)
+    return len(got) == 2 and all(np.array_equal(g, w) and g.dtype == w.dtype for g, w in zip(got, want))
+
+
+def test_replies_are_taken_by_serial_never_for_another_batch(source):
+    from apsi_layers.data.reader import ReadAhead, read_ahead
+
+    batches = [np.arange(k * 4, k * 4 + 4) for k in range(8)]
+    ahead = read_ahead(source, batches)
+    assert isinstance(ahead, ReadAhead) and source.reader.pid != os.getpid()
+    assert _same(ahead.get(batches[1]), batches[1])        # batch 0 skipped: its reply is dropped
+    assert _same(ahead.get(batches[0]), batches[0])        # not ahead any more: read here
+    ahead.close()                                          # batches 2 and 3 still in flight
+    again = read_ahead(source, batches[::-1][:5])          # the next epoch: same reader, same slots
+    assert isinstance(again, ReadAhead)
+    for b in batches[::-1][:5]:
+        assert _same(again.get(b), b)
+
+
+def test_an_error_in_the_reader_is_raised_at_its_batch(source):
+    from apsi_layers.data.reader import read_ahead
+
+    batches = [np.arange(k * 20, k * 20 + 20) for k in range(4)]       # batch 2 starts at row 40
+    ahead = read_ahead(source, batches)
+    assert _same(ahead.get(batches[0]), batches[0])
+    assert _same(ahead.get(batches[1]), batches[1])       # (batch 2's error is already back by now)
+    with pytest.raises(ApsiError, match="'x.npy' changed size"):
+        ahead.get(batches[2])
+
+
+def test_a_reader_that_died_is_replaced_by_reads_here(source):
+    from apsi_layers.data.reader import Prefetcher, read_ahead
+
+    batches = [np.arange(k * 4, k * 4 + 4) for k in range(6)]
+    ahead = read_ahead(source, batches)
+    assert _same(ahead.get(batches[0]), batches[0])
+    os.kill(source.reader.pid, signal.SIGKILL)
+    for b in batches[1:]:
+        assert _same(ahead.get(b), b)
+    later = read_ahead(source, batches)           # the next epoch: the thread reads ahead
+    assert isinstance(later, Prefetcher) and _same(later.get(batches[0]), batches[0])
+    later.close()
+
+
+@pytest.mark.parametrize("how", ["thread", "process"])
+def test_fit_over_mapped_shards_is_the_in_memory_fit_with_either_reader(tmp_path, files, monkeypatch,  # noqa: F811
+                                                                         how):
+    monkeypatch.setenv("APSI_READ_AHEAD", how)
+    assert ok(tmp_path, FIT.replace("BACKEND", 'backend="numpy"')).split() == ["true"] * 4
+
+
+PROGRAM = """use layers
+use nn
+let x = load_npy("x.npy")
+let y = load_npy("y.npy", mmap=false)
+let net = mlp(4, 1)
+fn said(epoch, logs):
+    if epoch == 1:
+        print("training")
+let r = fit(net, net.init(seed=0), x, y, loss="mse", epochs=100000, batch_size=16, verbose=false,
+            on_epoch=said)
+"""
+
+
+@pytest.mark.parametrize("how", ["ctrl-c", "kill -9"])
+def test_no_reader_outlives_the_program(tmp_path, how):
+    np.save(tmp_path / "x.npy", np.ones((200, 4), np.float32))
+    np.save(tmp_path / "y.npy", np.ones((200, 1), np.float32))
+    (tmp_path / "prog.apsi").write_text(PROGRAM)
+    env = {k: v for k, v in os.environ.items() if k != "APSI_READ_AHEAD"}      # the default reader
+    proc = subprocess.Popen([sys.executable, "-m", "apsi", "prog.apsi"], cwd=tmp_path, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    readers = []
+    try:
+        assert proc.stdout.readline() == "training\n", proc.stderr.read()
+        deadline = time.monotonic() + HANG_GUARD
+        while not (readers := _children(proc.pid)):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+            time.sleep(0.05)
+        if how == "ctrl-c":     # the terminal sends it to the whole process group, the reader included
+            os.killpg(proc.pid, signal.SIGINT)
+        else:
+            os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=HANG_GUARD)
+        err = proc.stderr.read()
+        assert len(readers) == 1 and _gone(readers), f"reader {readers} still runs after {how}"
+        if how == "ctrl-c":
+            assert proc.returncode == 130, err
+            assert 'File "/' not in err, err       # no Python traceback
+    finally:
+        for pid in [proc.pid, *readers]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        proc.stdout.close()
+        proc.stderr.close()
