@@ -51,11 +51,13 @@ def use_process():
 class Reader:
     """One forked process running read(idx) -> [arrays] for the batches sent to it."""
 
-    def __init__(self, read, slot_bytes, what):
+    lost = False        # the process died: the program reads
+
+    def __init__(self, read, slot_bytes):
         import ctypes  # (before the fork: the child imports nothing)
         from multiprocessing.connection import Pipe
 
-        self.read, self.what, self.slot = read, what, max(1, slot_bytes)
+        self.slot = max(1, slot_bytes)
         self.mem = mmap.mmap(-1, self.slot * (DEPTH + 1))     # shared and anonymous: both see it
         self.serial, self.flight = 0, collections.deque()
         mine, theirs = Pipe()
@@ -65,8 +67,6 @@ class Reader:
             theirs.close()
         self.conn = mine
         self.close = weakref.finalize(self, _stop, mine, self.pid, os.getpid())
-
-    lost = False
 
     def room(self):
         return not self.lost and len(self.flight) < DEPTH
@@ -201,18 +201,22 @@ class ReadAhead:
 
 
 def read_ahead(source, batches):
-    """What reads an epoch's batches ahead for a mapped source: its reader process, else a thread."""
-    if not batches:
+    """What reads an epoch's batches ahead for a mapped source (source.reader: its Reader, kept
+    from epoch to epoch): the reader process, else a thread."""
+    reader = source.reader
+    need = max((len(b) for b in batches), default=0) * source.row_bytes()
+    # slots too small: the first epoch was a resumed one's last (short) batch; a new reader
+    if reader is None or (reader.slot < need and not reader.lost):
+        if reader is not None:
+            reader.close()
+        source.reader = reader = _start(source.read, need) if batches and use_process() else None
+    if reader is None or reader.lost:
         return Prefetcher(source.read, batches, small_stack=True)
-    if source.reader is not None and source.reader.lost:
-        source.reader = None
-        source.lost_reader = True
-    if source.reader is None and use_process() and not getattr(source, "lost_reader", False):
-        slot = max(len(b) for b in batches) * source.row_bytes()
-        try:
-            source.reader = Reader(source.read, slot, source.what)
-        except OSError:         # no process to spare (fork failed): the thread reads
-            source.reader = None
-    if source.reader is None:
-        return Prefetcher(source.read, batches, small_stack=True)
-    return ReadAhead(source.reader, batches, source.read)
+    return ReadAhead(reader, batches, source.read)
+
+
+def _start(read, slot):
+    try:
+        return Reader(read, slot)
+    except OSError:         # no process to spare (fork failed): the thread reads
+        return None

@@ -52,7 +52,8 @@ CHILD = textwrap.dedent("""
     print("trained", r.steps, r.history[0] >= 0, flush=True)
     rise = status("VmHWM") - before
     print("peak rise <= 1/4 of the file", rise <= CAP, round(rise / 2**20, 1), flush=True)
-    print("with the reader's", rise + sum(reader) <= CAP, len(reader), round(sum(reader) / 2**20, 1), flush=True)
+    print("with the reader's", rise + sum(reader) <= CAP, len(reader), round(sum(reader) / 2**20, 1),
+          flush=True)
 """)
 
 

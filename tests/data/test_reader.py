@@ -57,6 +57,21 @@ def test_replies_are_taken_by_serial_never_for_another_batch(source):
         assert _same(again.get(b), b)
 
 
+def test_slots_sized_by_a_short_first_epoch_grow_with_the_batches(source):
+    """A resumed fit whose first epoch is only its last, short batch: the next epoch's full batches
+    need larger slots (a new reader), never a write past a slot."""
+    from apsi_layers.data.reader import read_ahead
+
+    short = [np.arange(96, 98)]
+    assert _same(read_ahead(source, short).get(short[0]), short[0])
+    first = source.reader.pid
+    batches = [np.arange(100 + k * 8, 108 + k * 8) for k in range(12)]
+    ahead = read_ahead(source, batches)
+    assert source.reader.pid != first
+    for b in batches:
+        assert _same(ahead.get(b), b)
+
+
 def test_an_error_in_the_reader_is_raised_at_its_batch(source):
     from apsi_layers.data.reader import read_ahead
 
