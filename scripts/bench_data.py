@@ -245,6 +245,7 @@ def main():
 
 
 READERS = {"process": "a reader process", "thread": "a read-ahead thread"}
+PROCESS = {"APSI_READ_AHEAD": "process"}       # the memory rows: the program's and its reader's
 
 
 def best(runs):
@@ -268,7 +269,7 @@ def arrays_rows(folder, a, data, args):
               f"of {len(pairs)} pairs: {', '.join(f'{m[0] / i[0]:.2f}' for i, m in pairs)}); CPU "
               f"{mem[1]:.3f} / {mapped[1]:.3f} ({mapped[2]:.3f}); the fastest of each side: {fast[0]:.3f} / "
               f"{fast[1]:.3f} = {fast[1] / fast[0]:.2f}x | <= 1.15x |")
-    rise, anon, mapped_file, _, reader = child(folder, "rss", args, (0,))
+    rise, anon, mapped_file, _, reader = child(folder, "rss", args, (0,), PROCESS)
     rss_row(f"{data / 2**20:.1f} MB data, no cap", rise, anon, mapped_file, data + model, reader)
     if not a.skip_torch:
         ours = child(folder, "torch_mapped", args)
@@ -308,7 +309,8 @@ def capped_row(a):
         del x, y
         cap = data // 4
         model = (a.features * 64 + 64 + 64 + 1) * 8
-        rise, anon, mapped_file, took, reader = child(folder, "rss", (rows, 1, a.batch, a.features), (cap,))
+        rise, anon, mapped_file, took, reader = child(folder, "rss", (rows, 1, a.batch, a.features), (cap,),
+                                                      PROCESS)
         rss_row(f"{data / 2**20:.0f} MB file, anonymous memory capped at {cap / 2**20:.0f} MB, "
                 f"{took:.1f} s/epoch", rise, anon, mapped_file, data + model, reader)
 
