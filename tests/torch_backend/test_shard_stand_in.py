@@ -20,8 +20,8 @@ def _shard(rank, world):
 
 
 def _plan(batch_size, mask=None):
-    targets = [np.zeros((5, 1))]
-    return types.SimpleNamespace(batch_size=batch_size, data=types.SimpleNamespace(mask=mask, targets=targets))
+    data = types.SimpleNamespace(mask=mask, targets=[np.zeros((5, 1))])
+    return types.SimpleNamespace(batch_size=batch_size, data=data)
 
 
 def test_a_rank_with_no_share_takes_one_share_that_keeps_a_position():
