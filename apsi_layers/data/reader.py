@@ -5,7 +5,7 @@ each read drops and retakes Python's GIL: the reader and the step take turns at 
 times a batch, and the step waits. A reader process has a GIL of its own. It is forked from the
 program at the first epoch (a copy of the program: the same open files, the same read function) and
 reads each announced batch into one of DEPTH + 1 slots of a shared anonymous mapping made before
-the fork; the program copies the batch out of its slot (a few microseconds) and never reads a file.
+the fork; the program copies the batch out of its slot (tens of microseconds) and never reads a file.
 
 - At most DEPTH batches are in flight; slot = serial % (DEPTH + 1), and a batch is copied out of its
   slot before another request is sent, so no slot is written while it is read.
@@ -204,16 +204,29 @@ class ReadAhead:
         self.pending.clear()
 
 
+class _Thread:
+    """No reader process (chosen so, or none could be forked): the read-ahead thread reads."""
+
+    lost, slot = True, float("inf")
+
+    def close(self):
+        pass
+
+
+THREAD = _Thread()
+
+
 def read_ahead(source, batches):
-    """What reads an epoch's batches ahead for a mapped source (source.reader: its Reader, kept
-    from epoch to epoch): the reader process, else a thread."""
-    reader = source.reader
+    """What reads an epoch's batches ahead for a mapped source (source.reader, kept from epoch to
+    epoch: its Reader or THREAD, chosen at the fit's first epoch)."""
     need = max((len(b) for b in batches), default=0) * source.row_bytes()
-    # slots too small: the first epoch was a resumed one's last (short) batch; a new reader
-    if reader is None or (reader.slot < need and not reader.lost):
-        if reader is not None:
-            reader.close()
-        source.reader = reader = _start(source.read, need) if batches and use_process() else None
+    reader = source.reader
+    if reader is None and batches:
+        reader = _start(source.read, need) if use_process() else THREAD
+    elif reader is not None and not reader.lost and reader.slot < need:
+        reader.close()      # slots sized by a resumed fit's first epoch, its short last batch
+        reader = _start(source.read, need)
+    source.reader = reader
     if reader is None or reader.lost:
         return Prefetcher(source.read, batches, small_stack=True)
     return ReadAhead(reader, batches, source.read)
@@ -222,5 +235,5 @@ def read_ahead(source, batches):
 def _start(read, slot):
     try:
         return Reader(read, slot)
-    except OSError:         # no process to spare (fork failed): the thread reads
-        return None
+    except OSError:         # no process to spare (fork failed)
+        return THREAD

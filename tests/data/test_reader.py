@@ -55,6 +55,22 @@ def test_a_reader_process_where_a_core_is_free(monkeypatch, cores, load, chosen)
     assert reader.use_process() is not chosen
 
 
+def test_the_first_epoch_chooses_for_the_whole_fit(source, monkeypatch):
+    from apsi_layers.data.reader import Prefetcher, ReadAhead, read_ahead
+
+    batches = [np.arange(k * 4, k * 4 + 4) for k in range(3)]
+    monkeypatch.setenv("APSI_READ_AHEAD", "thread")
+    first = read_ahead(source, batches)
+    first.close()
+    monkeypatch.setenv("APSI_READ_AHEAD", "process")        # (the load fell): the thread stays
+    second = read_ahead(source, batches)
+    second.close()
+    assert isinstance(first, Prefetcher) and isinstance(second, Prefetcher)
+    other = types.SimpleNamespace(reader=None, read=_rows, what="fit", row_bytes=lambda: 32)
+    assert isinstance(read_ahead(other, batches), ReadAhead)      # (another fit's source chooses anew)
+    other.reader.close()
+
+
 def test_replies_are_taken_by_serial_never_for_another_batch(source):
     from apsi_layers.data.reader import ReadAhead, read_ahead
 
