@@ -9,6 +9,7 @@ array. The driver announces each epoch's batches so a source reads them ahead (p
 import inspect
 import os
 import sys
+import time
 
 import numpy as np
 
@@ -17,6 +18,7 @@ from apsi_lang.values import show
 
 from .memmap import Mapped
 from .prefetch import Prefetcher
+from .waited import WAITED
 
 SWITCH = 0.0002         # seconds: the GIL's switch interval while a dataset's calls run ahead
 MAX_WORKERS = 64
@@ -140,9 +142,12 @@ class Source:
         key = idx.tobytes()
         if self.last[0] == key:           # the other column of the batch just read
             return self.last[1]
-        value = self.ahead.get(idx) if self.ahead is not None else self.read(idx)
+        value = self.get(idx)
         self.last = (key, value)
         return value
+
+    def get(self, idx):
+        return self.ahead.get(idx) if self.ahead is not None else self.read(idx)
 
     def stop_ahead(self):
         if self.ahead is not None:
@@ -212,6 +217,14 @@ class DatasetSource(Source):
         super().close()
         if self.pool is not None:
             self.pool.close()
+
+    def get(self, idx):
+        if self.pool is not None:
+            return super().get(idx)         # (workers.Ahead counts its own waits)
+        t0 = time.perf_counter()
+        value = super().get(idx)
+        WAITED.since(t0)
+        return value
 
     def read(self, idx):
         if len(idx) != 1:

@@ -25,6 +25,9 @@ fn batch(i):
 let net = mlp(3, 1)
 let r = fit(net, net.init(seed=0), dataset(50, batch, workers=2), loss="mse", epochs=100000, verbose=false)
 """
+# predict reads a dataset through the same workers (apsi_layers/data/predict_source.py)
+PREDICT = (PROGRAM.split("let r =")[0]
+           + "let y = predict(net, net.init(seed=0), dataset(10000000, batch, workers=2))\n")
 HANG_GUARD = 30         # seconds: only a hang reaches this
 
 
@@ -50,10 +53,10 @@ def _running(pid):
     return state != "Z"
 
 
-def _start(tmp_path):
+def _start(tmp_path, program=PROGRAM):
     """The program, once its workers serve (a worker printed); stderr goes to a file, so a worker that
     outlived the program cannot hold the test's pipe open (_gone names it instead)."""
-    (tmp_path / "prog.apsi").write_text(PROGRAM)
+    (tmp_path / "prog.apsi").write_text(program)
     err = open(tmp_path / "stderr.txt", "w+")     # noqa: SIM115 (read back by _stopped)
     proc = subprocess.Popen([sys.executable, "-m", "apsi", "prog.apsi"], cwd=tmp_path, start_new_session=True,
                             stdout=subprocess.PIPE, stderr=err, text=True)
@@ -81,9 +84,10 @@ def _gone(workers):
     return not any(_running(w) for w in workers)
 
 
-@pytest.mark.parametrize("how", ["ctrl-c", "kill -9"])
-def test_no_worker_outlives_the_program(tmp_path, how):
-    proc, workers = _start(tmp_path)
+@pytest.mark.parametrize("how, program", [("ctrl-c", PROGRAM), ("kill -9", PROGRAM), ("ctrl-c", PREDICT)],
+                         ids=["fit, ctrl-c", "fit, kill -9", "predict, ctrl-c"])
+def test_no_worker_outlives_the_program(tmp_path, how, program):
+    proc, workers = _start(tmp_path, program)
     try:
         if how == "ctrl-c":     # the terminal sends it to the whole process group, workers included
             os.killpg(proc.pid, signal.SIGINT)
