@@ -31,7 +31,6 @@ from .waited import WAITED
 AHEAD = 2           # calls in flight per worker
 LOOK = 8            # how far down the announced order a request is looked for
 STOPS = {signal.SIGINT, signal.SIGTERM}
-BATCH_POLICY = GROW_BUFFER = True
 
 
 def default_count():
@@ -142,7 +141,7 @@ def _yield_to_the_step():
     tick instead of preempting the process that sent it, the one that trains. On a machine with a
     free core nothing changes; on a busy one, a worker that preempted the step at every request cost
     it milliseconds a step (the step then waited its turn behind the machine's other work)."""
-    if BATCH_POLICY and hasattr(os, "sched_setscheduler"):
+    if hasattr(os, "sched_setscheduler"):
         try:
             os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
         except OSError:
@@ -161,7 +160,7 @@ class _Room:
 
     def hold(self, size):
         want = (AHEAD + 1) * size
-        if GROW_BUFFER and want > self.asked:
+        if want > self.asked:
             self.asked = want
             try:
                 self.sock.setsockopt(self.socket.SOL_SOCKET, self.socket.SO_SNDBUF, want)

@@ -1,0 +1,42 @@
+"""What keeps the step from waiting for a dataset worker on a busy machine (docs/data.md, Measured):
+its finished batches lie whole in the kernel until the step takes them (the step's read is one copy,
+never a wait for the worker to be scheduled again to write the rest), and a worker woken by a request
+does not preempt the step (batch scheduling)."""
+
+import array
+import fcntl
+import os
+import sys
+import termios
+import time
+
+import numpy as np
+import pytest
+
+from apsi_layers.data.workers import Pool
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers are forked on Linux")
+HANG_GUARD = 30         # seconds: only a failure reaches this
+
+
+def _queued(conn):
+    """Bytes the worker has written that the step has not read (the socket's receive queue)."""
+    n = array.array("i", [0])
+    fcntl.ioctl(conn.fileno(), termios.FIONREAD, n)
+    return n[0]
+
+
+def test_three_results_of_100_kb_wait_whole_in_the_socket_of_a_batch_scheduled_worker():
+    rows = 12_500            # 100 kB a result: three are more than Linux's default socket buffer
+    pool = Pool(lambda i, epoch: [np.full(rows, float(i))], 1, "test")
+    try:
+        serials = [pool.submit(0, 1, i) for i in range(3)]
+        deadline = time.monotonic() + HANG_GUARD
+        while _queued(pool.conns[0]) < 3 * rows * 8 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert _queued(pool.conns[0]) >= 3 * rows * 8
+        for i, serial in enumerate(serials):
+            assert np.array_equal(pool.result(0, serial, i)[0], np.full(rows, float(i)))
+        assert os.sched_getscheduler(pool.pids[0]) == os.SCHED_BATCH
+    finally:
+        pool.close()
