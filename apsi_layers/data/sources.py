@@ -183,6 +183,7 @@ class DatasetSource(Source):
 
     epoch = 0
     switch = None
+    fresh = False           # the next batch is the first announced (waits are counted apart)
 
     def __init__(self, ds, seed, what, rules):
         from .workers import Pool
@@ -203,6 +204,7 @@ class DatasetSource(Source):
             self.ahead = Ahead(self.pool, batches, epoch, self.read, self.finish)
             return
         super().announce(batches, epoch)
+        self.fresh = True
         if self.switch is None:
             self.switch = sys.getswitchinterval()
             sys.setswitchinterval(SWITCH)
@@ -221,9 +223,9 @@ class DatasetSource(Source):
     def get(self, idx):
         if self.pool is not None:
             return super().get(idx)         # (workers.Ahead counts its own waits)
-        t0 = time.perf_counter()
+        t0, first, self.fresh = time.perf_counter(), self.fresh, False
         value = super().get(idx)
-        WAITED.since(t0)
+        WAITED.since(t0, first)
         return value
 
     def read(self, idx):

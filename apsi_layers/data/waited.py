@@ -1,19 +1,24 @@
 """How long the step waited for a dataset's batches: the seconds the process that trains spent
 blocked in the read-ahead's get (a worker's pipe, the read-ahead thread's queue, or a call made on
-the spot), summed over the batches taken. Private: scripts/bench_data.py reads it to show that the
-read-ahead hides the calls (the target is about 0 per step)."""
+the spot), summed over the batches taken, and the part of it spent on the first batch after an
+announcement (an epoch's first: its order is drawn when it starts, so that call cannot have been made
+ahead). Private: scripts/bench_data.py reads it to show that the read-ahead hides the calls (the
+target is about 0 per step)."""
 
 import time
 
 
 class Waited:
     def __init__(self):
-        self.seconds, self.batches = 0.0, 0
+        self.seconds, self.batches, self.first = 0.0, 0, 0.0
 
-    def since(self, t0):
-        """Count one batch whose wait began at t0 (time.perf_counter())."""
-        self.seconds += time.perf_counter() - t0
+    def since(self, t0, first):
+        """Count one batch whose wait began at t0 (time.perf_counter()); first: an epoch's first."""
+        waited = time.perf_counter() - t0
+        self.seconds += waited
         self.batches += 1
+        if first:
+            self.first += waited
 
 
 WAITED = Waited()

@@ -213,7 +213,7 @@ class Ahead:
         self.pool, self.epoch, self.read, self.finish = pool, epoch, read, finish
         self.todo = collections.deque(batches)
         self.pending = collections.deque()       # (key, worker, serial, i), in the order asked
-        self.turn = 0
+        self.turn, self.fresh = 0, True
         self._fill()
 
     def _fill(self):
@@ -226,19 +226,19 @@ class Ahead:
             self.pending.append((idx.tobytes(), k, self.pool.submit(k, self.epoch, i), i))
 
     def get(self, idx):
-        t0 = time.perf_counter()
+        t0, first, self.fresh = time.perf_counter(), self.fresh, False
         key = idx.tobytes()
         ahead = next((j for j, p in enumerate(list(self.pending)[:LOOK]) if p[0] == key), None)
         if ahead is None:           # not asked ahead: made now, the step waits for all of it
             value = self.read(idx)
-            WAITED.since(t0)
+            WAITED.since(t0, first)
             return value
         for _ in range(ahead):      # batches the consumer skipped: their results are dropped
             self.pending.popleft()
         _, k, serial, i = self.pending.popleft()
         self._fill()                # (the next call is asked before this one is waited for)
         arrays = self.pool.result(k, serial, i)
-        WAITED.since(t0)
+        WAITED.since(t0, first)
         return self.finish(arrays, i)
 
     def close(self):

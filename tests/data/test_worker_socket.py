@@ -40,3 +40,30 @@ def test_three_results_of_100_kb_wait_whole_in_the_socket_of_a_batch_scheduled_w
         assert os.sched_getscheduler(pool.pids[0]) == os.SCHED_BATCH
     finally:
         pool.close()
+
+
+def test_the_steps_wait_for_its_batches_is_counted(tmp_path):
+    """The bench's measure (apsi_layers/data/waited.py): each batch taken is counted once, with and
+    without workers, and the first of each pass apart (its call, 50 ms here, was barely begun)."""
+    from apsi_lang import permissions, run_source
+    from apsi_layers.data.waited import WAITED
+
+    program = """use layers
+use nn
+let net = dense(1)
+let p = net.init(seed=0, input_shape=[2])
+fn batch(i):
+    let t = clock()
+    let s = 0
+    while clock() - t < 0.05 if i == 0 else false:
+        s = s + 1
+    return [ones(3, 2)]
+for w in [0, 2]:
+    let y = predict(net, p, dataset(7, batch, workers=w))
+"""
+    before = (WAITED.batches, WAITED.first, WAITED.seconds)
+    run_source(program, str(tmp_path / "prog.apsi"),
+               grants=permissions.Grants(granted=frozenset(), project_root=str(tmp_path)))
+    assert WAITED.batches - before[0] == 14
+    assert WAITED.first - before[1] > 0
+    assert WAITED.seconds - before[2] >= WAITED.first - before[1]
