@@ -22,9 +22,11 @@ nothing.
    --pairs pairs alternating, each run its own child: the ratio 1 ms / 0 ms (1.0 when the
    read-ahead hides the call), and the CPU seconds per epoch of the program's process (the step and
    a read-ahead thread) and of its workers: what a call adds to the step's process (0 when the calls
-   run elsewhere), which the machine's load does not blur as it blurs the wall times. The model
-   (--ds-hidden) makes a step longer than a call: no read-ahead hides a call slower than the step
-   it runs beside.
+   run elsewhere), which the machine's load does not blur as it blurs the wall times; and the time
+   the step's process spent blocked waiting for its next batch (apsi_layers/data/waited.py), per
+   step, and the part of it at epochs' first batches (drawn when the epoch starts: never made
+   ahead). The model (--ds-hidden) makes a step longer than a call: no read-ahead hides a call
+   slower than the step it runs beside.
 """
 
 import argparse
@@ -300,7 +302,7 @@ def dataset_rows(folder, a):
               f"{1000 * (s[1] - f[1]) / calls_n:.2f} ms a call in the step's process | 1.0x; 0 ms |")
         waits = [", ".join(f"{1000 * r[3]:.2f} ({1000 * r[4]:.2f})" for r in runs[w, ms]) for ms in (0, 1)]
         print(f"| dataset, {how}: ms the step waited for its batch per step (of which at epochs' first "
-              f"batches), with a 0 ms / 1 ms Apsi fn, every run | {waits[0]} / {waits[1]} | 1 ms fn: about 0 |")
+              f"batches), with a 0 ms / 1 ms Apsi fn, every run | {waits[0]} / {waits[1]} | 1 ms: about 0 |")
 
 
 if __name__ == "__main__":
