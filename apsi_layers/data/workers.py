@@ -13,7 +13,12 @@ per worker in the order asked, each tagged with its serial number, so a result l
 epoch that stopped early is dropped, never taken for another batch. An error in a call comes back as
 its message and is raised at its batch. Ctrl-C reaches the whole process group: workers ignore it and
 the program stops them; a program killed outright takes them with it (PR_SET_PDEATHSIG, and a
-closed pipe ends a worker waiting for work).
+closed pipe ends a worker waiting for work). fit, predict and adapt read through a pool alike.
+
+So that the step does not wait on a busy machine: a worker's socket holds its finished results whole
+(the step's read is a copy, never a wait for the worker to be scheduled again), and workers are
+batch-scheduled (a request wakes one without preempting the step). How long the step still waits
+is counted in waited.py.
 """
 
 import collections
@@ -169,6 +174,7 @@ class _Room:
 
 
 def _serve(conn, call):
+    # (both loaded before the fork, with multiprocessing.connection)
     import socket
     from multiprocessing.reduction import ForkingPickler
 
