@@ -9,6 +9,7 @@ import os
 import sys
 import termios
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,8 +27,17 @@ def _queued(conn):
     return n[0]
 
 
+def _most_a_socket_may_hold():
+    try:        # (the kernel doubles what it is asked for, up to twice net.core.wmem_max)
+        return 2 * int(Path("/proc/sys/net/core/wmem_max").read_text())
+    except (OSError, ValueError):
+        return 0
+
+
 def test_three_results_of_100_kb_wait_whole_in_the_socket_of_a_batch_scheduled_worker():
     rows = 12_500            # 100 kB a result: three are more than Linux's default socket buffer
+    if _most_a_socket_may_hold() < 4 * rows * 8:
+        pytest.skip("this kernel caps a socket's buffer below 3 results (net.core.wmem_max)")
     pool = Pool(lambda i, epoch: [np.full(rows, float(i))], 1, "test")
     try:
         serials = [pool.submit(0, 1, i) for i in range(3)]
