@@ -15,7 +15,9 @@ def _drop_current_folder():
 
 _drop_current_folder()
 
+from apsi_cli.launched import die_with_launcher  # noqa: E402
 from apsi_cli.main import main  # noqa: E402
 
 if __name__ == "__main__":
+    die_with_launcher()     # a rank of `apsi launch` or torchrun ends when its launcher does
     main(prog_name="apsi")

@@ -8,6 +8,7 @@ ARGS`, its own confined Apsi process with the same permissions, told its place b
 --standalone); several machines meet at --rdzv-endpoint (the c10d rendezvous).
 """
 
+import contextlib
 import sys
 
 import click
@@ -117,7 +118,8 @@ def run_torchrun(argv, nproc):
             logging.getLogger(name).setLevel(logging.CRITICAL)
     args = get_args_parser().parse_args(argv)
     try:
-        run(args)
+        with _ranks_die_with_this_process():
+            run(args)
     except ChildFailedError as e:
         return _report(e)
     except (KeyboardInterrupt, SignalException) as e:
@@ -134,6 +136,28 @@ def run_torchrun(argv, nproc):
                    f"{str(e).splitlines()[0] if str(e) else ''}", err=True)
         return 1
     return 0
+
+
+@contextlib.contextmanager
+def _ranks_die_with_this_process():
+    """The ranks torchrun starts (in sessions of their own) end when this process does, even killed
+    outright: each reads its parent's pid from the environment torchrun copies from ours and asks for
+    PR_SET_PDEATHSIG (apsi_cli/launched.py). That signal follows the thread that started the rank:
+    torchrun's agent starts them from the thread that calls it, here the main one, which lasts as long
+    as the process."""
+    import os
+
+    from .launched import LAUNCHER_PID
+
+    before = os.environ.get(LAUNCHER_PID)
+    os.environ[LAUNCHER_PID] = str(os.getpid())
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(LAUNCHER_PID, None)
+        else:
+            os.environ[LAUNCHER_PID] = before
 
 
 def _report(error):

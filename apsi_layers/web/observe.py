@@ -103,6 +103,9 @@ class Observer:
         """Prometheus text: this process's numbers, and with workers the sum of all of theirs."""
         if self.board is None or self.board.mine is None:
             return self._text()
+        # this worker's numbers go on the board first: a later scrape that another worker answers
+        # then counts at least what this one shows, so the server's counters never go backwards
+        self.post()
         total = Observer(False)
         total.started = self.started
         for state in [self.state(), *self.board.others()]:

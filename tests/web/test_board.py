@@ -66,3 +66,28 @@ def test_the_board_is_shared_with_a_forked_worker():
             os._exit(0)
     os.waitpid(pid, 0)
     assert board.read(1)["requests"] == [["POST", "/predict", 200, 7]]
+
+
+def _worker_view(board, slot):
+    """The board as another worker process sees it: the same memory, its own slot and last reads."""
+    view = Board.__new__(Board)
+    view.__dict__.update(board.__dict__, last={}, mine=None)
+    o = Observer(False, board=view)
+    o.join(slot)
+    return o
+
+
+def test_a_counter_never_goes_backwards_between_scrapes_answered_by_different_workers():
+    """A (115 answered, last posted at 100) answers a scrape that shows 200 with B's 85; B answers the
+    next: it must count A's 115, not the 100 A had posted before (Prometheus reads a drop as a reset)."""
+    board = Board(2)
+    a, b = _worker_view(board, 0), _worker_view(board, 1)
+    for o, n in ((a, 100), (b, 85)):
+        for _ in range(n):
+            o.finished("127.0.0.1", "POST", "/predict", "/predict", 200, 0.003)
+        o.post()
+    for _ in range(15):                 # answered since A's last post (posts are about a second apart)
+        a.finished("127.0.0.1", "POST", "/predict", "/predict", 200, 0.003)
+    line = 'apsi_requests_total{method="POST",route="/predict",status="200"} 200\n'
+    assert line in a.text()
+    assert line in b.text()
