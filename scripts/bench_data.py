@@ -154,8 +154,12 @@ print((clock() - t) / EPOCHS, len(x) // B, ds.workers)
 DATASET_CHILD = r"""
 import json, os, resource, sys
 from apsi_lang import permissions, run_source
+from apsi_layers.data import workers
 from apsi_layers.data.waited import WAITED
 args = sys.argv[1:]
+if os.environ.get("BENCH_PLAIN_WORKERS"):     # as before: workers not batch-scheduled, default buffer
+    workers._yield_to_the_step = lambda: None
+    workers._Room.hold = lambda self, size: None
 before = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
 run_source(open("ds.apsi").read(), "ds.apsi", args=args,
            grants=permissions.Grants(granted=frozenset({"python"}), project_root=os.getcwd()))
@@ -276,33 +280,41 @@ def capped_row(a):
 
 def dataset_rows(folder, a):
     (folder / "ds.apsi").write_text(DATASET)
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     runs = {}
     for _ in range(a.pairs):            # pairs alternating: the machine's load hits both sides
-        for w in (0, -1):
-            for ms in (0, 1):
-                out = subprocess.run([sys.executable, "-c", DATASET_CHILD, str(a.epochs), str(a.batch),
-                                      a.ds_hidden, str(ms), str(w)], cwd=folder, capture_output=True,
-                                     text=True, env=env, timeout=900)
-                if out.returncode:
-                    sys.exit(out.stderr)
-                lines = out.stdout.split("\n")
-                wall, calls, workers = lines[-3].split()
-                runs.setdefault((w, ms), []).append((float(wall), *json.loads(lines[-2])))
+        for w, ms, plain in ((0, 0, ""), (0, 1, ""), (-1, 0, ""), (-1, 1, ""), (-1, 1, "1")):
+            env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1",
+                   "BENCH_PLAIN_WORKERS": plain}
+            out = subprocess.run([sys.executable, "-c", DATASET_CHILD, str(a.epochs), str(a.batch),
+                                  a.ds_hidden, str(ms), str(w)], cwd=folder, capture_output=True,
+                                 text=True, env=env, timeout=900)
+            if out.returncode:
+                sys.exit(out.stderr)
+            lines = out.stdout.split("\n")
+            wall, calls, workers = lines[-3].split()
+            runs.setdefault((w, ms, plain), []).append((float(wall), *json.loads(lines[-2])))
+    calls_n = int(calls)
     for w in (0, -1):
-        pairs = list(zip(runs[w, 0], runs[w, 1], strict=True))
+        pairs = list(zip(runs[w, 0, ""], runs[w, 1, ""], strict=True))
         ratios = [s[0] / f[0] for f, s in pairs]
         f, s = pairs[sorted(range(len(pairs)), key=ratios.__getitem__)[len(pairs) // 2]]     # the median
         how = f"workers={workers} (the default)" if w == -1 else "workers=0 (a thread)"
-        calls_n = int(calls)
         print(f"| dataset, {how}, {calls_n} calls, hidden [{a.ds_hidden}]: s/epoch with a 0 ms / 1 ms "
               f"Apsi fn; CPU s/epoch of the program's process (and of the workers) | "
               f"{f[0]:.3f} / {s[0]:.3f} = {s[0] / f[0]:.2f}x ({', '.join(f'{r:.2f}' for r in ratios)}); "
               f"CPU {f[1]:.2f} ({f[2]:.2f}) / {s[1]:.2f} ({s[2]:.2f}): "
               f"{1000 * (s[1] - f[1]) / calls_n:.2f} ms a call in the step's process | 1.0x; 0 ms |")
-        waits = [", ".join(f"{1000 * r[3]:.2f} ({1000 * r[4]:.2f})" for r in runs[w, ms]) for ms in (0, 1)]
-        print(f"| dataset, {how}: ms the step waited for its batch per step (of which at epochs' first "
-              f"batches), with a 0 ms / 1 ms Apsi fn, every run | {waits[0]} / {waits[1]} | 1 ms: about 0 |")
+        waited_row(f"dataset, {how}", runs[w, 0, ""], runs[w, 1, ""])
+    waited_row(f"dataset, workers={workers} as before (not batch-scheduled, the default socket buffer)",
+               None, runs[-1, 1, "1"])
+
+
+def waited_row(what, zero, one):
+    """The step's wait for its batch, per step, (of which at epochs' first batches), each run."""
+    def each(runs):
+        return ", ".join(f"{1000 * r[3]:.2f} ({1000 * r[4]:.2f})" for r in runs) if runs else "-"
+    print(f"| {what}: ms the step waited for its batch per step (of which at epochs' first batches), "
+          f"with a 0 ms / 1 ms Apsi fn, each run | {each(zero)} / {each(one)} | 1 ms: about 0 |")
 
 
 if __name__ == "__main__":
