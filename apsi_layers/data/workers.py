@@ -24,6 +24,7 @@ is counted in waited.py.
 import collections
 import os
 import signal
+import struct
 import sys
 import time
 import weakref
@@ -67,6 +68,7 @@ class Pool:
                 theirs.close()
             self.conns.append(mine)
             self.pids.append(pid)
+        self.inboxes = [_Inbox(c) for c in self.conns]
 
     def __len__(self):
         return len(self.conns)
@@ -83,7 +85,7 @@ class Pool:
         """Call i's arrays from worker k, or its error raised here."""
         while True:
             try:
-                got, status, value = self.conns[k].recv()
+                got, status, value = self.inboxes[k].take()
             except (EOFError, OSError):
                 self._lost(k, i)
             if got == serial:
@@ -101,6 +103,35 @@ class Pool:
             how = ""
         raise ApsiError(f"{self.what}: the dataset's worker process {pid} ended{how} before batch {i} came "
                         "back (out of memory?); dataset(..., workers=0) makes the calls in this process")
+
+
+class _Inbox:
+    """One worker's results, read straight into a buffer kept from batch to batch. (Connection.recv
+    reads into new bytes and copies them twice more: 180 µs for a batch of 270 kB against 40 µs
+    this way, time the step spends taking its batch.) The framing is Connection.send_bytes's: a
+    4-byte length (-1, then 8 bytes, past 2 GiB), then the pickle."""
+
+    def __init__(self, conn):
+        from multiprocessing.reduction import ForkingPickler
+
+        self.fd, self.buf, self.loads = conn.fileno(), bytearray(8), ForkingPickler.loads
+
+    def take(self):
+        size = struct.unpack("!i", self._read(4))[0]
+        if size == -1:
+            size = struct.unpack("!Q", self._read(8))[0]
+        return self.loads(self._read(size))        # (copied out: nothing refers to buf after)
+
+    def _read(self, n):
+        if len(self.buf) < n:
+            self.buf = bytearray(n)
+        view, got = memoryview(self.buf)[:n], 0
+        while got < n:
+            step = os.readv(self.fd, [view[got:]])
+            if step == 0:
+                raise EOFError
+            got += step
+        return view
 
 
 def _status(code):
@@ -174,7 +205,7 @@ class _Room:
 
 
 def _serve(conn, call):
-    # (both loaded before the fork, with multiprocessing.connection)
+    # (loaded before the fork, with multiprocessing.connection)
     import socket
     from multiprocessing.reduction import ForkingPickler
 

@@ -77,6 +77,14 @@ def _stopped(proc):
     return proc.err.read()
 
 
+def _kill(*pids):
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 def _gone(workers):
     deadline = time.monotonic() + HANG_GUARD
     while any(_running(w) for w in workers) and time.monotonic() < deadline:
@@ -99,8 +107,16 @@ def test_no_worker_outlives_the_program(tmp_path, how, program):
             assert proc.returncode == 130, err
             assert 'File "/' not in err, err       # no Python traceback
     finally:
-        for pid in [proc.pid, *workers]:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        _kill(proc.pid, *workers)
+
+
+def test_a_worker_killed_is_named_at_the_batch_it_owed(tmp_path):
+    proc, workers = _start(tmp_path)
+    try:
+        os.kill(workers[0], signal.SIGKILL)
+        err = _stopped(proc)
+        assert proc.returncode == 1, err
+        said = f"the dataset's worker process {workers[0]} ended (killed by signal 9) before batch"
+        assert said in err and 'File "/' not in err, err
+    finally:
+        _kill(proc.pid, *workers)
