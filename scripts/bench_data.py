@@ -157,7 +157,7 @@ from apsi_lang import permissions, run_source
 from apsi_layers.data import workers
 from apsi_layers.data.waited import WAITED
 args = sys.argv[1:]
-if os.environ.get("BENCH_PLAIN_WORKERS"):     # as before: workers not batch-scheduled, default buffer
+if os.environ.get("BENCH_PLAIN_WORKERS"):     # (as before: not batch-scheduled, the default buffer)
     workers._yield_to_the_step = lambda: None
     workers._Room.hold = lambda self, size: None
 before = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
@@ -305,7 +305,7 @@ def dataset_rows(folder, a):
               f"CPU {f[1]:.2f} ({f[2]:.2f}) / {s[1]:.2f} ({s[2]:.2f}): "
               f"{1000 * (s[1] - f[1]) / calls_n:.2f} ms a call in the step's process | 1.0x; 0 ms |")
         waited_row(f"dataset, {how}", runs[w, 0, ""], runs[w, 1, ""])
-    waited_row(f"dataset, workers={workers} as before (not batch-scheduled, the default socket buffer)",
+    waited_row(f"dataset, workers={workers} not batch-scheduled, default socket buffer (as before)",
                None, runs[-1, 1, "1"])
 
 
