@@ -167,7 +167,8 @@ after = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_C
 epochs = 1 + int(args[0])           # (the untimed epoch too: the rusage covers the whole program)
 print(json.dumps([(u.ru_utime + u.ru_stime - v.ru_utime - v.ru_stime) / epochs
                   for u, v in zip(after, before)] + [WAITED.seconds / max(1, WAITED.batches),
-                                                  WAITED.first / max(1, WAITED.batches)]))
+                                                  WAITED.first / max(1, WAITED.batches),
+                                                  WAITED.cpu / max(1, WAITED.batches)]))
 """
 
 
@@ -310,11 +311,13 @@ def dataset_rows(folder, a):
 
 
 def waited_row(what, zero, one):
-    """The step's wait for its batch, per step, (of which at epochs' first batches), each run."""
+    """The step's wait for its batch, per step, (of which at epochs' first batches; CPU), each run."""
     def each(runs):
-        return ", ".join(f"{1000 * r[3]:.2f} ({1000 * r[4]:.2f})" for r in runs) if runs else "-"
-    print(f"| {what}: ms the step waited for its batch per step (of which at epochs' first batches), "
-          f"with a 0 ms / 1 ms Apsi fn, each run | {each(zero)} / {each(one)} | 1 ms: about 0 |")
+        ms = [[1000 * v for v in r[3:6]] for r in runs or []]
+        return ", ".join(f"{w:.2f} ({f:.2f}; {c:.2f})" for w, f, c in ms) or "-"
+    print(f"| {what}: ms the step waited for its batch per step (of which at epochs' first batches; the "
+          f"CPU time of taking it), with a 0 ms / 1 ms Apsi fn, each run | {each(zero)} / {each(one)} | "
+          "1 ms: about 0 |")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,6 @@ array. The driver announces each epoch's batches so a source reads them ahead (p
 import inspect
 import os
 import sys
-import time
 
 import numpy as np
 
@@ -223,7 +222,7 @@ class DatasetSource(Source):
     def get(self, idx):
         if self.pool is not None:
             return super().get(idx)         # (workers.Ahead counts its own waits)
-        t0, first, self.fresh = time.perf_counter(), self.fresh, False
+        t0, first, self.fresh = WAITED.start(), self.fresh, False
         value = super().get(idx)
         WAITED.since(t0, first)
         return value

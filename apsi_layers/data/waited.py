@@ -10,12 +10,19 @@ import time
 
 class Waited:
     def __init__(self):
-        self.seconds, self.batches, self.first = 0.0, 0, 0.0
+        self.seconds, self.batches, self.first, self.cpu = 0.0, 0, 0.0, 0.0
+
+    @staticmethod
+    def start():
+        return time.perf_counter(), time.thread_time()
 
     def since(self, t0, first):
-        """Count one batch whose wait began at t0 (time.perf_counter()); first: an epoch's first."""
-        waited = time.perf_counter() - t0
+        """Count one batch whose wait began at t0 (start()); first: an epoch's first. The CPU time
+        the waiting thread used meanwhile (taking the batch) is summed apart: on a busy machine a
+        wall-clock wait is that time stretched by the others' turns."""
+        waited = time.perf_counter() - t0[0]
         self.seconds += waited
+        self.cpu += time.thread_time() - t0[1]
         self.batches += 1
         if first:
             self.first += waited

@@ -26,7 +26,6 @@ import os
 import signal
 import struct
 import sys
-import time
 import weakref
 
 from apsi_lang.errors import ApsiError
@@ -263,7 +262,7 @@ class Ahead:
             self.pending.append((idx.tobytes(), k, self.pool.submit(k, self.epoch, i), i))
 
     def get(self, idx):
-        t0, first, self.fresh = time.perf_counter(), self.fresh, False
+        t0, first, self.fresh = WAITED.start(), self.fresh, False
         key = idx.tobytes()
         ahead = next((j for j, p in enumerate(list(self.pending)[:LOOK]) if p[0] == key), None)
         if ahead is None:           # not asked ahead: made now, the step waits for all of it
