@@ -8,7 +8,9 @@ the same number of epochs and mini-batches (shuffled), reading the loss once per
 autocast for "bf16". The Apsi side is `fit(model, params, x, y, backend="torch", ...)` on a zoo model;
 the reference is a plain torch.nn model with a hand-written loop. Each measurement runs in its own
 subprocess (rounds alternate the sides) with the same number of torch threads (--threads; 0 keeps
-torch's default); the best of the rounds is kept. Target: Apsi <= 1.10x.
+torch's default); the best of the rounds is kept. Beside the wall-clock ratio it prints the ratio of
+the sides' CPU time (all their threads, best of the rounds), which other work on a shared machine
+moves less. Targets: Apsi <= 1.05x for fp32 (issue 36), <= 1.10x for bf16 (issue 17).
 Nothing is asserted: this is a measurement, not a test.
 """
 
@@ -20,7 +22,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-TARGET = 1.10
+# precision -> (the most fit may take, as a multiple of the hand-written loop's time; where it was set)
+TARGETS = {"fp32": (1.05, "issue 36"), "bf16": (1.10, "issue 17")}
 
 # n samples, batch size, epochs: sized so each side trains for about a second on a quiet 2-core CPU
 # (shorter runs are swamped by the noise of a shared machine)
@@ -85,9 +88,14 @@ def run_apsi(name, precision, device):
     if extra is not None:
         opts.update(graph=extra[0], mask=extra[1])
     fit(model, params, x, y, epochs=1, **opts)                      # warm-up: allocator, kernels
-    t0 = time.perf_counter()
-    fit(model, params, x, y, epochs=size["epochs"], **opts)
-    return time.perf_counter() - t0
+    return timed(lambda: fit(model, params, x, y, epochs=size["epochs"], **opts))
+
+
+def timed(fn):
+    """(wall seconds, CPU seconds of the whole process: every torch thread) of fn()."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    fn()
+    return time.perf_counter() - t0, time.process_time() - c0
 
 
 # --- the hand-written PyTorch side --------------------------------------------------------------
@@ -213,9 +221,7 @@ def run_torch(name, precision, device):
             total.item()
 
     train(1)
-    t0 = time.perf_counter()
-    train(size["epochs"])
-    return time.perf_counter() - t0
+    return timed(lambda: train(size["epochs"]))
 
 
 def F_cross_entropy(torch, out, target):  # noqa: N802
@@ -240,7 +246,8 @@ def measure(side, name, precision, device, threads):
                          env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
     if out.returncode != 0:
         raise SystemExit(f"{side} {name} {precision} failed:\n{out.stderr[-2000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])["seconds"]
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    return result["seconds"], result["cpu"]
 
 
 def main():
@@ -256,30 +263,41 @@ def main():
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     models, precisions = args.models.split(","), args.precisions.split(",")
+    if not set(precisions) <= set(TARGETS):
+        ap.error(f"--precisions: each one of {', '.join(TARGETS)}; got {args.precisions}")
     if args.worker:
         if args.threads:
             import torch
 
             torch.set_num_threads(args.threads)
         run = run_apsi if args.worker == "apsi" else run_torch
-        print(json.dumps({"seconds": run(models[0], precisions[0], args.device)}))
+        seconds, cpu = run(models[0], precisions[0], args.device)
+        print(json.dumps({"seconds": seconds, "cpu": cpu}))
         return
     threads = args.threads or "default"
     print(f"fit(backend=\"torch\") vs a hand-written PyTorch loop, device {args.device}, {threads} torch "
           f"threads, best of {args.rounds} rounds, each side in its own process")
     print(describe(torch=True))
-    print(f"{'model':<16}{'precision':<11}{'apsi':>10}{'pytorch':>10}{'ratio':>8}   target")
+    print(f"{'model':<16}{'precision':<11}{'apsi':>10}{'pytorch':>10}{'ratio':>8}{'cpu ratio':>11}   target")
     for name in models:
         for precision in precisions:
-            best = {"apsi": float("inf"), "torch": float("inf")}
-            for _ in range(args.rounds):
-                for side in ("apsi", "torch"):
-                    best[side] = min(best[side], measure(side, name, precision, args.device, args.threads))
-            ratio = best["apsi"] / best["torch"]
-            mark = "ok" if ratio <= TARGET else "over"
-            print(f"{name:<16}{precision:<11}{best['apsi']:>9.3f}s{best['torch']:>9.3f}s{ratio:>7.2f}x"
-                  f"   <= {TARGET:.2f}x {mark}", flush=True)
+            print(row(name, precision, args), flush=True)
     print(load_line("load after"))
+
+
+def row(name, precision, args):
+    """One model's line: the best wall and CPU time of each side over the rounds (alternating)."""
+    wall = {"apsi": float("inf"), "torch": float("inf")}
+    cpu = dict(wall)
+    for _ in range(args.rounds):
+        for side in ("apsi", "torch"):
+            seconds, used = measure(side, name, precision, args.device, args.threads)
+            wall[side], cpu[side] = min(wall[side], seconds), min(cpu[side], used)
+    ratio, cpu_ratio = wall["apsi"] / wall["torch"], cpu["apsi"] / cpu["torch"]
+    target, source = TARGETS[precision]
+    mark = "ok" if ratio <= target else "over"
+    return (f"{name:<16}{precision:<11}{wall['apsi']:>9.3f}s{wall['torch']:>9.3f}s{ratio:>7.2f}x"
+            f"{cpu_ratio:>10.2f}x   <= {target:.2f}x ({source}) {mark}")
 
 
 if __name__ == "__main__":

@@ -23,10 +23,12 @@ class _Sharder(csv_io._Reader):
         super().__init__(path, raw, header, sep, columns, None)
         self.prefix, self.shard_rows, self.dtype, self.written = out, rows, dtype, []
 
-    def _first(self, cells):
-        # one shard plus one block of lines (a block never holds more lines than half its bytes)
-        self.limit = self.shard_rows + csv_io.BLOCK_BYTES // 2 + 2
-        super()._first(cells)
+    def _bound(self):
+        """One shard plus one block of lines (a block never holds more lines than half its bytes);
+        no more shard than the file has records (each takes 2 bytes at least): shard_rows=10**12
+        must not ask for 16 TB of buffer."""
+        rows = min(self.shard_rows, os.fstat(self.raw.fileno()).st_size // 2 + 2)
+        return rows + csv_io.BLOCK_BYTES // 2 + 2
 
     def _block(self, block, line):
         super()._block(block, line)
@@ -57,7 +59,7 @@ class _Sharder(csv_io._Reader):
         self.written.append(name)
 
     def run(self):
-        self.limit = self.shard_rows + csv_io.BLOCK_BYTES // 2 + 2
+        self.limit = self._bound()
         start = self._first_line()
         if start is None:
             self._slow(0, 1)
@@ -80,10 +82,12 @@ def csv_to_npy(path, out, header=True, sep=",", columns=None, shard_rows=1_000_0
     if dtype not in DTYPES:
         raise ApsiError(f'csv_to_npy: dtype must be "float32" or "float64", not {show(dtype, True)}')
     csv_read.check_sep("csv_to_npy", sep)
-    folder = os.path.dirname(out)
-    if folder and not os.path.isdir(permissions.require("write", what=f"csv_to_npy(out={out!r})", path=out)
-                                    .rsplit(os.sep, 1)[0]):
-        raise ApsiError(f'csv_to_npy: the folder "{folder}" does not exist; create it first with make_dir')
+    # the files written are OUT-00000.npy, …: the write rules are theirs (a prefix has no suffix, so
+    # asked about itself, "data/train" would be refused as a file that is not data)
+    first = permissions.require("write", what=f"csv_to_npy(out={out!r})", path=f"{out}-00000.npy")
+    if not os.path.isdir(os.path.dirname(os.path.abspath(first))):
+        raise ApsiError(f'csv_to_npy: the folder "{os.path.dirname(out)}" does not exist; create it first '
+                        "with make_dir")
     with csv_read.open_csv("csv_to_npy", path) as raw:
         try:
             return _Sharder(path, raw, header, sep, columns, out, shard_rows, DTYPES[dtype]).run()

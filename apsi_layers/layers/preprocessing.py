@@ -278,15 +278,23 @@ def _cases(L, d):
 
 
 def leading(model):
-    """The preprocessing layers a model starts with, in order: [(path of keys, layer)]."""
+    """The preprocessing layers a model starts with, in order: [(path of keys, layer)], also inside
+    a sequential it starts with (sequential(sequential(impute(), normalization()), dense(1)))."""
     if isinstance(model, PREPROCESSING):
         return [((), model)]
     found = []
     for key, child in getattr(model, "pairs", []) if model.kind == "sequential" else []:
-        if not isinstance(child, PREPROCESSING):
+        inner = leading(child)
+        found += [((key, *path), layer) for path, layer in inner]
+        if not _only_preprocessing(child):
             break
-        found.append(((key,), child))
     return found
+
+
+def _only_preprocessing(layer):
+    if isinstance(layer, PREPROCESSING):
+        return True
+    return layer.kind == "sequential" and all(_only_preprocessing(c) for _, c in layer.pairs)
 
 
 def starts_with_impute(model):
@@ -315,20 +323,57 @@ def adapt(model, params, data):
         for path, layer in chain:
             learner = layer.learner()
             if learner is not None:
+                start = 0
                 for where, piece in each():
-                    at_piece(where, _learn, learner, done, params, piece, Ctx(ops, training=False))
+                    start += at_piece(where, _learn, layer, learner, done, params, piece, start,
+                                      Ctx(ops, training=False))
                 state = learner.state(None)
+                _check_state(layer, path, getattr(_at(params, path), "state", None), state)
                 params = _put(params, path, Record(**{k: Tensor(np.asarray(v, dtype=np.float64))
                                                      for k, v in vars(state).items()}))
             done.append((path, layer))
     return params
 
 
-def _learn(learner, done, params, x, ctx):
-    """One piece into a layer's statistics, through the layers before it (as learnt)."""
+def _learn(layer, learner, done, params, x, start, ctx):
+    """One piece (rows from `start` of the data) into a layer's statistics, through the layers before
+    it (as learnt); its number of rows."""
     for p, before in done:
         x = before.apply(_at(params, p), x, ctx)
-    learner.add(np.asarray(x.data))
+    block = np.asarray(x.data)
+    _check_block(layer, block, start)
+    learner.add(block)
+    return len(block)
+
+
+def _check_block(layer, block, start):
+    """What a layer cannot learn from: a normalization's NaN or inf (its mean and variance would be
+    NaN, and fit would only say its loss became NaN), several codes per sample for a lookup."""
+    if isinstance(layer, CategoryLookup) and block.shape[1:] not in ((), (1,)):
+        raise ApsiError(f"adapt: {layer.label()} takes one category code per sample (data [N] or [N, 1]), "
+                        f"but the data has per-sample shape {list(block.shape[1:])}")
+    if block.dtype.kind != "f" or isinstance(layer, CategoryLookup):
+        return
+    bad = np.isinf(block) if isinstance(layer, Impute) else ~np.isfinite(block)     # (impute fills NaN)
+    if bad.any():
+        where = tuple(np.argwhere(bad)[0])
+        fix = "impute fills NaN only: replace those values first" if isinstance(layer, Impute) else \
+            "put impute() before it (it fills NaN) or replace those values first"
+        raise ApsiError(f"adapt: {layer.label()} met {block[where]} at row {start + int(where[0])} of the "
+                        f"data; {fix}")
+
+
+def _check_state(layer, path, old, new):
+    """The state learnt must have the shape init gave it: data of another width is an error here, not
+    a shape error at the first predict."""
+    for key, value in vars(new).items():
+        before = getattr(old, key, None)
+        had, got = np.shape(getattr(before, "data", before)), np.shape(value)
+        if before is not None and had != got:
+            where = ".".join(map(str, path)) or layer.label()
+            raise ApsiError(f"adapt: {layer.label()} (at {where}) was made by init for {had[0]} features "
+                            f"per sample, but the data has {got[0]}; adapt on data of the model's input "
+                            "shape (or init the model with input_shape=[…] of this data)")
 
 
 @contextlib.contextmanager

@@ -56,6 +56,8 @@ class ModelService:
         self.checked = set()            # per-sample input shapes check_params accepted
         self.output_shape = None
         self.graph_model = _has_graph_layer(model)
+        # JSON has no NaN: for a model that fills missing values (impute first), null is one
+        self.missing = _starts_with_impute(model)
 
     # --- on the event loop: one request ---------------------------------------------------------
     def prepare(self, body):
@@ -63,7 +65,10 @@ class ModelService:
         from apsi_layers.layers.training.model_checks import check_params
 
         x = self._inputs(_fields(body))
-        x = [_array(v) for v in x] if self.several_in and type(x) is list else _array(x)
+        if self.several_in and type(x) is list:
+            x = [_array(v, self.missing) for v in x]
+        else:
+            x = _array(x, self.missing)
         try:
             data = make_data("predict", self.model, x, None, body.get("mask"), self.several_in,
                              self.several_out, None, need_targets=False)
@@ -263,19 +268,27 @@ def _has_graph_layer(model):
     return isinstance(model, GraphLayer) or any(_has_graph_layer(child) for child in model.layers)
 
 
-def _array(v):
+def _array(v, missing=False):
     """JSON rows as a NumPy array at C speed (a parsed body holds only lists, maps, text, numbers, bools
     and none, so NumPy reads no object's protocols); what is not an array of numbers stays as it is,
-    for make_data to refuse in predict's words."""
+    for make_data to refuse in predict's words. missing: null is a missing value (NaN)."""
     if type(v) is not list:
         return v
     import numpy as np
 
     try:
         a = np.asarray(v)
+        if missing and a.dtype.kind == "O":
+            a = np.asarray(v, dtype=np.float64)         # (None becomes NaN; text still fails)
     except (ValueError, TypeError, OverflowError):
         return v
     return a if a.dtype.kind in "biuf" else v
+
+
+def _starts_with_impute(model):
+    from apsi_layers.layers.preprocessing import starts_with_impute
+
+    return starts_with_impute(model)
 
 
 def _fields(body):

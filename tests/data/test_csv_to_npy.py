@@ -36,3 +36,24 @@ def test_a_bad_cell_is_named_by_line_and_column_as_load_csv_does(tmp_path):
     theirs = next(line for line in said.splitlines() if "error: load_csv(" in line)
     assert "line 5002" in mine
     assert mine.split("error: csv_to_npy(")[1] == theirs.split("error: load_csv(")[1]
+
+
+def test_shards_go_into_a_subfolder_as_the_docs_show(tmp_path):
+    # the prefix "data/train" has no suffix: the write rules are the shards' (.npy), not the prefix's
+    (tmp_path / "data").mkdir()
+    (tmp_path / "t.csv").write_text("a,b\n1,2\n3,4\n5,6\n")
+    out = ok(tmp_path, 'use nn\nprint(csv_to_npy("t.csv", "data/train", shard_rows=2))\n')
+    assert out.strip() == '["data/train-00000.npy", "data/train-00001.npy"]'
+    assert np.load(tmp_path / "data" / "train-00001.npy").tolist() == [[5, 6]]
+    msg = error(tmp_path, 'use nn\ncsv_to_npy("t.csv", "nope/train")\n')
+    assert 'csv_to_npy: the folder "nope" does not exist; create it first with make_dir' in msg
+    msg = error(tmp_path, 'use nn\ncsv_to_npy("t.csv", "test")\n')
+    assert "csv_to_npy(out='test') needs permission 'write' for test-00000.npy" in msg
+
+
+def test_a_shard_larger_than_the_file_asks_no_memory_for_rows_it_cannot_hold(tmp_path):
+    # the buffer was shard_rows long whatever the file: 10**12 rows was "out of memory"
+    (tmp_path / "t.csv").write_text("a\n1\n2\n3\n4\n5")
+    out = ok(tmp_path, 'use nn\nlet f = csv_to_npy("t.csv", "t", shard_rows=10**12)\n'
+                       'print(f, load_npy(f).shape)\n')
+    assert out.split() == ['["t-00000.npy"]', "[5,", "1]"]

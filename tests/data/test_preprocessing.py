@@ -140,3 +140,44 @@ save_npy("out.npy", predict(net, p, x))
 def test_impute_strategy_is_checked(tmp_path):
     msg = error(tmp_path, 'use layers\nlet l = impute(strategy="mode")\n')
     assert 'impute: strategy must be one of "mean", "median", "most_frequent", "constant", got "mode"' in msg
+
+
+def test_adapt_refuses_what_its_layers_cannot_learn_from(tmp_path):
+    """Each was accepted silently: data of another width (a shape error at the first predict), a NaN
+    or inf seen by normalization or an inf by impute (fit then said only that its loss became NaN),
+    several codes per sample for a lookup (all counted as one column)."""
+    np.save(tmp_path / "x5.npy", np.ones((6, 5), np.float32))
+    out = ok(tmp_path, """use layers
+use nn
+fn attempt(net, shape, x):
+    try:
+        adapt(net, net.init(seed=0, input_shape=shape), x)
+        print("adapted")
+    catch e:
+        print(e.message)
+attempt(sequential(normalization(), dense(1)), [4], load_npy("x5.npy"))
+attempt(sequential(normalization(), dense(1)), [2], array([[1.0, 2.0], [3.0, nan]]))
+attempt(sequential(impute(), normalization()), [2], array([[1.0, 2.0], [inf, nan]]))
+attempt(sequential(category_lookup(2), dense(1)), [1], ones(4, 3))
+attempt(sequential(impute(), normalization(), dense(1)), [2], array([[1.0, 2.0], [nan, 3.0]]))
+""")
+    assert out.splitlines() == [
+        "adapt: normalization (at normalization) was made by init for 4 features per sample, but the "
+        "data has 5; adapt on data of the model's input shape (or init the model with input_shape=[…] "
+        "of this data)",
+        "adapt: normalization met nan at row 1 of the data; put impute() before it (it fills NaN) or "
+        "replace those values first",
+        "adapt: impute met inf at row 1 of the data; impute fills NaN only: replace those values first",
+        "adapt: category_lookup takes one category code per sample (data [N] or [N, 1]), but the data "
+        "has per-sample shape [3]",
+        "adapted"]
+
+
+def test_adapt_finds_the_preprocessing_inside_a_leading_sequential(tmp_path):
+    out = ok(tmp_path, """use layers
+use nn
+let net = sequential(sequential(impute(), normalization()), dense(1))
+let p = adapt(net, net.init(seed=0, input_shape=[2]), array([[1.0, 10.0], [3.0, nan], [5.0, 30.0]]))
+print(p.sequential.impute.state.values.tolist(), p.sequential.normalization.state.mean.tolist())
+""")
+    assert out.strip() == "[3.0, 20.0] [3.0, 20.0]"

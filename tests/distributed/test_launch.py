@@ -287,7 +287,7 @@ def test_a_checkpoint_continues_on_another_number_of_processes(tmp_path):
     same_as_four_epochs(resumed)
     refused = launch(tmp_path, "resume.apsi", "10", "6", "resume")       # 20 rows a step: another run
     assert refused.returncode == 1
-    assert "batch_size differs (checkpoint: 10, now: 20)" in refused.stderr
+    assert "the rows of one step (batch_size × processes) differs (checkpoint: 10, now: 20)" in refused.stderr
 
 
 def test_fsdp_checkpoints_and_resumes_as_one_process(tmp_path):

@@ -101,30 +101,36 @@ def test_only_rank_zero_writes_unless_all_ranks(rank_one_of_two, write_allowed, 
         save_params(str(tmp_path / "c.npz"), params, all_ranks="yes")
 
 
-def python_workers(tmp_path, how):
+@pytest.fixture(scope="module")
+def python_workers(tmp_path_factory):
+    """The folder where python_worker.py's two processes wrote each case (auto, fsdp, scalar): one run
+    of them for the three cases, in one group (each start-up imports PyTorch three times: suite time)."""
     import os
     import subprocess
     import sys
     from pathlib import Path
 
+    pytest.importorskip("torch")
+    out = tmp_path_factory.mktemp("python-workers")
     root = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1"}
+    env = {k: v for k, v in os.environ.items() if k not in distributed.LAUNCH_ENV}     # not launched
+    env.update(PYTHONPATH=str(root), OMP_NUM_THREADS="1")
     worker = str(Path(__file__).with_name("python_worker.py"))
-    out = subprocess.run([sys.executable, worker, str(tmp_path), how], capture_output=True, text=True,
-                         env=env, timeout=240)
-    assert out.returncode == 0, out.stderr
+    done = subprocess.run([sys.executable, worker, str(out), "auto,fsdp,scalar"], capture_output=True,
+                          text=True, env=env, timeout=240)
+    assert done.returncode == 0, done.stderr
+    return out
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("how", ["auto", "fsdp"])
-def test_a_python_caller_in_its_own_group(tmp_path, not_launched, how):
+def test_a_python_caller_in_its_own_group(python_workers, not_launched, how):
     """fit from Python in a group the caller joined (mp.spawn, no torchrun): "auto" (DDP) and "fsdp"
     train in it, and equal one process with twice the batch. With "fsdp" each rank's optimizer holds a
     slice of every weight and of its Adam moments (the two ranks' slices add up to the whole); with DDP
     each holds the whole."""
-    pytest.importorskip("torch")
-    python_workers(tmp_path, how)
-    sizes = [np.load(tmp_path / f"sizes{r}.npy") for r in (0, 1)]
+    folder = python_workers / how
+    sizes = [np.load(folder / f"sizes{r}.npy") for r in (0, 1)]
     whole = np.stack([[4 * 8, 8, 8 * 3, 3]] * 2)      # mlp(4, 3, hidden=[8]): w, b, w, b; weight, moment
     if how == "fsdp":
         np.testing.assert_array_equal(sizes[0] + sizes[1], whole)
@@ -132,7 +138,7 @@ def test_a_python_caller_in_its_own_group(tmp_path, not_launched, how):
     else:
         np.testing.assert_array_equal(sizes[0], whole)
         np.testing.assert_array_equal(sizes[1], whole)
-    r0, r1 = np.load(tmp_path / "rank0.npy"), np.load(tmp_path / "rank1.npy")
+    r0, r1 = np.load(folder / "rank0.npy"), np.load(folder / "rank1.npy")
     np.testing.assert_array_equal(r0, r1)
     net = mlp(4, 3, hidden=[8])
     x = np.random.default_rng(1).normal(size=(30, 4))
@@ -143,10 +149,8 @@ def test_a_python_caller_in_its_own_group(tmp_path, not_launched, how):
 
 
 @pytest.mark.slow
-def test_fsdp_refuses_a_weight_that_is_a_single_number(tmp_path, not_launched):
+def test_fsdp_refuses_a_weight_that_is_a_single_number(python_workers):
     """FSDP cuts weights along their first axis; PyTorch refuses a 0-d one with its own ValueError."""
-    pytest.importorskip("torch")
-    python_workers(tmp_path, "scalar")
-    said = (tmp_path / "error0.txt").read_text()
+    said = (python_workers / "scalar" / "error0.txt").read_text()
     assert said.startswith('fit: distributed="fsdp" cannot shard the weight ') and "'" in said
     assert "give it the shape [1]" in said and "distributed=true" in said

@@ -128,9 +128,7 @@ def target(venv, wheels, monkeypatch, tmp_path):
 
         @staticmethod
         def pip_install(wheel):
-            subprocess.run([str(venv["python"]), "-m", "pip", "install", "--no-index", "--no-deps",
-                            "--force-reinstall", str(wheel)], check=True, capture_output=True,
-                           env=dict(os.environ))
+            helpers.install_wheel(venv["site"], wheel)
 
         @staticmethod
         def torch():

@@ -178,6 +178,22 @@ def _wheel(folder, name, version, files, requires):
     return path
 
 
+def install_wheel(site, wheel):
+    """Leave in `site` what `pip install --no-deps --force-reinstall WHEEL` leaves for these stand-in
+    wheels: an older copy of the project removed, the wheel's files, and its dist-info with pip's
+    INSTALLER (in RECORD too, so pip uninstalls it whole). A test's starting state, not what it tests;
+    written here because a pip run costs half a second (suite time)."""
+    site = Path(site)
+    module = Path(wheel).name.split("-")[0]
+    remove_dists(site, (module,))
+    with zipfile.ZipFile(wheel) as z:
+        z.extractall(site)
+        dist = next(n.split("/")[0] for n in z.namelist() if n.endswith(".dist-info/RECORD"))
+    (site / dist / "INSTALLER").write_text("pip\n")
+    with open(site / dist / "RECORD", "a") as f:
+        f.write(f"{dist}/INSTALLER,,\n")
+
+
 def make_index(base, key, wheels):
     """A PEP 503 simple index at base/key holding `wheels` (paths), one project page per project."""
     projects = {}

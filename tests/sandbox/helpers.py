@@ -6,6 +6,7 @@ Each escape attempt is refused without its permission and, where it should be, a
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -66,3 +67,29 @@ def cli(args, cwd, env=None, stdin=None, timeout=60):
         results.append((p.returncode, p.stdout, p.stderr))
     assert results[0] == results[1], f"confined and unconfined runs differ: {results}"
     return results[0]
+
+
+def cli_cases(folder, programs, name, **kw):
+    """`cli([name], …)` for each program text, each in a folder of its own under `folder`, two programs
+    at a time (a run is mostly its child's start-up, which leaves a core idle: suite time). Returns
+    {program: (exit code, stdout, stderr)}, or the exception cli raised for it; `outcome` reads one."""
+    def one(numbered):
+        i, text = numbered
+        own = Path(folder) / str(i)
+        own.mkdir()
+        (own / name).write_text(text)
+        try:
+            return cli([name], own, **kw)
+        except Exception as e:          # (said by the test of that program, not by every test)
+            return e
+
+    with ThreadPoolExecutor(2) as pool:
+        return dict(zip(programs, pool.map(one, enumerate(programs))))
+
+
+def outcome(results, program):
+    """One program's (exit code, stdout, stderr) from cli_cases, raising what cli raised for it."""
+    result = results[program]
+    if isinstance(result, Exception):
+        raise result
+    return result

@@ -11,12 +11,12 @@ import pytest
 
 from apsi_lang import bigstack
 
-from .helpers import ROOT, cli
+from .helpers import ROOT, cli, cli_cases, outcome
 
 DEEP = "let t = []\nfor i in range(30000):\n    t = [t]\n"
 
 
-@pytest.mark.parametrize("code", [
+DEEP_PROGRAMS = [
     "fn f(x):\n    return sorted([x], key=f)\nf(0)",
     "fn f(x):\n    return min([x], key=f)\nf(0)",
     "fn f(x):\n    return max([x, x], key=f)\nf(0)",
@@ -44,10 +44,17 @@ DEEP = "let t = []\nfor i in range(30000):\n    t = [t]\n"
     "let m = {:}\nfor i in range(30000):\n    m = {\"a\": m}\nprint(m)",
     "let xs = []\nxs.append(xs)\nprint(xs)",
     "let t = ()\nfor i in range(1000000):\n    t = (t,)\nprint(set([t]))",
-])
-def test_deep_recursion_is_an_apsi_error(tmp_path, code):
-    (tmp_path / "deep.apsi").write_text(code)
-    rc, out, err = cli(["deep.apsi"], tmp_path)
+]
+
+
+@pytest.fixture(scope="module")
+def deep_runs(tmp_path_factory):
+    return cli_cases(tmp_path_factory.mktemp("deep"), DEEP_PROGRAMS, "deep.apsi")
+
+
+@pytest.mark.parametrize("code", DEEP_PROGRAMS)
+def test_deep_recursion_is_an_apsi_error(deep_runs, code):
+    rc, out, err = outcome(deep_runs, code)
     assert rc == 1, (rc, err[-300:])
     assert "too many nested calls" in err and 'File "' not in err
 
@@ -96,16 +103,23 @@ def test_call_returns_raises_and_nests():
         bigstack.call(lambda: sys.exit(4))
 
 
-@pytest.mark.parametrize("code", [
+CHAINS = [
     # CPython frees (and steps through) a chain of enumerate objects recursively in C, one frame
     # per link: Apsi's enumerate and zip take another one's items as a list, so no chain forms
     "let z = enumerate([1])\nfor i in range(1000000):\n    z = enumerate(z)\nfor x in z:\n    print(1)",
     "let z = zip([1])\nfor i in range(1000000):\n    z = zip(z, [2])\nprint(len(list(z)))",
     "let z = enumerate([1])\nfor i in range(1000000):\n    z = enumerate(z)\nprint(2)",
-])
-def test_iterator_chains_never_crash(tmp_path, code):
-    (tmp_path / "chain.apsi").write_text(code)
-    rc, out, err = cli(["chain.apsi"], tmp_path, timeout=120)
+]
+
+
+@pytest.fixture(scope="module")
+def chain_runs(tmp_path_factory):
+    return cli_cases(tmp_path_factory.mktemp("chains"), CHAINS, "chain.apsi", timeout=120)
+
+
+@pytest.mark.parametrize("code", CHAINS)
+def test_iterator_chains_never_crash(chain_runs, code):
+    rc, out, err = outcome(chain_runs, code)
     assert rc in (0, 1) and "Fatal" not in err, (rc, err[-300:])
     assert rc == 0 or "too many nested calls" in err
 
@@ -135,11 +149,21 @@ def test_stack_sizes_try_memory_first_and_end_at_the_safe_size():
     assert all(s % (1 << 20) == 0 for s in sizes)
 
 
-@pytest.mark.parametrize("lookup", ["m[t]", "m.pop(t)", "set([1]).remove(t)"])
-def test_a_missing_deep_key_is_named_briefly(tmp_path, lookup):
+LOOKUPS = ["m[t]", "m.pop(t)", "set([1]).remove(t)"]
+
+
+def _missing_key(lookup):
+    return f"let t = ()\nfor i in range(1000000):\n    t = (t,)\nlet m = {{(1): 2}}\nprint({lookup})\n"
+
+
+@pytest.fixture(scope="module")
+def key_runs(tmp_path_factory):
+    return cli_cases(tmp_path_factory.mktemp("keys"), [_missing_key(k) for k in LOOKUPS], "key.apsi")
+
+
+@pytest.mark.parametrize("lookup", LOOKUPS)
+def test_a_missing_deep_key_is_named_briefly(key_runs, lookup):
     # the key is shown in the message, which is written on the main thread (a small stack)
-    (tmp_path / "key.apsi").write_text("let t = ()\nfor i in range(1000000):\n    t = (t,)\n"
-                                       f"let m = {{(1): 2}}\nprint({lookup})\n")
-    rc, out, err = cli(["key.apsi"], tmp_path)
+    rc, out, err = outcome(key_runs, _missing_key(lookup))
     said = "is not in the set" if "set(" in lookup else "in the map"
     assert rc == 1 and "(a value nested too deeply to show)" in err and said in err, err[-300:]

@@ -369,3 +369,23 @@ def test_the_torch_backend_serves_what_predict_gives_on_torch(start):
         permissions.set_current(before)
     assert np.array_equal(np.asarray(r.json()["outputs"]), want)
     assert np.allclose(want, reference(rows), rtol=1e-5, atol=1e-6)     # (torch computes in float32)
+
+
+def test_null_is_a_missing_value_for_a_model_that_imputes(start):
+    """JSON has no NaN (the 400 says "write null"): for a model starting with impute(), null is the
+    missing value it fills, as NaN in predict; for other models it stays an error."""
+    server = start("""use layers
+use nn
+use web
+let net = sequential(impute(), dense(1))
+let p = adapt(net, net.init(seed=0, input_shape=[2]), array([[1.0, 10.0], [3.0, nan], [5.0, 30.0]]))
+serve_model(net, p, port=PORT, log=false)
+""")
+    with httpx.Client(base_url=server.url) as client:
+        got = client.post("/predict", json={"inputs": [[1.0, None], [None, 20.0], [3.0, 20.0]]})
+        filled = client.post("/predict", json={"inputs": [[1.0, 20.0], [3.0, 20.0], [3.0, 20.0]]})
+        text = client.post("/predict", json={"inputs": [[1.0, "a"]]})
+    assert got.status_code == 200, got.text
+    # null became the mean adapt saw in its column (3 and 20)
+    assert np.array_equal(got.json()["outputs"], filled.json()["outputs"])
+    assert text.status_code == 422 and 'inputs[0, 1] is "a", not a number' in text.json()["error"]

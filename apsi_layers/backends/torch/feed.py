@@ -18,9 +18,18 @@ DEVICE_SHARE = 0.25       # in-memory data above this share of the device's memo
 
 def on_device(setup, a):
     """What a session holds for one input or target array: a device tensor, or a HostFeed."""
-    if hasattr(a, "source") or _too_big(setup.device, a):
+    if hasattr(a, "source") or _too_big(setup.device, a) or _shows_numbers_again(a):
         return HostFeed(a, setup)
     return setup.tensor(a)
+
+
+def _shows_numbers_again(a):
+    """A strided view that shows its numbers many times (windows(series, 48): each value in 48
+    windows): copied whole it would take many times the memory it views, so it goes per batch."""
+    if not isinstance(a, np.ndarray) or not a.size:
+        return False
+    span = a.itemsize + sum((n - 1) * abs(step) for n, step in zip(a.shape, a.strides, strict=True))
+    return a.nbytes > 2 * span         # (the bytes it shows against the bytes it spans)
 
 
 def _too_big(device, a):

@@ -6,6 +6,7 @@ batches are gathered there; the loss stays on the device and is read once per ep
 is also when a NaN or infinite loss is found and named by epoch and step.
 """
 
+import contextlib
 import copy
 import math
 
@@ -45,13 +46,15 @@ class Setup:
         self.graph = Graph(self.ops, *plan.graph) if plan.graph is not None else None
         # custom and lambda layers' torch versions: chosen once, for the step, val= and predict alike
         self.model = view.torch_view(plan.model)
+        self._no_autocast = contextlib.nullcontext() if self.precision.autocast is None else None
 
     def tensor(self, a):
         """A NumPy array on the device: floats in the weights' dtype, ints and booleans as they are."""
         return convert.host_to_device(a, self.device, self.precision.dtype)
 
     def autocast(self):
-        return precision.autocast(torch, self.precision, self.device)
+        # without autocast one shared no-op context (reusable): a step need not build one
+        return self._no_autocast or precision.autocast(torch, self.precision, self.device)
 
 
 def _x(plan, xs):
@@ -92,7 +95,8 @@ class TorchSession:
         self.weights = [self.leaves_[i] for i in self.train]
         self.state_idx = [i for i in range(len(self.leaves_)) if i not in set(self.train)]
         self.trees = _TreeCache(plan.params)
-        self.forward = Forward(torch, self._objective, compile=bool(plan.compile))
+        # eager: the objective itself (Forward's wrapper is for torch.compile and its fallback)
+        self.forward = Forward(torch, self._objective, compile=True) if plan.compile else self._objective
         if self.shard is not None:             # FSDP replaces the weights by this rank's slices
             self.forward, self.weights = self.shard.wrap(self.weights, self.forward, plan.params, self.train)
             for i, w in zip(self.train, self.weights):
@@ -138,12 +142,12 @@ class TorchSession:
         plan, s, data = self.plan, self.s, self.plan.data
         full = s.graph is not None            # a graph trains on every node at once
         losses, sizes = self._sums()
-        start = 0
+        # the epoch's row indices go to the device at once, split into the batches' views there
+        # (one call, not a slice per step)
         order = torch.from_numpy(np.concatenate(batches)).to(device=s.device)
+        rows_of = order.split([len(idx) for idx in batches])
         with precision.matmul_mode(torch, s.precision):
-            for idx in batches:
-                rows = None if full else order[start:start + len(idx)]
-                start += len(idx)
+            for idx, rows in zip(batches, rows_of, strict=True):
                 weight = kept_count(data.mask, data.targets, idx, full)      # on the host: no sync
                 if weight == 0:
                     on_step(None)

@@ -18,6 +18,11 @@ FUNCTIONAL = {"mse": F.mse_loss, "mae": F.l1_loss, "huber": F.huber_loss}
 def loss_value(ops, loss, pred, target, keep=None, lead=1, weight=None):
     """The batch loss, as layers.losses.loss_value computes it, with F's kernels where there are any
     (weighted losses are the op-set formula: F's reductions have no per-row weights)."""
+    plain = keep is None and weight is None and isinstance(pred, torch.Tensor)
+    if plain and isinstance(loss, str) and loss == "cross_entropy":
+        # the common classifier's loss without the general path's five Python calls per step (the
+        # same F.cross_entropy: layers/losses.py's _cross_entropy on the op set)
+        return ops.softmax_cross_entropy(pred, target)
     fn = FUNCTIONAL.get(loss) if isinstance(loss, str) and weight is None else None
     if fn is None:
         return losses.loss_value(ops, loss, pred, target, keep, lead, weight)

@@ -184,6 +184,8 @@ class TorchOps:
         # F.linear takes w as [out, in]; w.t() is a view, so this is one GEMM (+ bias) without a copy.
         # (Under CPU bf16 autocast a contiguous copy of w.t() per call was measured slower with
         # PyTorch 2.13: 0.59 against 0.43 ms for a 784x256 layer's forward and backward.)
+        if b is not None and b.ndim == 1 and (x.ndim == 2 or (x.ndim > 2 and x.is_contiguous())):
+            return _addmm(x, w, b)
         return F.linear(x, w.t(), b)
 
     # --- fused hot spots --------------------------------------------------------------------------
@@ -513,3 +515,14 @@ class NumpyStreamOps(TorchOps):
             return x
         keep = rng.random(tuple(x.shape)) >= rate
         return x * self.constant(keep * (1.0 / (1.0 - rate)))
+
+
+def _addmm(x, w, b):
+    """What F.linear(x, w.t(), b) runs for a bias and a 2-D (or contiguous N-D) x, called directly:
+    addmm(b, x, w.t().t()) on the rows of x. The same kernel and bits (forward and gradients, under
+    autocast too), without the two transposes, which cost an op and two backward nodes per layer and
+    step: most of a small model's overhead against torch.nn (issue 36)."""
+    if x.ndim == 2:
+        return torch.addmm(b, x, w)
+    rows = math.prod(x.shape[:-1])          # not -1: a dimension may be 0 (as ATen's own flattening)
+    return torch.addmm(b, x.reshape(rows, x.shape[-1]), w).view(*x.shape[:-1], w.shape[1])

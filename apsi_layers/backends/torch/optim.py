@@ -142,14 +142,21 @@ class TorchOptimizer:
 
     def step(self, scaler=None):
         # torch.optim keeps scalar state (NAdam's mu_product, the step count) in the default dtype,
-        # float32, which drifted 1e-10 from NumPy at fp64: the state follows the weights' precision
-        with _default_dtype(self.dtype):
-            if scaler is None:
-                self.torch.step()
-            else:
-                scaler.step(self.torch)
-                scaler.update()
+        # float32, which drifted 1e-10 from NumPy at fp64: the state follows the weights' precision.
+        # Where they agree already (fp32) no context is entered: that was a generator per step.
+        if self.dtype is None or self.dtype == torch.get_default_dtype():
+            self._step(scaler)
+        else:
+            with _default_dtype(self.dtype):
+                self._step(scaler)
         self.steps += 1
+
+    def _step(self, scaler):
+        if scaler is None:
+            self.torch.step()
+        else:
+            scaler.step(self.torch)
+            scaler.update()
 
     def zero_grad(self):
         self.torch.zero_grad(set_to_none=True)
@@ -197,9 +204,6 @@ class TorchOptimizer:
 
 @contextlib.contextmanager
 def _default_dtype(dtype):
-    if dtype is None or dtype == torch.get_default_dtype():
-        yield
-        return
     before = torch.get_default_dtype()
     torch.set_default_dtype(dtype)
     try:

@@ -28,7 +28,7 @@ def plain_batches(n, batch_size, graph):
 def rows(arrays, idx, full):
     """The batch's rows of each array (the arrays themselves when the batch is everything); a column
     (a mapped file, a dataset: apsi_layers/data) reads them."""
-    return [a if full else (a.take(idx) if hasattr(a, "source") else a[idx]) for a in arrays]
+    return [a.take(idx) if hasattr(a, "source") else (a if full else a[idx]) for a in arrays]
 
 
 def loss_positions(mask, targets, idx, full):

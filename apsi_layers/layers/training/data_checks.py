@@ -68,13 +68,13 @@ def make_data(fn, model, inputs, targets, mask, several_in, several_out, loss, n
         return src.dataset_data(fn, inputs, seed, _vocab(model) if ids else None, _nan_ok(model))
     xs = _arrays(fn, "inputs", inputs, several_in, input_count(model))
     for i, a in enumerate(xs):
+        if a.ndim == 0:
+            raise ApsiError(f"{fn}: inputs must have a batch axis (one row per sample), got a scalar")
+        if len(a) and 0 in a.shape[1:]:         # (a mapped file of [N, 0] rows too)
+            _empty_sample(fn, model, a, i if len(xs) > 1 else None)
         if isinstance(a, src.Mapped):        # read by rows per batch, checked in one streamed pass
             xs[i] = src.mapped_input(fn, "inputs", a, _vocab(model) if ids else None, _nan_ok(model))
             continue
-        if a.ndim == 0:
-            raise ApsiError(f"{fn}: inputs must have a batch axis (one row per sample), got a scalar")
-        if len(a) and 0 in a.shape[1:]:
-            _empty_sample(fn, model, a, i if len(xs) > 1 else None)
         if ids:
             xs[i] = token_ids(fn, model, a)
         elif a.dtype != np.float64:

@@ -124,6 +124,11 @@ def fit_loop(plan: "FitPlan", session: Session) -> Record:
             raise
         stopped, note = "nan", e.message
         _back_to_epoch_end(plan, session, run)
+    except ApsiError as e:      # (a bad batch, a file changed): say what the checkpoint still holds
+        if plan.checkpoint is not None and writes and run.saved is not None:
+            e.message = f"{e.message}; {_saved(plan, run)} once that is fixed"
+            e.args = (e.message,)
+        raise
     finally:
         show.close()
         sources.close(plan.data, plan.val)
@@ -207,15 +212,16 @@ def _say_where_to_resume(plan, run, error):
 
     if plan.checkpoint is None:
         return
-    if run.saved is None:
-        where = f"no epoch finished, so {plan.checkpoint} was not written"
-    else:
-        at = (f"epoch {run.saved}" if run.saved_within is None else
-              f"{run.saved_within[1]} steps of epoch {run.saved_within[0]}")
-        where = (f"{plan.checkpoint} holds the run after {at}; continue with "
-                 f'fit(…, resume="{plan.checkpoint}")')
+    where = (f"no epoch finished, so {plan.checkpoint} was not written" if run.saved is None else
+             _saved(plan, run))
     print(f"fit: {signals.describe(error)} during epoch {run.epoch + 1}; {where}", file=sys.stderr,
           flush=True)
+
+
+def _saved(plan, run):
+    at = (f"epoch {run.saved}" if run.saved_within is None else
+          f"{run.saved_within[1]} steps of epoch {run.saved_within[0]}")
+    return f'{plan.checkpoint} holds the run after {at}; continue with fit(…, resume="{plan.checkpoint}")'
 
 
 # --- checkpoints --------------------------------------------------------------------------------

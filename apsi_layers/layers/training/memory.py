@@ -20,6 +20,11 @@ def out_of_memory(fn, plan):
     """The ApsiError for an out-of-memory failure during fit/predict with this plan."""
     size = plan.batch_size or plan.data.n
     where = "on the GPU" if (plan.device or "").startswith(("cuda", "mps", "xpu")) else "in main memory"
+    if plan.data.first is not None:      # a dataset: each call is a batch, batch_size does not apply
+        return ApsiError(f"{fn}: ran out of memory {where} on a dataset of {plan.data.n} batches; return "
+                         "smaller batches from its function, make fewer of them (each epoch's order of "
+                         "the calls takes 8 bytes per call), use a smaller model, or, on torch, a lower "
+                         'precision (precision="bf16")')
     smaller = max(1, size // 2)
     return ApsiError(f"{fn}: ran out of memory {where} with batch_size={size} ({plan.data.n} samples); "
                      f"lower batch_size (e.g. batch_size={smaller}), use a smaller model, or, on torch, "
