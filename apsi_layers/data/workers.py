@@ -26,6 +26,7 @@ import os
 import signal
 import struct
 import sys
+import time
 import weakref
 
 from apsi_lang.errors import ApsiError
@@ -95,11 +96,8 @@ class Pool:
 
     def _lost(self, k, i):
         pid = self.pids[k]
-        try:
-            done, code = os.waitpid(pid, os.WNOHANG)
-            how = f" ({_status(os.waitstatus_to_exitcode(code))})" if done else ""
-        except ChildProcessError:
-            how = ""
+        code = _exit_status(pid)
+        how = f" ({_status(os.waitstatus_to_exitcode(code))})" if code is not None else ""
         raise ApsiError(f"{self.what}: the dataset's worker process {pid} ended{how} before batch {i} came "
                         "back (out of memory?); dataset(..., workers=0) makes the calls in this process")
 
@@ -131,6 +129,20 @@ class _Inbox:
                 raise EOFError
             got += step
         return view
+
+
+def _exit_status(pid, patience=2.0):
+    """The ended worker's wait status, or None. (Its socket is closed as it exits, a moment before it
+    can be reaped: that moment is waited for, briefly.)"""
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            done, code = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return None
+        if done or time.monotonic() > deadline:
+            return code if done else None
+        time.sleep(0.01)
 
 
 def _status(code):
