@@ -22,9 +22,11 @@ nothing.
    --pairs pairs alternating, each run its own child: the ratio 1 ms / 0 ms (1.0 when the
    read-ahead hides the call), and the CPU seconds per epoch of the program's process (the step and
    a read-ahead thread) and of its workers: what a call adds to the step's process (0 when the calls
-   run elsewhere), which the machine's load does not blur as it blurs the wall times. The model
-   (--ds-hidden) makes a step longer than a call: no read-ahead hides a call slower than the step
-   it runs beside.
+   run elsewhere), which the machine's load does not blur as it blurs the wall times; and the time
+   the step's process spent blocked waiting for its next batch (apsi_layers/data/waited.py), per
+   step, and the part of it at epochs' first batches (drawn when the epoch starts: never made
+   ahead). The model (--ds-hidden) makes a step longer than a call: no read-ahead hides a call
+   slower than the step it runs beside.
 """
 
 import argparse
@@ -176,14 +178,21 @@ print((clock() - t) / EPOCHS, len(x) // B, ds.workers)
 DATASET_CHILD = r"""
 import json, os, resource, sys
 from apsi_lang import permissions, run_source
+from apsi_layers.data import workers
+from apsi_layers.data.waited import WAITED
 args = sys.argv[1:]
+if os.environ.get("BENCH_PLAIN_WORKERS"):     # (as before: not batch-scheduled, the default buffer)
+    workers._yield_to_the_step = lambda: None
+    workers._Room.hold = lambda self, size: None
 before = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
 run_source(open("ds.apsi").read(), "ds.apsi", args=args,
            grants=permissions.Grants(granted=frozenset({"python"}), project_root=os.getcwd()))
 after = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
 epochs = 1 + int(args[0])           # (the untimed epoch too: the rusage covers the whole program)
 print(json.dumps([(u.ru_utime + u.ru_stime - v.ru_utime - v.ru_stime) / epochs
-                  for u, v in zip(after, before)]))
+                  for u, v in zip(after, before)] + [WAITED.seconds / max(1, WAITED.batches),
+                                                  WAITED.first / max(1, WAITED.batches),
+                                                  WAITED.cpu / max(1, WAITED.batches)]))
 """
 
 
@@ -317,30 +326,43 @@ def capped_row(a):
 
 def dataset_rows(folder, a):
     (folder / "ds.apsi").write_text(DATASET)
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     runs = {}
     for _ in range(a.pairs):            # pairs alternating: the machine's load hits both sides
-        for w in (0, -1):
-            for ms in (0, 1):
-                out = subprocess.run([sys.executable, "-c", DATASET_CHILD, str(a.epochs), str(a.batch),
-                                      a.ds_hidden, str(ms), str(w)], cwd=folder, capture_output=True,
-                                     text=True, env=env, timeout=900)
-                if out.returncode:
-                    sys.exit(out.stderr)
-                lines = out.stdout.split("\n")
-                wall, calls, workers = lines[-3].split()
-                runs.setdefault((w, ms), []).append((float(wall), *json.loads(lines[-2])))
+        for w, ms, plain in ((0, 0, ""), (0, 1, ""), (-1, 0, ""), (-1, 1, ""), (-1, 1, "1")):
+            env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1",
+                   "BENCH_PLAIN_WORKERS": plain}
+            out = subprocess.run([sys.executable, "-c", DATASET_CHILD, str(a.epochs), str(a.batch),
+                                  a.ds_hidden, str(ms), str(w)], cwd=folder, capture_output=True,
+                                 text=True, env=env, timeout=900)
+            if out.returncode:
+                sys.exit(out.stderr)
+            lines = out.stdout.split("\n")
+            wall, calls, workers = lines[-3].split()
+            runs.setdefault((w, ms, plain), []).append((float(wall), *json.loads(lines[-2])))
+    calls_n = int(calls)
     for w in (0, -1):
-        pairs = list(zip(runs[w, 0], runs[w, 1], strict=True))
+        pairs = list(zip(runs[w, 0, ""], runs[w, 1, ""], strict=True))
         ratios = [s[0] / f[0] for f, s in pairs]
         f, s = pairs[sorted(range(len(pairs)), key=ratios.__getitem__)[len(pairs) // 2]]     # the median
         how = f"workers={workers} (the default)" if w == -1 else "workers=0 (a thread)"
-        calls_n = int(calls)
         print(f"| dataset, {how}, {calls_n} calls, hidden [{a.ds_hidden}]: s/epoch with a 0 ms / 1 ms "
               f"Apsi fn; CPU s/epoch of the program's process (and of the workers) | "
               f"{f[0]:.3f} / {s[0]:.3f} = {s[0] / f[0]:.2f}x ({', '.join(f'{r:.2f}' for r in ratios)}); "
               f"CPU {f[1]:.2f} ({f[2]:.2f}) / {s[1]:.2f} ({s[2]:.2f}): "
               f"{1000 * (s[1] - f[1]) / calls_n:.2f} ms a call in the step's process | 1.0x; 0 ms |")
+        waited_row(f"dataset, {how}", runs[w, 0, ""], runs[w, 1, ""])
+    waited_row(f"dataset, workers={workers} not batch-scheduled, default socket buffer (as before)",
+               None, runs[-1, 1, "1"])
+
+
+def waited_row(what, zero, one):
+    """The step's wait for its batch, per step, (of which at epochs' first batches; CPU), each run."""
+    def each(runs):
+        ms = [[1000 * v for v in r[3:6]] for r in runs or []]
+        return ", ".join(f"{w:.2f} ({f:.2f}; {c:.2f})" for w, f, c in ms) or "-"
+    print(f"| {what}: ms the step waited for its batch per step (of which at epochs' first batches; the "
+          f"CPU time of taking it), with a 0 ms / 1 ms Apsi fn, each run | {each(zero)} / {each(one)} | "
+          "1 ms: about 0 |")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from apsi_lang.values import show
 
 from .memmap import Mapped
 from .prefetch import Prefetcher
+from .waited import WAITED
 
 SWITCH = 0.0002         # seconds: the GIL's switch interval while a dataset's calls run ahead
 MAX_WORKERS = 64
@@ -140,9 +141,12 @@ class Source:
         key = idx.tobytes()
         if self.last[0] == key:           # the other column of the batch just read
             return self.last[1]
-        value = self.ahead.get(idx) if self.ahead is not None else self.read(idx)
+        value = self.get(idx)
         self.last = (key, value)
         return value
+
+    def get(self, idx):
+        return self.ahead.get(idx) if self.ahead is not None else self.read(idx)
 
     def stop_ahead(self):
         if self.ahead is not None:
@@ -194,6 +198,7 @@ class DatasetSource(Source):
 
     epoch = 0
     switch = None
+    fresh = False           # the next batch is the first announced (waits are counted apart)
 
     def __init__(self, ds, seed, what, rules):
         from .workers import Pool
@@ -214,6 +219,7 @@ class DatasetSource(Source):
             self.ahead = Ahead(self.pool, batches, epoch, self.read, self.finish)
             return
         super().announce(batches, epoch)
+        self.fresh = True
         if self.switch is None:
             self.switch = sys.getswitchinterval()
             sys.setswitchinterval(SWITCH)
@@ -228,6 +234,14 @@ class DatasetSource(Source):
         super().close()
         if self.pool is not None:
             self.pool.close()
+
+    def get(self, idx):
+        if self.pool is not None:
+            return super().get(idx)         # (workers.Ahead counts its own waits)
+        t0, first, self.fresh = WAITED.start(), self.fresh, False
+        value = super().get(idx)
+        WAITED.since(t0, first)
+        return value
 
     def read(self, idx):
         if len(idx) != 1:
