@@ -9,7 +9,6 @@ size is compared with the size it had when loaded: a file cut short or grown by 
 an error naming it, never a wrong batch.
 """
 
-import itertools
 import math
 import os
 
@@ -58,39 +57,8 @@ class Shard:
                             f"bytes when loaded, {actual} now); do not rewrite a data file during fit, "
                             "or load it again")
 
-    def gather(self, out, local, what):
-        """Rows `local` (ascending) into `out` (C order), one pread per run of consecutive rows. The
-        rows are copied out of the page cache, never mapped: a mapping's pages count as the
-        process's memory for as long as they stay mapped, and one fault maps many (64 KiB of
-        fault-around, a whole 2 MiB folio on Linux 6), so a batch of scattered rows mapped most of
-        a file for a moment; a read maps nothing, and the cache stays warm for the next epoch."""
-        self.check(what)
-        if not len(local) or not self.row_bytes:
-            return
-        try:
-            self._read_rows(out, local, what)
-        except OSError as e:
-            raise ApsiError(f"{what}: cannot read {self.shown!r} ({e.strerror or e}); check the disk, "
-                            "then load it again") from None
-
-    def _read_rows(self, out, local, what):
-        size = self.row_bytes
-        cuts = np.flatnonzero(np.diff(local) != 1) + 1
-        first = np.concatenate([[0], cuts]) * size
-        last = np.concatenate([cuts, [len(local)]]) * size
-        at = (self.offset + local[first // size] * size).tolist()
-        into = memoryview(out.reshape(-1).view(np.uint8))
-        if len(at) > FEW_RUNS:
-            # many short runs (a shuffled batch): os.pread mapped over them runs in C, a third
-            # cheaper than a Python loop of preadv into place; the rows are then copied in at once
-            data = b"".join(map(os.pread, itertools.repeat(self.fd), (last - first).tolist(), at))
-            if len(data) == len(into):
-                into[:] = data
-                return
-        for a, b, o in zip(first.tolist(), last.tolist(), at, strict=True):
-            self.read_into(into[a:b], o, what)
-
     def read_into(self, view, at, what):
+        """Bytes at `at` into view, however many reads it takes."""
         while len(view):
             got = os.preadv(self.fd, [view], at)
             if got <= 0:        # the file was cut short since the check: never a silently wrong row
@@ -163,6 +131,8 @@ class Mapped:
         self.rows = rows if rows is not None else range(total)
         first = shards[0]
         self.np_dtype, self.tail = first.dtype, first.tail
+        self.fds = np.array([s.fd for s in shards])
+        self.offsets = np.array([s.offset for s in shards], dtype=np.int64)
 
     @property
     def shape(self):
@@ -217,9 +187,9 @@ class Mapped:
         for s in self.shards:
             s.check(what)
 
-    def take(self, idx, what="read"):
-        """The rows at positions idx (any order, repeats allowed) as an ndarray, read in ascending
-        file order."""
+    def take(self, idx, what="read", dtype=None):
+        """The rows at positions idx (any order, repeats allowed) as an ndarray (of `dtype`: cast as
+        they are put in place), read in ascending file order."""
         idx = np.asarray(idx, dtype=np.int64)
         if self.rows.step == 1 and self.rows.start:
             idx = idx + self.rows.start
@@ -227,21 +197,45 @@ class Mapped:
             idx = np.asarray(self.rows)[idx]
         order = np.argsort(idx, kind="stable")
         wanted = idx[order]
-        out = np.empty((len(idx),) + self.tail, dtype=self.np_dtype)
-        sorted_out = out if np.array_equal(order, np.arange(len(idx))) else np.empty_like(out)
+        out = np.empty((len(idx),) + self.tail, dtype=dtype or self.np_dtype)
+        in_place = out.dtype == self.np_dtype and np.array_equal(order, np.arange(len(idx)))
+        sorted_out = out if in_place else np.empty(out.shape, self.np_dtype)
         self._read_sorted(wanted, sorted_out, what)
         if sorted_out is not out:
             out[order] = sorted_out
         return out
 
     def _read_sorted(self, wanted, out, what):
-        if not len(wanted):
+        """Rows `wanted` (ascending) into `out` (C order), one pread per run of rows consecutive in
+        one file. The rows are copied out of the page cache, never mapped: a mapping's pages count
+        as the process's memory for as long as they stay mapped, and one fault maps many (64 KiB of
+        fault-around, a whole 2 MiB folio on Linux 6), so a batch of scattered rows mapped most of a
+        file for a moment; a read maps nothing, and the cache stays warm for the next epoch."""
+        self.check(what)
+        size = self.shards[0].row_bytes
+        if not len(wanted) or not size:
             return
-        shard_of = np.searchsorted(self.starts, wanted, side="right") - 1
-        bounds = np.concatenate([[0], np.flatnonzero(np.diff(shard_of)) + 1, [len(wanted)]])
-        for a, b in zip(bounds[:-1], bounds[1:], strict=True):
-            k = int(shard_of[a])
-            self.shards[k].gather(out[a:b], wanted[a:b] - self.starts[k], what)
+        k = np.searchsorted(self.starts, wanted, side="right") - 1
+        at = self.offsets[k] + (wanted - self.starts[k]) * size
+        cuts = np.flatnonzero((np.diff(wanted) != 1) | (np.diff(k) != 0)) + 1
+        first, last = np.concatenate([[0], cuts]), np.concatenate([cuts, [len(wanted)]])
+        into = memoryview(out.reshape(-1).view(np.uint8))
+        try:
+            if len(first) > FEW_RUNS:
+                # many short runs (a shuffled batch): os.pread mapped over them runs in C, a third
+                # cheaper than a Python loop of preadv into place; the rows are then copied in at once
+                data = b"".join(map(os.pread, self.fds[k[first]].tolist(), ((last - first) * size).tolist(),
+                                    at[first].tolist()))
+                if len(data) == len(into):
+                    into[:] = data
+                    return
+            for a, b in zip(first.tolist(), last.tolist(), strict=True):    # (or a read came back short)
+                self.shards[k[a]].read_into(into[a * size:b * size], int(at[a]), what)
+        except OSError as e:
+            shard = self.shards[int(k[0])] if len(set(k.tolist())) == 1 else None
+            name = repr(shard.shown) if shard else ", ".join(repr(f) for f in self.files)
+            raise ApsiError(f"{what}: cannot read {name} ({e.strerror or e}); check the disk, then load it "
+                            "again") from None
 
     def _row_ids(self, rows):
         """A list or tensor of row numbers, or of one true/false per row (a mask), as a tensor reads it."""

@@ -133,7 +133,7 @@ class Source:
     def announce(self, batches, epoch):
         self.stop_ahead()
         self.epoch = epoch
-        self.ahead = Prefetcher(self.read, batches, small_stack=isinstance(self, MappedSource))
+        self.ahead = Prefetcher(self.read, batches)
 
     def fetch(self, idx):
         idx = np.asarray(idx, dtype=np.int64)
@@ -158,13 +158,29 @@ class Source:
 class MappedSource(Source):
     """Rows of a Mapped array, as `dtype` (float64 for NumPy's fit; ids as int64)."""
 
+    reader = None       # the reader process (reader.py), forked at the first epoch
+
     def __init__(self, mapped, dtype, what):
         self.mapped, self.dtype, self.what = mapped, dtype, what
 
+    def row_bytes(self):
+        return int(np.prod(self.mapped.tail, dtype=np.int64)) * self.dtype.itemsize
+
+    def announce(self, batches, epoch):
+        from .reader import read_ahead
+
+        self.stop_ahead()
+        self.epoch = epoch
+        self.ahead = read_ahead(self, batches)
+
+    def close(self):
+        super().close()
+        if self.reader is not None:
+            self.reader.close()
+            self.reader = None
+
     def read(self, idx):
-        self.mapped.check(self.what)
-        rows = self.mapped.take(idx, self.what)
-        return [rows if rows.dtype == self.dtype else rows.astype(self.dtype)]
+        return [self.mapped.take(idx, self.what, self.dtype)]      # (take checks the files' sizes)
 
 
 class DatasetSource(Source):
