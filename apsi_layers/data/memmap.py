@@ -9,6 +9,7 @@ size is compared with the size it had when loaded: a file cut short or grown by 
 an error naming it, never a wrong batch.
 """
 
+import math
 import os
 
 import numpy as np
@@ -84,7 +85,35 @@ def _header(f, shown):
     if fortran and len(shape) > 1:
         raise ApsiError(f"load_npy: {shown!r} is stored in Fortran (column) order, which cannot be read "
                         "by rows; save it again with save_npy")
-    return dtype, tuple(int(s) for s in shape), f.tell()
+    shape = tuple(int(s) for s in shape)
+    if any(s < 0 for s in shape) or math.prod(shape) * dtype.itemsize > np.iinfo(np.int64).max:
+        # NumPy reads such a header as it is: -5 rows would be 0, an overflowing size 0 bytes
+        raise ApsiError(f"load_npy: {shown!r} has a damaged header: its shape {list(shape)} "
+                        f"{'has a negative length' if min(shape) < 0 else 'is too large for any file'}; "
+                        "write it again (save_npy writes a valid one)")
+    return dtype, shape, f.tell()
+
+
+ITER_BYTES = 1 << 20   # `for row in x` reads this much at a time
+_OPS = [("'+'", "add radd pos"), ("'-'", "sub rsub neg"), ("'*'", "mul rmul"), ("'/'", "truediv rtruediv"),
+        ("'//'", "floordiv rfloordiv"), ("'%'", "mod rmod"), ("'**'", "pow rpow"), ("'@'", "matmul rmatmul"),
+        ("'<'", "lt"), ("'<='", "le"), ("'>'", "gt"), ("'>='", "ge"), ("abs()", "abs"), ("round()", "round")]
+
+
+def _refuse_op(op):
+    def refuse(self, *_):
+        raise ApsiError(f"{op} does not work on a mapped array ({self.described()}: rows on disk, read only "
+                        f"when indexed); index it first: x[a:b] is a tensor of those rows, e.g. "
+                        f"x[0:{min(len(self), 1000)}]")
+    return refuse
+
+
+def _refuse_number(name):
+    def refuse(self):
+        first = f"x[{', '.join(['0'] * self.ndim)}]"
+        raise ApsiError(f"{name}() of a mapped array ({self.described()}): it holds many numbers, not one; "
+                        f"index one first, e.g. {name}({first})")
+    return refuse
 
 
 class Mapped:
@@ -107,7 +136,7 @@ class Mapped:
 
     @property
     def shape(self):
-        return [len(self.rows), *self.tail]
+        return (len(self.rows), *self.tail)       # a tuple, as a tensor's: x.shape == t.shape
 
     @property
     def ndim(self):
@@ -129,7 +158,26 @@ class Mapped:
         return len(self.rows)
 
     def __repr__(self):
-        return f"mapped array {self.shape} {self.dtype} ({len(self.shards)} file(s))"
+        return f"mapped array {list(self.shape)} {self.dtype} ({len(self.shards)} file(s))"
+
+    def __iter__(self):
+        """Row by row, as a tensor's: each row a tensor; rows are read a block at a time (about
+        ITER_BYTES), never the whole file."""
+        from apsi_layers.nn.autograd.tensor import Tensor
+
+        step = max(1, ITER_BYTES // max(1, self.shards[0].row_bytes))
+        for start in range(0, len(self.rows), step):
+            block = _as_tensor_data(self.take(np.arange(start, min(start + step, len(self.rows)))))
+            for row in block:
+                yield Tensor(row)
+
+    def described(self):
+        return f"{list(self.shape)} {self.dtype} in {', '.join(map(repr, self.files))}"
+
+    def refuse_whole(self, fn):
+        raise ApsiError(f"{fn}() of a mapped array ({self.described()}): on a tensor it takes every "
+                        "number, which here would read the whole file; take it over rows you read, e.g. "
+                        f"{fn}(x[0:{min(len(self), 1000)}]), block by block for the whole file")
 
     def view(self, sl):
         """The rows sl (a slice) as another Mapped array: nothing is read."""
@@ -189,6 +237,20 @@ class Mapped:
             raise ApsiError(f"{what}: cannot read {name} ({e.strerror or e}); check the disk, then load it "
                             "again") from None
 
+    def _row_ids(self, rows):
+        """A list or tensor of row numbers, or of one true/false per row (a mask), as a tensor reads it."""
+        ids = np.asarray(rows)
+        if ids.size == 0:           # x[[]]: no rows, as a tensor's
+            return np.zeros(0, np.int64)
+        if ids.dtype.kind == "b" and ids.ndim == 1:
+            if len(ids) != len(self.rows):
+                raise ApsiError(f"index: boolean index did not match indexed mapped array along axis 0; "
+                                f"size of axis is {len(self.rows)} but size of corresponding boolean axis "
+                                f"is {len(ids)} (the mapped array has shape {self.shape}); a mask needs "
+                                "one true/false per row")
+            return np.flatnonzero(ids)
+        return ids
+
     def __getitem__(self, key):
         from apsi_layers.nn.autograd.tensor import Tensor
 
@@ -202,9 +264,10 @@ class Mapped:
                 raise ApsiError(f"index {i} is out of range for a mapped array of {n} rows")
             picked = self.take([i % n])[0]
         else:
-            ids = np.asarray(rows.data if isinstance(rows, Tensor) else rows)
-            if ids.dtype.kind == "b":
-                ids = np.flatnonzero(ids)
+            ids = self._row_ids(rows.data if isinstance(rows, Tensor) else rows)
+            if ids.dtype.kind == "f":
+                raise ApsiError("index: a float list or tensor was used as the row index of a mapped "
+                                "array; row numbers must be whole numbers (astype(ids, \"int64\"))")
             if ids.dtype.kind not in "iu" or ids.ndim != 1:
                 raise ApsiError("a mapped array takes an int, a slice or a list of row numbers as its "
                                 f"first index, not {show(rows, True)}")
@@ -215,6 +278,15 @@ class Mapped:
         if rest:      # x[i, j] indexes the row; x[a:b, j] each row
             picked = picked[tuple(rest)] if picked.ndim == len(self.tail) else picked[(slice(None), *rest)]
         return Tensor(_as_tensor_data(picked))
+
+
+# arithmetic and conversions are refused in Apsi's words, with what to do (on a tensor they would read
+# the whole file; Python's own message would name the class)
+for _op, _names in _OPS:
+    for _name in _names.split():
+        setattr(Mapped, f"__{_name}__", _refuse_op(_op))
+for _name in ("float", "int", "complex"):
+    setattr(Mapped, f"__{_name}__", _refuse_number(_name))
 
 
 def _as_tensor_data(a):

@@ -24,7 +24,7 @@ save_npy("s3.npy", x[-1])
 save_npy("s4.npy", x[10:20, 1])
 save_npy("all.npy", load_npy(["a.npy", "b.npy"], mmap=false))
 """)
-    assert out.split("\n")[0] == "700 [700, 3, 2] float32"
+    assert out.split("\n")[0] == "700 (700, 3, 2) float32"
     ref = shards.astype(np.float64)
     assert np.array_equal(np.load(tmp_path / "s1.npy"), ref[240:260])
     assert np.array_equal(np.load(tmp_path / "s2.npy"), ref[[699, 3, 250, 3]])
