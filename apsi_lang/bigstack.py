@@ -34,6 +34,7 @@ RECURSION_LIMIT = 6000
 STACK_BYTES = 512 * 1024 * 1024     # at least: ~85 KiB of C stack per nested call at the limit
 SAFE_LIMIT = 1500                   # where the default 8 MiB stack holds even calls through C
 GRACE_SECONDS = 2.0                 # how long a Ctrl-C waits for the program to stop
+POLL_SECONDS = 0.1                  # how often the main thread looks for a signal (see _wait)
 
 _inside = None                      # threading.local(), made on first use
 abandoned = False                   # the program's thread was left running (see above)
@@ -133,10 +134,14 @@ _held = {}                          # signal -> the handler set aside while an i
 
 def _wait(thread, done):
     global abandoned
-    # (an Event, not thread.join(): a join interrupted by Ctrl-C can mark the thread as stopped)
+    # (an Event, not thread.join(): a join interrupted by Ctrl-C can mark the thread as stopped.) The
+    # wait wakes every POLL_SECONDS: Python runs signal handlers on the main thread only, and a signal
+    # the kernel delivers to another thread (the program's, a read-ahead thread) wakes no untimed wait:
+    # Ctrl-C during a fit over mapped files was lost that way in 15 of 20 tries
     while True:
         try:
-            done.wait()
+            while not done.wait(POLL_SECONDS):
+                pass
             return
         except KeyboardInterrupt as e:
             if _stopped_gently(done, e):
@@ -231,4 +236,25 @@ def _interrupt(thread, kind=KeyboardInterrupt):
     """Raise `kind` (KeyboardInterrupt or signals.Terminated) in `thread` at its next instruction."""
     import ctypes
 
+    _not_starting_a_thread(thread)
     ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(kind))
+
+
+def _not_starting_a_thread(thread, patience=1.0):
+    """Wait (briefly) while `thread` is inside Thread.start: until the new thread runs, CPython gives
+    its state the starting thread's id, and the exception raised "in `thread`" would land in the new
+    thread instead (a read-ahead thread that died at birth, printing a traceback, while the fit ran on
+    until the grace ran out)."""
+    import sys
+    import threading
+    import time
+
+    start = threading.Thread.start.__code__
+    deadline = time.monotonic() + patience
+    while time.monotonic() < deadline:
+        frame = sys._current_frames().get(thread.ident)
+        while frame is not None and frame.f_code is not start:
+            frame = frame.f_back
+        if frame is None:
+            return
+        time.sleep(0.002)

@@ -160,6 +160,7 @@ _TYPE_METHOD = Pattern(r"\b(?:list|str|dict|set|tuple|frozenset|int|float)\.(\w+
 
 
 def _fn(name):
+    name = name.rsplit(".", 1)[-1]      # (CPython names a function by its module too: mod.fn())
     return "fn(…) => …" if name == "<lambda>" else f"{name}()"
 
 
@@ -185,6 +186,8 @@ _REWORDS = [   # CPython's messages that name Python types or syntax, in Apsi's 
      lambda m: f"{_fn(m.group(1))} has no parameter named '{m.group(2)}'"),
     (Pattern(r"(\S+)\(\) got multiple values for argument '(\w+)'"),
      lambda m: f"{_fn(m.group(1))} was given '{m.group(2)}' twice (by position and by name)"),
+    (Pattern(r"(\S+)\(\) got multiple values for keyword argument '(\w+)'"),
+     lambda m: f"{_fn(m.group(1))} was given '{m.group(2)}' twice (by name and in a ** map)"),
     (Pattern(r"unsupported operand type\(s\) for ([^:]+): '(\w+)' and '(\w+)'"),
      lambda m: f"'{m.group(1).strip()}' does not work on {a_type_named(m.group(2))} and "
                f"{a_type_named(m.group(3))}"),

@@ -11,7 +11,17 @@ def _tensor_aware(nn):
     Tensor = nn.Tensor
     foreign = nn.foreign        # torch tensors, once the torch backend has loaded (nn/autograd/foreign.py)
 
+    from apsi_layers.data.memmap import Mapped
+
+    def whole(name, args):
+        # a mapped array loops as rows (a list's sum would give column sums), where a tensor's
+        # sum/max/... reduce every number: refused, saying what to do
+        for a in args:
+            if isinstance(a, Mapped):
+                a.refuse_whole(name)
+
     def sum(x, *rest, axis=None, keepdims=False):  # noqa: A001
+        whole("sum", (x,))
         if type(x) is Tensor or isinstance(x, foreign.TYPES):
             if len(rest) > 2:
                 raise nn.ApsiError("sum(x, axis, keepdims): at most three arguments for a tensor")
@@ -23,6 +33,7 @@ def _tensor_aware(nn):
 
     def _extreme(name, reduce, pairwise, builtin):
         def fn(*args, axis=None, keepdims=False, **kw):
+            whole(name, args)
             if len(args) == 1 and (type(args[0]) is Tensor or isinstance(args[0], foreign.TYPES)):
                 return reduce(args[0], axis=axis, keepdims=keepdims)
             if len(args) == 2 and (Tensor in (type(args[0]), type(args[1]))
@@ -44,6 +55,7 @@ def _tensor_aware(nn):
     def _boolean(name, reduce, builtin):
         # all/any: Apsi's builtins for lists, NumPy's for tensors (axis=, keepdims=)
         def fn(x, axis=None, keepdims=False):
+            whole(name, (x,))
             if type(x) is Tensor or isinstance(x, foreign.TYPES) or axis is not None or keepdims:
                 return reduce(x, axis=axis, keepdims=keepdims)     # all(rows, axis=1) as NumPy
             return builtin(x)

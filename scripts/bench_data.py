@@ -22,9 +22,11 @@ nothing.
    --pairs pairs alternating, each run its own child: the ratio 1 ms / 0 ms (1.0 when the
    read-ahead hides the call), and the CPU seconds per epoch of the program's process (the step and
    a read-ahead thread) and of its workers: what a call adds to the step's process (0 when the calls
-   run elsewhere), which the machine's load does not blur as it blurs the wall times. The model
-   (--ds-hidden) makes a step longer than a call: no read-ahead hides a call slower than the step
-   it runs beside.
+   run elsewhere), which the machine's load does not blur as it blurs the wall times; and the time
+   the step's process spent blocked waiting for its next batch (apsi_layers/data/waited.py), per
+   step, and the part of it at epochs' first batches (drawn when the epoch starts: never made
+   ahead). The model (--ds-hidden) makes a step longer than a call: no read-ahead hides a call
+   slower than the step it runs beside.
 """
 
 import argparse
@@ -51,6 +53,18 @@ net = mlp(FEATURES, 1, hidden=[64])
 p0 = net.init(seed=0)
 y = np.load("y.npy")
 
+def cpu():
+    import resource
+    return [u.ru_utime + u.ru_stime
+            for u in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))]
+
+def timed_cpu(x):
+    # wall seconds per epoch, and CPU seconds per epoch of this process and of its children
+    fit(net, p0, x, y, loss="mse", epochs=1, batch_size=BATCH)     # warm
+    t, c = time.perf_counter(), cpu()
+    fit(net, p0, x, y, loss="mse", epochs=EPOCHS, batch_size=BATCH)
+    return [(time.perf_counter() - t) / EPOCHS] + [(b - a) / EPOCHS for a, b in zip(c, cpu())]
+
 def timed(x, backend="numpy"):
     fit(net, p0, x, y, loss="mse", epochs=1, batch_size=BATCH, backend=backend)     # warm
     t = time.perf_counter()
@@ -59,8 +73,8 @@ def timed(x, backend="numpy"):
 """
 
 CHILDREN = {
-    "memory": "print(json.dumps(timed(np.concatenate([np.load(f) for f in files]))))",
-    "mapped": "print(json.dumps(timed(load_npy(files))))",
+    "memory": "print(json.dumps(timed_cpu(np.concatenate([np.load(f) for f in files]))))",
+    "mapped": "print(json.dumps(timed_cpu(load_npy(files))))",
     "rss": textwrap.dedent("""
         import resource, threading
         x = load_npy(files)
@@ -73,11 +87,22 @@ CHILDREN = {
             resource.setrlimit(resource.RLIMIT_DATA, (status("VmData") + cap, resource.RLIM_INFINITY))
         open("/proc/self/clear_refs", "w").write("5")
         base, anon0, file0 = status("VmHWM"), status("RssAnon"), status("RssFile")
-        peak, done = {"RssAnon": 0, "RssFile": 0}, threading.Event()
-        def sample():             # the kernel keeps no peak of either part: sample them
+        peak, done = {"RssAnon": 0, "RssFile": 0, "reader": 0}, threading.Event()
+        def reader():             # the reader process's own memory (not what it shares with us)
+            total = 0
+            for t in os.listdir("/proc/self/task"):
+                for pid in open(f"/proc/self/task/{t}/children").read().split():
+                    try:
+                        total += sum(int(l.split()[1]) * 1024 for l in open(f"/proc/{pid}/smaps_rollup")
+                                     if l.startswith(("Private_Clean", "Private_Dirty")))
+                    except OSError:
+                        pass
+            return total
+        def sample():             # the kernel keeps no peak of these: sample them
             while not done.wait(0.002):
-                for k in peak:
+                for k in ("RssAnon", "RssFile"):
                     peak[k] = max(peak[k], status(k))
+                peak["reader"] = max(peak["reader"], reader())
         t = threading.Thread(target=sample)
         t.start()
         t0 = time.perf_counter()
@@ -85,7 +110,8 @@ CHILDREN = {
         took = time.perf_counter() - t0
         done.set()
         t.join()
-        print(json.dumps([status("VmHWM") - base, peak["RssAnon"] - anon0, peak["RssFile"] - file0, took]))
+        print(json.dumps([status("VmHWM") - base, peak["RssAnon"] - anon0, peak["RssFile"] - file0, took,
+                          peak["reader"]]))
     """),
     "torch_mapped": "print(json.dumps(timed(load_npy(files), 'torch')))",
     "loader": textwrap.dedent("""
@@ -152,20 +178,27 @@ print((clock() - t) / EPOCHS, len(x) // B, ds.workers)
 DATASET_CHILD = r"""
 import json, os, resource, sys
 from apsi_lang import permissions, run_source
+from apsi_layers.data import workers
+from apsi_layers.data.waited import WAITED
 args = sys.argv[1:]
+if os.environ.get("BENCH_PLAIN_WORKERS"):     # (as before: not batch-scheduled, the default buffer)
+    workers._yield_to_the_step = lambda: None
+    workers._Room.hold = lambda self, size: None
 before = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
 run_source(open("ds.apsi").read(), "ds.apsi", args=args,
            grants=permissions.Grants(granted=frozenset({"python"}), project_root=os.getcwd()))
 after = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
 epochs = 1 + int(args[0])           # (the untimed epoch too: the rusage covers the whole program)
 print(json.dumps([(u.ru_utime + u.ru_stime - v.ru_utime - v.ru_stime) / epochs
-                  for u, v in zip(after, before)]))
+                  for u, v in zip(after, before)] + [WAITED.seconds / max(1, WAITED.batches),
+                                                  WAITED.first / max(1, WAITED.batches),
+                                                  WAITED.cpu / max(1, WAITED.batches)]))
 """
 
 
-def child(folder, kind, args, extra=()):
+def child(folder, kind, args, extra=(), env=()):
     code = COMMON + CHILDREN[kind]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", **dict(env)}
     out = subprocess.run([sys.executable, "-c", code, kind, *map(str, args), *map(str, extra)], cwd=folder,
                          capture_output=True, text=True, env=env, timeout=900)
     if out.returncode:
@@ -220,14 +253,33 @@ def main():
     print(load_line("load after"))
 
 
+READERS = {"process": "a reader process", "thread": "a read-ahead thread"}
+PROCESS = {"APSI_READ_AHEAD": "process"}       # the memory rows: the program's and its reader's
+
+
+def best(runs):
+    """The fastest run's s/epoch: what the machine's load added least to (timeit's estimate)."""
+    return min(r[0] for r in runs)
+
+
 def arrays_rows(folder, a, data, args):
     model = (a.features * 64 + 64 + 64 + 1) * 8
-    pairs = [(child(folder, "memory", args), child(folder, "mapped", args)) for _ in range(a.repeat)]
-    mem, mapped = sorted(pairs, key=lambda p: p[1] / p[0])[len(pairs) // 2]       # the median pair
-    print(f"| NumPy s/epoch: in memory / mapped shards | {mem:.3f} / {mapped:.3f} = {mapped / mem:.2f}x "
-          f"(the median of {len(pairs)} pairs: {', '.join(f'{m / i:.2f}' for i, m in pairs)}) | <= 1.15x |")
-    rise, anon, mapped_file, _ = child(folder, "rss", args, (0,))
-    rss_row(f"{data / 2**20:.1f} MB data, no cap", rise, anon, mapped_file, data + model)
+    runs = {"memory": [], **{k: [] for k in READERS}}
+    for _ in range(a.repeat):           # the sides alternate: the machine's load hits each alike
+        runs["memory"].append(child(folder, "memory", args))
+        for how in READERS:
+            runs[how].append(child(folder, "mapped", args, env={"APSI_READ_AHEAD": how}))
+    for how, what in READERS.items():
+        pairs = list(zip(runs["memory"], runs[how], strict=True))
+        mem, mapped = sorted(pairs, key=lambda p: p[1][0] / p[0][0])[len(pairs) // 2]   # the median pair
+        fast = best(runs["memory"]), best(runs[how])
+        print(f"| NumPy s/epoch: in memory / mapped shards read by {what}; CPU s/epoch of the program "
+              f"(and of its reader) | {mem[0]:.3f} / {mapped[0]:.3f} = {mapped[0] / mem[0]:.2f}x (the median "
+              f"of {len(pairs)} pairs: {', '.join(f'{m[0] / i[0]:.2f}' for i, m in pairs)}); CPU "
+              f"{mem[1]:.3f} / {mapped[1]:.3f} ({mapped[2]:.3f}); the fastest of each side: {fast[0]:.3f} / "
+              f"{fast[1]:.3f} = {fast[1] / fast[0]:.2f}x | <= 1.15x |")
+    rise, anon, mapped_file, _, reader = child(folder, "rss", args, (0,), PROCESS)
+    rss_row(f"{data / 2**20:.1f} MB data, no cap", rise, anon, mapped_file, data + model, reader)
     if not a.skip_torch:
         ours = child(folder, "torch_mapped", args)
         for w in (0, 2):
@@ -236,11 +288,12 @@ def arrays_rows(folder, a, data, args):
                   f"{theirs:.3f} = {ours / theirs:.2f}x | <= 1.0x |")
 
 
-def rss_row(what, rise, anon, mapped_file, whole):
-    mb = [f"{v / 2**20:.1f}" for v in (rise, anon, mapped_file)]
-    share = [f"{100 * v / whole:.1f}%" for v in (rise, anon, mapped_file)]
-    print(f"| NumPy mapped fit ({what}): peak RSS rise all / anonymous / file pages, of data + model | "
-          f"{' / '.join(mb)} MB of {whole / 2**20:.1f} MB = {' / '.join(share)} | <= 25% |")
+def rss_row(what, rise, anon, mapped_file, whole, reader):
+    mb = [f"{v / 2**20:.1f}" for v in (rise, anon, mapped_file, reader)]
+    share = [f"{100 * v / whole:.1f}%" for v in (rise, anon, mapped_file, reader)]
+    print(f"| NumPy mapped fit ({what}): peak RSS rise all / anonymous / file pages, and the reader "
+          f"process's own (private) memory, of data + model | {' / '.join(mb[:3])} MB; {mb[3]} MB of "
+          f"{whole / 2**20:.1f} MB = {' / '.join(share[:3])}; {share[3]} | <= 25% |")
 
 
 def capped_row(a):
@@ -265,37 +318,51 @@ def capped_row(a):
         del x, y
         cap = data // 4
         model = (a.features * 64 + 64 + 64 + 1) * 8
-        rise, anon, mapped_file, took = child(folder, "rss", (rows, 1, a.batch, a.features), (cap,))
+        rise, anon, mapped_file, took, reader = child(folder, "rss", (rows, 1, a.batch, a.features), (cap,),
+                                                      PROCESS)
         rss_row(f"{data / 2**20:.0f} MB file, anonymous memory capped at {cap / 2**20:.0f} MB, "
-                f"{took:.1f} s/epoch", rise, anon, mapped_file, data + model)
+                f"{took:.1f} s/epoch", rise, anon, mapped_file, data + model, reader)
 
 
 def dataset_rows(folder, a):
     (folder / "ds.apsi").write_text(DATASET)
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     runs = {}
     for _ in range(a.pairs):            # pairs alternating: the machine's load hits both sides
-        for w in (0, -1):
-            for ms in (0, 1):
-                out = subprocess.run([sys.executable, "-c", DATASET_CHILD, str(a.epochs), str(a.batch),
-                                      a.ds_hidden, str(ms), str(w)], cwd=folder, capture_output=True,
-                                     text=True, env=env, timeout=900)
-                if out.returncode:
-                    sys.exit(out.stderr)
-                lines = out.stdout.split("\n")
-                wall, calls, workers = lines[-3].split()
-                runs.setdefault((w, ms), []).append((float(wall), *json.loads(lines[-2])))
+        for w, ms, plain in ((0, 0, ""), (0, 1, ""), (-1, 0, ""), (-1, 1, ""), (-1, 1, "1")):
+            env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1",
+                   "BENCH_PLAIN_WORKERS": plain}
+            out = subprocess.run([sys.executable, "-c", DATASET_CHILD, str(a.epochs), str(a.batch),
+                                  a.ds_hidden, str(ms), str(w)], cwd=folder, capture_output=True,
+                                 text=True, env=env, timeout=900)
+            if out.returncode:
+                sys.exit(out.stderr)
+            lines = out.stdout.split("\n")
+            wall, calls, workers = lines[-3].split()
+            runs.setdefault((w, ms, plain), []).append((float(wall), *json.loads(lines[-2])))
+    calls_n = int(calls)
     for w in (0, -1):
-        pairs = list(zip(runs[w, 0], runs[w, 1], strict=True))
+        pairs = list(zip(runs[w, 0, ""], runs[w, 1, ""], strict=True))
         ratios = [s[0] / f[0] for f, s in pairs]
         f, s = pairs[sorted(range(len(pairs)), key=ratios.__getitem__)[len(pairs) // 2]]     # the median
         how = f"workers={workers} (the default)" if w == -1 else "workers=0 (a thread)"
-        calls_n = int(calls)
         print(f"| dataset, {how}, {calls_n} calls, hidden [{a.ds_hidden}]: s/epoch with a 0 ms / 1 ms "
               f"Apsi fn; CPU s/epoch of the program's process (and of the workers) | "
               f"{f[0]:.3f} / {s[0]:.3f} = {s[0] / f[0]:.2f}x ({', '.join(f'{r:.2f}' for r in ratios)}); "
               f"CPU {f[1]:.2f} ({f[2]:.2f}) / {s[1]:.2f} ({s[2]:.2f}): "
               f"{1000 * (s[1] - f[1]) / calls_n:.2f} ms a call in the step's process | 1.0x; 0 ms |")
+        waited_row(f"dataset, {how}", runs[w, 0, ""], runs[w, 1, ""])
+    waited_row(f"dataset, workers={workers} not batch-scheduled, default socket buffer (as before)",
+               None, runs[-1, 1, "1"])
+
+
+def waited_row(what, zero, one):
+    """The step's wait for its batch, per step, (of which at epochs' first batches; CPU), each run."""
+    def each(runs):
+        ms = [[1000 * v for v in r[3:6]] for r in runs or []]
+        return ", ".join(f"{w:.2f} ({f:.2f}; {c:.2f})" for w, f, c in ms) or "-"
+    print(f"| {what}: ms the step waited for its batch per step (of which at epochs' first batches; the "
+          f"CPU time of taking it), with a 0 ms / 1 ms Apsi fn, each run | {each(zero)} / {each(one)} | "
+          "1 ms: about 0 |")
 
 
 if __name__ == "__main__":

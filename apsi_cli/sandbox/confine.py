@@ -55,7 +55,7 @@ RUN_READ = ("/usr", "/bin", "/sbin", "/opt")
 
 # Environment variables kept without `env`: they configure how Python, NumPy's BLAS and the terminal
 # behave and carry no secrets. Everything else (tokens, HOME, PATH, …) goes.
-KEEP_ENV = {"LANG", "LANGUAGE", "TZ", "TERM", "COLUMNS", "LINES", "NO_COLOR", "APSI_DEBUG"}
+KEEP_ENV = {"LANG", "LANGUAGE", "TZ", "TERM", "COLUMNS", "LINES", "NO_COLOR", "APSI_DEBUG", "APSI_READ_AHEAD"}
 KEEP_ENV_PREFIXES = ("LC_", "OMP_", "OPENBLAS_", "MKL_", "BLIS_", "NPY_", "NUMPY_")
 # What torchrun (`apsi launch`) tells each worker: its place in the job and where the ranks meet. The
 # process group reads them from the environment when fit(distributed=…) joins; they are no secret, and

@@ -25,28 +25,35 @@ def mapped_input(fn, arg, m, ids_vocab, nan_ok=False):
         rows = np.arange(start, min(start + step, len(m)))
         block = m.take(rows, fn)
         if ids_vocab is not None:
-            _check_ids(fn, block, ids_vocab, start)
+            _check_ids(fn, block, ids_vocab, lambda k, s=start: _row_of(m, s + k))
         elif block.dtype.kind == "f" and not nan_ok and not np.isfinite(block).all():
             where = np.argwhere(~np.isfinite(block))[0]
-            raise ApsiError(f"{fn}: {arg} hold {block[tuple(where)]} at row {start + int(where[0])} (file "
-                            f"{_file_of(m, start + int(where[0]))!r}); replace those values first "
-                            "(an imputation layer fills them)")
+            raise ApsiError(f"{fn}: {arg} hold {block[tuple(where)]} at {_row_of(m, start + int(where[0]))}; "
+                            "replace those values first (an imputation layer fills them)")
     checked.add(key)
     return mapped_column(fn, arg, m, np.int64 if ids_vocab is not None else np.float64)
 
 
-def _file_of(m, row):
-    k = int(np.searchsorted(m.starts, np.asarray(m.rows)[row], side="right") - 1)
-    return m.shards[k].shown
+def _row_of(m, row):
+    """Row `row` of m named as the user sees it: the row, the file it is in (and its row there)."""
+    k = int(np.searchsorted(m.starts, m.rows[row], side="right") - 1)
+    local = m.rows[row] - int(m.starts[k])
+    return f"row {row} (file {m.shards[k].shown!r}{f', its row {local}' if local != row else ''})"
 
 
-def _check_ids(fn, block, vocab, start):
-    if block.dtype.kind == "f" and not np.all(block == np.round(block)):
+def _check_ids(fn, block, vocab, where):
+    """Token ids must be whole numbers in 0..vocab-1; where(k) names the place of block's row k (a
+    file's row, a dataset's batch), as the other checks of a source do."""
+    frac = block != np.round(block) if block.dtype.kind == "f" else np.zeros(block.shape, bool)
+    if frac.any():
+        k = int(np.argwhere(frac)[0][0])
         raise ApsiError(f"{fn}: the model starts with an embedding, so inputs must be int token ids; "
-                        f"rows from {start} hold fractional numbers")
-    if block.size and (block.min() < 0 or block.max() >= vocab):
-        bad = int(block.max() if block.max() >= vocab else block.min())
-        raise ApsiError(f"{fn}: token id {bad} is out of range (ids 0..{vocab - 1})")
+                        f"{where(k)} holds fractional numbers")
+    out = (block < 0) | (block >= vocab)
+    if out.any():
+        at = tuple(np.argwhere(out)[0])
+        raise ApsiError(f"{fn}: token id {block[at]:.0f} at {where(at[0])} is out of range "
+                        f"(ids 0..{vocab - 1})")
 
 
 def read_whole(m, fn):
@@ -62,12 +69,21 @@ def dataset_data(fn, ds, seed, ids_vocab, nan_ok=False):
     first = ds.call(0, seed, 0, fn)
     if len(first) < 2 and fn == "fit":
         raise ApsiError("fit: the dataset function returned only x at batch 0; fit needs [x, y]")
-    x_rule = _input_rule(fn, first[0], ids_vocab, nan_ok)
+    x0 = first[0]
+    if len(x0) and 0 in x0.shape[1:]:      # as in memory (data_checks._empty_sample), not a layer's 1/0
+        raise ApsiError(f"{fn}: the dataset function returned x of shape {list(x0.shape)} at batch 0: "
+                        f"samples of per-sample shape {list(x0.shape[1:])}, with no numbers; return at "
+                        "least one number per sample")
+    x_rule = _input_rule(fn, x0, ids_vocab, nan_ok)
     src = DatasetSource(ds, seed, fn, [x_rule] + ([_same_tail(fn, "y", first[1])] if len(first) > 1 else []))
-    x0 = x_rule(first[0], 0, 0)
+    x0 = x_rule(x0, 0, 0)
     xs = [Column(src, 0, (ds.count, *x0.shape[1:]), x0.dtype)]
     ys = [Column(src, 1, (ds.count, *first[1].shape[1:]), first[1].dtype)] if len(first) > 1 else None
     return Data(inputs=xs, targets=ys if fn == "fit" else None, n=ds.count, first=first)
+
+
+def _epoch(epoch):
+    return f" (epoch {epoch})" if epoch else ""     # call 0, made before training, has no epoch
 
 
 def _same_tail(fn, k, like):
@@ -88,7 +104,7 @@ def _input_rule(fn, x0, ids_vocab, nan_ok):
     def rule(a, i, epoch):
         a = same(a, i, epoch)
         if ids_vocab is not None:
-            _check_ids(fn, a, ids_vocab, 0)
+            _check_ids(fn, a, ids_vocab, lambda k: f"row {k} of x at batch {i}{_epoch(epoch)}")
             return a.astype(np.int64)
         if a.dtype.kind == "f" and not nan_ok and not np.isfinite(a).all():
             raise ApsiError(f"{fn}: the dataset function returned x holding NaN or inf at batch {i}"

@@ -9,7 +9,7 @@ size is compared with the size it had when loaded: a file cut short or grown by 
 an error naming it, never a wrong batch.
 """
 
-import itertools
+import math
 import os
 
 import numpy as np
@@ -57,39 +57,8 @@ class Shard:
                             f"bytes when loaded, {actual} now); do not rewrite a data file during fit, "
                             "or load it again")
 
-    def gather(self, out, local, what):
-        """Rows `local` (ascending) into `out` (C order), one pread per run of consecutive rows. The
-        rows are copied out of the page cache, never mapped: a mapping's pages count as the
-        process's memory for as long as they stay mapped, and one fault maps many (64 KiB of
-        fault-around, a whole 2 MiB folio on Linux 6), so a batch of scattered rows mapped most of
-        a file for a moment; a read maps nothing, and the cache stays warm for the next epoch."""
-        self.check(what)
-        if not len(local) or not self.row_bytes:
-            return
-        try:
-            self._read_rows(out, local, what)
-        except OSError as e:
-            raise ApsiError(f"{what}: cannot read {self.shown!r} ({e.strerror or e}); check the disk, "
-                            "then load it again") from None
-
-    def _read_rows(self, out, local, what):
-        size = self.row_bytes
-        cuts = np.flatnonzero(np.diff(local) != 1) + 1
-        first = np.concatenate([[0], cuts]) * size
-        last = np.concatenate([cuts, [len(local)]]) * size
-        at = (self.offset + local[first // size] * size).tolist()
-        into = memoryview(out.reshape(-1).view(np.uint8))
-        if len(at) > FEW_RUNS:
-            # many short runs (a shuffled batch): os.pread mapped over them runs in C, a third
-            # cheaper than a Python loop of preadv into place; the rows are then copied in at once
-            data = b"".join(map(os.pread, itertools.repeat(self.fd), (last - first).tolist(), at))
-            if len(data) == len(into):
-                into[:] = data
-                return
-        for a, b, o in zip(first.tolist(), last.tolist(), at, strict=True):
-            self.read_into(into[a:b], o, what)
-
     def read_into(self, view, at, what):
+        """Bytes at `at` into view, however many reads it takes."""
         while len(view):
             got = os.preadv(self.fd, [view], at)
             if got <= 0:        # the file was cut short since the check: never a silently wrong row
@@ -116,7 +85,35 @@ def _header(f, shown):
     if fortran and len(shape) > 1:
         raise ApsiError(f"load_npy: {shown!r} is stored in Fortran (column) order, which cannot be read "
                         "by rows; save it again with save_npy")
-    return dtype, tuple(int(s) for s in shape), f.tell()
+    shape = tuple(int(s) for s in shape)
+    if any(s < 0 for s in shape) or math.prod(shape) * dtype.itemsize > np.iinfo(np.int64).max:
+        # NumPy reads such a header as it is: -5 rows would be 0, an overflowing size 0 bytes
+        raise ApsiError(f"load_npy: {shown!r} has a damaged header: its shape {list(shape)} "
+                        f"{'has a negative length' if min(shape) < 0 else 'is too large for any file'}; "
+                        "write it again (save_npy writes a valid one)")
+    return dtype, shape, f.tell()
+
+
+ITER_BYTES = 1 << 20   # `for row in x` reads this much at a time
+_OPS = [("'+'", "add radd pos"), ("'-'", "sub rsub neg"), ("'*'", "mul rmul"), ("'/'", "truediv rtruediv"),
+        ("'//'", "floordiv rfloordiv"), ("'%'", "mod rmod"), ("'**'", "pow rpow"), ("'@'", "matmul rmatmul"),
+        ("'<'", "lt"), ("'<='", "le"), ("'>'", "gt"), ("'>='", "ge"), ("abs()", "abs"), ("round()", "round")]
+
+
+def _refuse_op(op):
+    def refuse(self, *_):
+        raise ApsiError(f"{op} does not work on a mapped array ({self.described()}: rows on disk, read only "
+                        f"when indexed); index it first: x[a:b] is a tensor of those rows, e.g. "
+                        f"x[0:{min(len(self), 1000)}]")
+    return refuse
+
+
+def _refuse_number(name):
+    def refuse(self):
+        first = f"x[{', '.join(['0'] * self.ndim)}]"
+        raise ApsiError(f"{name}() of a mapped array ({self.described()}): it holds many numbers, not one; "
+                        f"index one first, e.g. {name}({first})")
+    return refuse
 
 
 class Mapped:
@@ -134,10 +131,12 @@ class Mapped:
         self.rows = rows if rows is not None else range(total)
         first = shards[0]
         self.np_dtype, self.tail = first.dtype, first.tail
+        self.fds = np.array([s.fd for s in shards])
+        self.offsets = np.array([s.offset for s in shards], dtype=np.int64)
 
     @property
     def shape(self):
-        return [len(self.rows), *self.tail]
+        return (len(self.rows), *self.tail)       # a tuple, as a tensor's: x.shape == t.shape
 
     @property
     def ndim(self):
@@ -159,7 +158,26 @@ class Mapped:
         return len(self.rows)
 
     def __repr__(self):
-        return f"mapped array {self.shape} {self.dtype} ({len(self.shards)} file(s))"
+        return f"mapped array {list(self.shape)} {self.dtype} ({len(self.shards)} file(s))"
+
+    def __iter__(self):
+        """Row by row, as a tensor's: each row a tensor; rows are read a block at a time (about
+        ITER_BYTES), never the whole file."""
+        from apsi_layers.nn.autograd.tensor import Tensor
+
+        step = max(1, ITER_BYTES // max(1, self.shards[0].row_bytes))
+        for start in range(0, len(self.rows), step):
+            block = _as_tensor_data(self.take(np.arange(start, min(start + step, len(self.rows)))))
+            for row in block:
+                yield Tensor(row)
+
+    def described(self):
+        return f"{list(self.shape)} {self.dtype} in {', '.join(map(repr, self.files))}"
+
+    def refuse_whole(self, fn):
+        raise ApsiError(f"{fn}() of a mapped array ({self.described()}): on a tensor it takes every "
+                        "number, which here would read the whole file; take it over rows you read, e.g. "
+                        f"{fn}(x[0:{min(len(self), 1000)}]), block by block for the whole file")
 
     def view(self, sl):
         """The rows sl (a slice) as another Mapped array: nothing is read."""
@@ -169,9 +187,9 @@ class Mapped:
         for s in self.shards:
             s.check(what)
 
-    def take(self, idx, what="read"):
-        """The rows at positions idx (any order, repeats allowed) as an ndarray, read in ascending
-        file order."""
+    def take(self, idx, what="read", dtype=None):
+        """The rows at positions idx (any order, repeats allowed) as an ndarray (of `dtype`: cast as
+        they are put in place), read in ascending file order."""
         idx = np.asarray(idx, dtype=np.int64)
         if self.rows.step == 1 and self.rows.start:
             idx = idx + self.rows.start
@@ -179,21 +197,59 @@ class Mapped:
             idx = np.asarray(self.rows)[idx]
         order = np.argsort(idx, kind="stable")
         wanted = idx[order]
-        out = np.empty((len(idx),) + self.tail, dtype=self.np_dtype)
-        sorted_out = out if np.array_equal(order, np.arange(len(idx))) else np.empty_like(out)
+        out = np.empty((len(idx),) + self.tail, dtype=dtype or self.np_dtype)
+        in_place = out.dtype == self.np_dtype and np.array_equal(order, np.arange(len(idx)))
+        sorted_out = out if in_place else np.empty(out.shape, self.np_dtype)
         self._read_sorted(wanted, sorted_out, what)
         if sorted_out is not out:
             out[order] = sorted_out
         return out
 
     def _read_sorted(self, wanted, out, what):
-        if not len(wanted):
+        """Rows `wanted` (ascending) into `out` (C order), one pread per run of rows consecutive in
+        one file. The rows are copied out of the page cache, never mapped: a mapping's pages count
+        as the process's memory for as long as they stay mapped, and one fault maps many (64 KiB of
+        fault-around, a whole 2 MiB folio on Linux 6), so a batch of scattered rows mapped most of a
+        file for a moment; a read maps nothing, and the cache stays warm for the next epoch."""
+        self.check(what)
+        size = self.shards[0].row_bytes
+        if not len(wanted) or not size:
             return
-        shard_of = np.searchsorted(self.starts, wanted, side="right") - 1
-        bounds = np.concatenate([[0], np.flatnonzero(np.diff(shard_of)) + 1, [len(wanted)]])
-        for a, b in zip(bounds[:-1], bounds[1:], strict=True):
-            k = int(shard_of[a])
-            self.shards[k].gather(out[a:b], wanted[a:b] - self.starts[k], what)
+        k = np.searchsorted(self.starts, wanted, side="right") - 1
+        at = self.offsets[k] + (wanted - self.starts[k]) * size
+        cuts = np.flatnonzero((np.diff(wanted) != 1) | (np.diff(k) != 0)) + 1
+        first, last = np.concatenate([[0], cuts]), np.concatenate([cuts, [len(wanted)]])
+        into = memoryview(out.reshape(-1).view(np.uint8))
+        try:
+            if len(first) > FEW_RUNS:
+                # many short runs (a shuffled batch): os.pread mapped over them runs in C, a third
+                # cheaper than a Python loop of preadv into place; the rows are then copied in at once
+                data = b"".join(map(os.pread, self.fds[k[first]].tolist(), ((last - first) * size).tolist(),
+                                    at[first].tolist()))
+                if len(data) == len(into):
+                    into[:] = data
+                    return
+            for a, b in zip(first.tolist(), last.tolist(), strict=True):    # (or a read came back short)
+                self.shards[k[a]].read_into(into[a * size:b * size], int(at[a]), what)
+        except OSError as e:
+            shard = self.shards[int(k[0])] if len(set(k.tolist())) == 1 else None
+            name = repr(shard.shown) if shard else ", ".join(repr(f) for f in self.files)
+            raise ApsiError(f"{what}: cannot read {name} ({e.strerror or e}); check the disk, then load it "
+                            "again") from None
+
+    def _row_ids(self, rows):
+        """A list or tensor of row numbers, or of one true/false per row (a mask), as a tensor reads it."""
+        ids = np.asarray(rows)
+        if ids.size == 0:           # x[[]]: no rows, as a tensor's
+            return np.zeros(0, np.int64)
+        if ids.dtype.kind == "b" and ids.ndim == 1:
+            if len(ids) != len(self.rows):
+                raise ApsiError(f"index: boolean index did not match indexed mapped array along axis 0; "
+                                f"size of axis is {len(self.rows)} but size of corresponding boolean axis "
+                                f"is {len(ids)} (the mapped array has shape {self.shape}); a mask needs "
+                                "one true/false per row")
+            return np.flatnonzero(ids)
+        return ids
 
     def __getitem__(self, key):
         from apsi_layers.nn.autograd.tensor import Tensor
@@ -208,9 +264,10 @@ class Mapped:
                 raise ApsiError(f"index {i} is out of range for a mapped array of {n} rows")
             picked = self.take([i % n])[0]
         else:
-            ids = np.asarray(rows.data if isinstance(rows, Tensor) else rows)
-            if ids.dtype.kind == "b":
-                ids = np.flatnonzero(ids)
+            ids = self._row_ids(rows.data if isinstance(rows, Tensor) else rows)
+            if ids.dtype.kind == "f":
+                raise ApsiError("index: a float list or tensor was used as the row index of a mapped "
+                                "array; row numbers must be whole numbers (astype(ids, \"int64\"))")
             if ids.dtype.kind not in "iu" or ids.ndim != 1:
                 raise ApsiError("a mapped array takes an int, a slice or a list of row numbers as its "
                                 f"first index, not {show(rows, True)}")
@@ -221,6 +278,15 @@ class Mapped:
         if rest:      # x[i, j] indexes the row; x[a:b, j] each row
             picked = picked[tuple(rest)] if picked.ndim == len(self.tail) else picked[(slice(None), *rest)]
         return Tensor(_as_tensor_data(picked))
+
+
+# arithmetic and conversions are refused in Apsi's words, with what to do (on a tensor they would read
+# the whole file; Python's own message would name the class)
+for _op, _names in _OPS:
+    for _name in _names.split():
+        setattr(Mapped, f"__{_name}__", _refuse_op(_op))
+for _name in ("float", "int", "complex"):
+    setattr(Mapped, f"__{_name}__", _refuse_number(_name))
 
 
 def _as_tensor_data(a):

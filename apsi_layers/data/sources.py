@@ -17,6 +17,7 @@ from apsi_lang.values import show
 
 from .memmap import Mapped
 from .prefetch import Prefetcher
+from .waited import WAITED
 
 SWITCH = 0.0002         # seconds: the GIL's switch interval while a dataset's calls run ahead
 MAX_WORKERS = 64
@@ -133,16 +134,19 @@ class Source:
     def announce(self, batches, epoch):
         self.stop_ahead()
         self.epoch = epoch
-        self.ahead = Prefetcher(self.read, batches, small_stack=isinstance(self, MappedSource))
+        self.ahead = Prefetcher(self.read, batches)
 
     def fetch(self, idx):
         idx = np.asarray(idx, dtype=np.int64)
         key = idx.tobytes()
         if self.last[0] == key:           # the other column of the batch just read
             return self.last[1]
-        value = self.ahead.get(idx) if self.ahead is not None else self.read(idx)
+        value = self.get(idx)
         self.last = (key, value)
         return value
+
+    def get(self, idx):
+        return self.ahead.get(idx) if self.ahead is not None else self.read(idx)
 
     def stop_ahead(self):
         if self.ahead is not None:
@@ -158,13 +162,29 @@ class Source:
 class MappedSource(Source):
     """Rows of a Mapped array, as `dtype` (float64 for NumPy's fit; ids as int64)."""
 
+    reader = None       # the reader process (reader.py), forked at the first epoch
+
     def __init__(self, mapped, dtype, what):
         self.mapped, self.dtype, self.what = mapped, dtype, what
 
+    def row_bytes(self):
+        return int(np.prod(self.mapped.tail, dtype=np.int64)) * self.dtype.itemsize
+
+    def announce(self, batches, epoch):
+        from .reader import read_ahead
+
+        self.stop_ahead()
+        self.epoch = epoch
+        self.ahead = read_ahead(self, batches)
+
+    def close(self):
+        super().close()
+        if self.reader is not None:
+            self.reader.close()
+            self.reader = None
+
     def read(self, idx):
-        self.mapped.check(self.what)
-        rows = self.mapped.take(idx, self.what)
-        return [rows if rows.dtype == self.dtype else rows.astype(self.dtype)]
+        return [self.mapped.take(idx, self.what, self.dtype)]      # (take checks the files' sizes)
 
 
 class DatasetSource(Source):
@@ -178,6 +198,7 @@ class DatasetSource(Source):
 
     epoch = 0
     switch = None
+    fresh = False           # the next batch is the first announced (waits are counted apart)
 
     def __init__(self, ds, seed, what, rules):
         from .workers import Pool
@@ -198,6 +219,7 @@ class DatasetSource(Source):
             self.ahead = Ahead(self.pool, batches, epoch, self.read, self.finish)
             return
         super().announce(batches, epoch)
+        self.fresh = True
         if self.switch is None:
             self.switch = sys.getswitchinterval()
             sys.setswitchinterval(SWITCH)
@@ -212,6 +234,14 @@ class DatasetSource(Source):
         super().close()
         if self.pool is not None:
             self.pool.close()
+
+    def get(self, idx):
+        if self.pool is not None:
+            return super().get(idx)         # (workers.Ahead counts its own waits)
+        t0, first, self.fresh = WAITED.start(), self.fresh, False
+        value = super().get(idx)
+        WAITED.since(t0, first)
+        return value
 
     def read(self, idx):
         if len(idx) != 1:

@@ -8,6 +8,8 @@ tree with each preprocessing layer's state filled in. Adapt on the training spli
 of validation or test rows in the model would leak them into training.
 """
 
+import contextlib
+
 import numpy as np
 
 from apsi_lang.errors import ApsiError
@@ -306,6 +308,7 @@ def adapt(model, params, data):
     """The parameter tree with the state of each preprocessing layer the model starts with learnt
     from `data` (a tensor, a mapped .npy array or a dataset: its x), read once per layer, streamed."""
     from apsi_layers.backends import registry
+    from apsi_layers.data.predict_source import at_piece
     from apsi_layers.nn.autograd.tensor import Tensor
 
     from .context import Ctx
@@ -316,26 +319,31 @@ def adapt(model, params, data):
                         "(normalization, category_lookup, impute); there is nothing to adapt")
     ops = registry.find("numpy").opset()        # adapt reads the data on the host, in float64
     done = []
-    for path, layer in chain:
-        learner = layer.learner()
-        if learner is None:
+    with _reading(data) as each:            # (a dataset's workers serve every layer's pass)
+        for path, layer in chain:
+            learner = layer.learner()
+            if learner is not None:
+                start = 0
+                for where, piece in each():
+                    start += at_piece(where, _learn, layer, learner, done, params, piece, start,
+                                      Ctx(ops, training=False))
+                state = learner.state(None)
+                _check_state(layer, path, getattr(_at(params, path), "state", None), state)
+                params = _put(params, path, Record(**{k: Tensor(np.asarray(v, dtype=np.float64))
+                                                     for k, v in vars(state).items()}))
             done.append((path, layer))
-            continue
-        start = 0
-        for piece in _pieces(data):
-            x = piece
-            for p, before in done:
-                x = before.apply(_at(params, p), x, Ctx(ops, training=False))
-            block = np.asarray(x.data)
-            _check_block(layer, block, start)
-            learner.add(block)
-            start += len(block)
-        state = learner.state(None)
-        _check_state(layer, path, getattr(_at(params, path), "state", None), state)
-        params = _put(params, path, Record(**{k: Tensor(np.asarray(v, dtype=np.float64))
-                                             for k, v in vars(state).items()}))
-        done.append((path, layer))
     return params
+
+
+def _learn(layer, learner, done, params, x, start, ctx):
+    """One piece (rows from `start` of the data) into a layer's statistics, through the layers before
+    it (as learnt); its number of rows."""
+    for p, before in done:
+        x = before.apply(_at(params, p), x, ctx)
+    block = np.asarray(x.data)
+    _check_block(layer, block, start)
+    learner.add(block)
+    return len(block)
 
 
 def _check_block(layer, block, start):
@@ -368,18 +376,20 @@ def _check_state(layer, path, old, new):
                             "shape (or init the model with input_shape=[…] of this data)")
 
 
-def _pieces(data):
+@contextlib.contextmanager
+def _reading(data):
     from apsi_layers.data.fit_data import is_source
-    from apsi_layers.data.predict_source import pieces
+    from apsi_layers.data.predict_source import reading
     from apsi_layers.nn.autograd.tensor import Tensor
 
     from .training.arrays import as_array
 
     if is_source(data):
-        yield from pieces(data)
+        with reading(data, "adapt") as each:
+            yield each
         return
     a = as_array("adapt", "data", data)
-    yield Tensor(a.astype(np.float64) if a.dtype != np.float64 else a)
+    yield lambda: iter([("", Tensor(a.astype(np.float64) if a.dtype != np.float64 else a))])
 
 
 def _at(params, path):

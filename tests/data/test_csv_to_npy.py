@@ -14,7 +14,7 @@ print(files)
 let x = load_npy(files)
 print(x.shape)
 """)
-    assert out.splitlines() == ['["t-00000.npy", "t-00001.npy", "t-00002.npy"]', "[2500, 2]"]
+    assert out.splitlines() == ['["t-00000.npy", "t-00001.npy", "t-00002.npy"]', "(2500, 2)"]
     got = np.concatenate([np.load(tmp_path / f"t-0000{i}.npy") for i in range(3)])
     assert np.array_equal(got, a[:, [0, 2]])
     assert [len(np.load(tmp_path / f"t-0000{i}.npy")) for i in range(3)] == [1000, 1000, 500]
@@ -56,4 +56,4 @@ def test_a_shard_larger_than_the_file_asks_no_memory_for_rows_it_cannot_hold(tmp
     (tmp_path / "t.csv").write_text("a\n1\n2\n3\n4\n5")
     out = ok(tmp_path, 'use nn\nlet f = csv_to_npy("t.csv", "t", shard_rows=10**12)\n'
                        'print(f, load_npy(f).shape)\n')
-    assert out.split() == ['["t-00000.npy"]', "[5,", "1]"]
+    assert out.split() == ['["t-00000.npy"]', "(5,", "1)"]

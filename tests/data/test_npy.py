@@ -24,7 +24,7 @@ save_npy("s3.npy", x[-1])
 save_npy("s4.npy", x[10:20, 1])
 save_npy("all.npy", load_npy(["a.npy", "b.npy"], mmap=false))
 """)
-    assert out.split("\n")[0] == "700 [700, 3, 2] float32"
+    assert out.split("\n")[0] == "700 (700, 3, 2) float32"
     ref = shards.astype(np.float64)
     assert np.array_equal(np.load(tmp_path / "s1.npy"), ref[240:260])
     assert np.array_equal(np.load(tmp_path / "s2.npy"), ref[[699, 3, 250, 3]])
@@ -71,10 +71,14 @@ def test_not_an_npy_file(tmp_path):
     assert "'x.npy' is not a .npy file" in error(tmp_path, 'use nn\nlet x = load_npy("x.npy")\n')
 
 
+@pytest.mark.parametrize("reader", ["process", "thread"])
 @pytest.mark.parametrize("change", ["cut", "grow"])
-def test_a_file_changing_size_during_fit_is_named_at_the_next_read(project_with_python, change):
+def test_a_file_changing_size_during_fit_is_named_at_the_next_read(project_with_python, monkeypatch, change,
+                                                                   reader):
     """Another program cuts the mapped file short (or appends to it) after epoch 1: the next read
-    fails naming the file, never a silently wrong batch or SIGBUS."""
+    (in the reader process or the read-ahead thread) fails naming the file, never a silently wrong
+    batch or SIGBUS."""
+    monkeypatch.setenv("APSI_READ_AHEAD", reader)
     from apsi_lang.errors import ApsiError
     from apsi_layers.data.memmap import load_npy
     from apsi_layers.layers import fit, mlp

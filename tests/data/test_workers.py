@@ -25,6 +25,9 @@ fn batch(i):
 let net = mlp(3, 1)
 let r = fit(net, net.init(seed=0), dataset(50, batch, workers=2), loss="mse", epochs=100000, verbose=false)
 """
+# predict reads a dataset through the same workers (apsi_layers/data/predict_source.py)
+PREDICT = (PROGRAM.split("let r =")[0]
+           + "let y = predict(net, net.init(seed=0), dataset(10000000, batch, workers=2))\n")
 HANG_GUARD = 30         # seconds: only a hang reaches this
 
 
@@ -50,10 +53,10 @@ def _running(pid):
     return state != "Z"
 
 
-def _start(tmp_path):
+def _start(tmp_path, program=PROGRAM):
     """The program, once its workers serve (a worker printed); stderr goes to a file, so a worker that
     outlived the program cannot hold the test's pipe open (_gone names it instead)."""
-    (tmp_path / "prog.apsi").write_text(PROGRAM)
+    (tmp_path / "prog.apsi").write_text(program)
     err = open(tmp_path / "stderr.txt", "w+")     # noqa: SIM115 (read back by _stopped)
     proc = subprocess.Popen([sys.executable, "-m", "apsi", "prog.apsi"], cwd=tmp_path, start_new_session=True,
                             stdout=subprocess.PIPE, stderr=err, text=True)
@@ -74,6 +77,14 @@ def _stopped(proc):
     return proc.err.read()
 
 
+def _kill(*pids):
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 def _gone(workers):
     deadline = time.monotonic() + HANG_GUARD
     while any(_running(w) for w in workers) and time.monotonic() < deadline:
@@ -81,9 +92,10 @@ def _gone(workers):
     return not any(_running(w) for w in workers)
 
 
-@pytest.mark.parametrize("how", ["ctrl-c", "kill -9"])
-def test_no_worker_outlives_the_program(tmp_path, how):
-    proc, workers = _start(tmp_path)
+@pytest.mark.parametrize("how, program", [("ctrl-c", PROGRAM), ("kill -9", PROGRAM), ("ctrl-c", PREDICT)],
+                         ids=["fit, ctrl-c", "fit, kill -9", "predict, ctrl-c"])
+def test_no_worker_outlives_the_program(tmp_path, how, program):
+    proc, workers = _start(tmp_path, program)
     try:
         if how == "ctrl-c":     # the terminal sends it to the whole process group, workers included
             os.killpg(proc.pid, signal.SIGINT)
@@ -95,8 +107,16 @@ def test_no_worker_outlives_the_program(tmp_path, how):
             assert proc.returncode == 130, err
             assert 'File "/' not in err, err       # no Python traceback
     finally:
-        for pid in [proc.pid, *workers]:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        _kill(proc.pid, *workers)
+
+
+def test_a_worker_killed_is_named_at_the_batch_it_owed(tmp_path):
+    proc, workers = _start(tmp_path)
+    try:
+        os.kill(workers[0], signal.SIGKILL)
+        err = _stopped(proc)
+        assert proc.returncode == 1, err
+        said = f"the dataset's worker process {workers[0]} ended (killed by signal 9) before batch"
+        assert said in err and 'File "/' not in err, err
+    finally:
+        _kill(proc.pid, *workers)

@@ -8,7 +8,7 @@ batch_size b × N (docs/distributed.md):
 - rank r's loss (the mean over its kept positions k_r) is weighted by k_r · N / K, K the global batch's
   kept positions (known on every rank, which all hold the whole data), so DDP's average of the
   gradients is the gradient of the global batch's mean;
-- a rank with nothing kept still joins the gradient all-reduce: it runs the global batch with weight 0;
+- a rank with nothing kept still joins the gradient all-reduce: it runs another rank's share with weight 0;
 - the epoch's loss is one all-reduce at the end of the epoch of Σ k_r · loss_r per step, over K.
 Batch norm's running statistics are kept per rank while an epoch runs (as DDP without SyncBatchNorm) and
 averaged over the ranks after it, so r.params is the same tree on every rank.
@@ -95,8 +95,19 @@ class Shard:
         mine = idx[self.rank * b:(self.rank + 1) * b]
         kept = kept_count(data.mask, data.targets, mine, False) if len(mine) else 0
         if kept == 0:                   # join the all-reduce with a zero gradient
-            return idx, 0.0, total
+            return self._stand_in(idx, plan), 0.0, total
         return mine, kept * self.world / total, total
+
+    def _stand_in(self, idx, plan):
+        """Rows for a step this rank has no share of (weight 0): another rank's share that keeps a
+        loss position (a loss over none would be NaN, and NaN times 0 is NaN), never more than one
+        share: a dataset is read one call per step (the whole global batch was an error there)."""
+        b, data = plan.batch_size, plan.data
+        for r in range(self.world):
+            other = idx[r * b:(r + 1) * b]
+            if len(other) and kept_count(data.mask, data.targets, other, False):
+                return other
+        return idx
 
     def epoch_means(self, contributions, totals, device):
         """The per-step global means: Σ over ranks of k_r · loss_r, over K (one all-reduce)."""

@@ -109,7 +109,8 @@ def check_same_run(shown, meta, signature):
     """A resume must continue the same run: name the first option that differs."""
     for key, label in (("model", "the model"), ("names", "the parameter names"),
                        ("shapes", "the parameter shapes"), ("n", "the number of samples"),
-                       ("batch_size", "the rows of one step (batch_size × processes)"), ("seed", "seed"), ("loss", "the loss"),
+                       ("batch_size", "the rows of one step (batch_size × processes)"), ("seed", "seed"),
+                       ("loss", "the loss"),
                        ("opt", "the optimizer"), ("backend", "the backend"), ("precision", "precision"),
                        ("val", "the validation data's size"), ("metrics", "metrics"),
                        ("weights", "sample_weight/class_weight"), ("val_weights", "val's sample_weight"),
