@@ -265,11 +265,11 @@ def main():
     models, precisions = args.models.split(","), args.precisions.split(",")
     if not set(precisions) <= set(TARGETS):
         ap.error(f"--precisions: each one of {', '.join(TARGETS)}; got {args.precisions}")
-    if args.worker:
-        if args.threads:
-            import torch
+    if args.threads:            # each side's threads, and those the header's torch line reports
+        import torch
 
-            torch.set_num_threads(args.threads)
+        torch.set_num_threads(args.threads)
+    if args.worker:
         run = run_apsi if args.worker == "apsi" else run_torch
         seconds, cpu = run(models[0], precisions[0], args.device)
         print(json.dumps({"seconds": seconds, "cpu": cpu}))
