@@ -190,6 +190,29 @@ def open_checked(resolved, mode="r", encoding=None):
     return open(resolved, mode, encoding=encoding, opener=lambda p, _: os.open(p, os.O_RDONLY | _NOFOLLOW))
 
 
+class NotRegular(OSError):
+    """A file read by position (a data file) that is a pipe, a device or a socket."""
+
+
+def open_regular(resolved):
+    """open_checked for a file read by position (pread): a named pipe (FIFO) would block the open
+    until some writer came, and a device has no size, so anything but a regular file is refused. The
+    open does not wait (O_NONBLOCK, cleared again: it changes nothing for a regular file)."""
+    import fcntl
+    import stat
+
+    def opener(p, _):
+        fd = os.open(p, os.O_RDONLY | _NOFOLLOW | os.O_NONBLOCK)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise NotRegular(0, "it is not a regular file (a named pipe, a device or a socket); a data "
+                                "file is a file on disk")
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+        return fd
+
+    return open(resolved, "rb", opener=opener)
+
+
 class HardLinked(OSError):
     """The file has other names (hard links), which the path check never saw."""
 

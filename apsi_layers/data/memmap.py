@@ -26,11 +26,11 @@ class Shard:
     """One .npy file: where its rows start, how many, and the file it was opened as."""
 
     def __init__(self, shown, resolved):
-        from apsi_lang.files import open_checked
+        from apsi_lang.files import open_regular
 
         self.shown = shown
         try:
-            self.file = open_checked(resolved, "rb")
+            self.file = open_regular(resolved)
         except OSError as e:
             from apsi_lang.data_files import _os_error
 

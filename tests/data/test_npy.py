@@ -1,5 +1,7 @@
 """load_npy / save_npy (issue 32): shards as one array read by rows, and every bad file named."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -69,6 +71,14 @@ def test_a_truncated_npy_is_named(tmp_path, shards):
 def test_not_an_npy_file(tmp_path):
     (tmp_path / "x.npy").write_text("hello")
     assert "'x.npy' is not a .npy file" in error(tmp_path, 'use nn\nlet x = load_npy("x.npy")\n')
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes")
+def test_a_named_pipe_is_refused_at_once_not_waited_on(tmp_path):
+    """open() of a FIFO waits for a writer: load_npy of one hung the program for ever."""
+    os.mkfifo(tmp_path / "x.npy")
+    msg = error(tmp_path, 'use nn\nlet x = load_npy("x.npy")\n', timeout=60)
+    assert 'load_npy("x.npy"): it is not a regular file (a named pipe, a device or a socket)' in msg
 
 
 @pytest.mark.parametrize("reader", ["process", "thread"])
