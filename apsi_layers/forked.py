@@ -32,3 +32,19 @@ def leave(code):
     """End a forked child: what it printed is written, nothing of the parent's runs (no atexit)."""
     flush()
     os._exit(code)
+
+
+def stop(conns, pids, owner):
+    """Close the pipes to forked children and kill them (SIGKILL, reaped): what a program does when
+    it is done with its workers or reader. Only in the process that forked them (`owner`): a forked
+    copy of the program holds copies of its parent's objects, whose finalizers must not stop them."""
+    if os.getpid() != owner:
+        return
+    for c in conns:
+        c.close()
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass

@@ -30,7 +30,7 @@ import weakref
 import numpy as np
 
 from apsi_lang.errors import ApsiError
-from apsi_layers.forked import die_with
+from apsi_layers.forked import die_with, stop
 
 from .prefetch import DEPTH, LOOK, Prefetcher
 
@@ -70,7 +70,7 @@ class Reader:
         finally:
             theirs.close()
         self.conn = mine
-        self.close = weakref.finalize(self, _stop, mine, self.pid, os.getpid())
+        self.close = weakref.finalize(self, stop, [mine], [self.pid], os.getpid())
 
     def room(self):
         return not self.lost and len(self.flight) < DEPTH
@@ -156,17 +156,6 @@ def _place(arrays, mem, at):
         where.append((a.dtype.str, a.shape, off))
         off += a.nbytes
     return where
-
-
-def _stop(conn, pid, owner):
-    if os.getpid() != owner:        # a forked copy of the program does not own the reader
-        return
-    conn.close()
-    try:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-    except (ProcessLookupError, ChildProcessError):
-        pass
 
 
 class ReadAhead:

@@ -30,7 +30,7 @@ import time
 import weakref
 
 from apsi_lang.errors import ApsiError
-from apsi_layers.forked import die_with, flush, leave
+from apsi_layers.forked import die_with, flush, leave, stop
 
 from .waited import WAITED
 
@@ -55,7 +55,7 @@ class Pool:
 
         self.what, self.serial = what, 0
         self.conns, self.pids = [], []
-        self.close = weakref.finalize(self, _stop, self.conns, self.pids, os.getpid())
+        self.close = weakref.finalize(self, stop, self.conns, self.pids, os.getpid())
         for _ in range(count):
             mine, theirs = Pipe()
             try:
@@ -237,20 +237,6 @@ def _serve(conn, call):
         payload = ForkingPickler.dumps(reply)       # (what conn.send(reply) writes)
         room.hold(len(payload))
         conn.send_bytes(payload)
-
-
-def _stop(conns, pids, owner):
-    """Stop the workers now (a call in progress is abandoned) and reap them."""
-    if os.getpid() != owner:        # a worker's copy of a pool is not its to stop
-        return
-    for c in conns:
-        c.close()
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-        except (ProcessLookupError, ChildProcessError):
-            pass
 
 
 class Ahead:

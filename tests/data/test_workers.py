@@ -7,9 +7,10 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
+from proc_tree import children as _children
+from proc_tree import running as _running
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers are forked on Linux")
 
@@ -29,28 +30,6 @@ let r = fit(net, net.init(seed=0), dataset(50, batch, workers=2), loss="mse", ep
 PREDICT = (PROGRAM.split("let r =")[0]
            + "let y = predict(net, net.init(seed=0), dataset(10000000, batch, workers=2))\n")
 HANG_GUARD = 30         # seconds: only a hang reaches this
-
-
-def _children(pid):
-    out = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                out.append(int(entry.name))
-    return out
-
-
-def _running(pid):
-    """Alive and not a zombie (a dead child of a parent that is gone waits for init to reap it)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def _start(tmp_path, program=PROGRAM):

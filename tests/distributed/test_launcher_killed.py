@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
+from proc_tree import children as _children
+from proc_tree import running as _running
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and PR_SET_PDEATHSIG")
 
@@ -27,28 +29,6 @@ for _name in ("APSI_LAUNCHER_PID", "TORCHELASTIC_RUN_ID"):     # (were the suite
     ENV.pop(_name, None)
 HANG_GUARD = 30         # seconds: only a hang reaches this
 START_GUARD = 180       # the launcher imports PyTorch, on a loaded machine
-
-
-def _children(pid):
-    out = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                out.append(int(entry.name))
-    return out
-
-
-def _running(pid):
-    """Alive and not a zombie (a dead process whose parent is gone waits for init to reap it)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 LAUNCHERS = {
