@@ -52,8 +52,10 @@ class Dataset:
             raise ApsiError(f"{what}: the dataset function failed at batch {i}{_epoch(epoch)}{_line(e)}: "
                             f"{e.message}", e.kind) from None
         except Exception as e:  # noqa: BLE001  (any error of the user's function, named by batch)
+            from apsi_lang.report import describe
+
             raise ApsiError(f"{what}: the dataset function failed at batch {i}{_epoch(epoch)}{_line(e)}: "
-                            f"{type(e).__name__}: {e}") from None
+                            f"{describe(e)}") from None
         return _parts(out, i, epoch, what)
 
 
@@ -119,6 +121,9 @@ def _parts(out, i, epoch, what):
             raise ApsiError(f"{what}: batch {i}'s {k}{_epoch(epoch)} is a single number; a batch has a "
                             "first axis of samples")
         arrays.append(a)
+    if not len(arrays[0]):
+        raise ApsiError(f"{what}: the dataset function returned x of shape {list(arrays[0].shape)} at batch "
+                        f"{i}{_epoch(epoch)}: a batch of no samples; return at least one sample a batch")
     if len(arrays) == 2 and len(arrays[0]) != len(arrays[1]):
         raise ApsiError(f"{what}: batch {i}{_epoch(epoch)} has {len(arrays[0])} inputs but "
                         f"{len(arrays[1])} targets; return as many of each")

@@ -92,6 +92,8 @@ class Pool:
                 break
         if status == "error":
             raise ApsiError(*value)
+        if status == "exit":
+            raise SystemExit(value)
         return value
 
     def _lost(self, k, i):
@@ -230,9 +232,12 @@ def _serve(conn, call):
             reply = (serial, "ok", call(i, epoch))
         except ApsiError as e:
             reply = (serial, "error", (e.message, e.kind))
-        except BaseException as e:          # noqa: BLE001 (exit() or a Python error: named, passed on)
-            reply = (serial, "error", (f"the dataset function stopped at batch {i}: {type(e).__name__}: "
-                                       f"{e}", "error"))
+        except SystemExit as e:             # exit() in the function ends the program, as it does in a thread
+            reply = (serial, "exit", e.code)
+        except BaseException as e:          # noqa: BLE001 (anything else: named, passed on)
+            from apsi_lang.report import describe
+
+            reply = (serial, "error", (f"the dataset function stopped at batch {i}: {describe(e)}", "error"))
         flush()
         payload = ForkingPickler.dumps(reply)       # (what conn.send(reply) writes)
         room.hold(len(payload))

@@ -107,7 +107,7 @@ def test_worker_processes_make_the_batches_of_the_programs_own_calls(tmp_path):
      "fit: the dataset function returned x of shape [20, 4] at batch 37 (epoch 1), but batch 0's x has "
      "per-sample shape [3]"),
     ("if i == 37:\n        let z = 1 / 0",
-     "fit: the dataset function failed at batch 37 (epoch 1) (prog.apsi:5): ZeroDivisionError"),
+     "fit: the dataset function failed at batch 37 (epoch 1) (prog.apsi:5): division by zero"),
     ("if i == 37:\n        error(\"no such image\")",
      "fit: the dataset function failed at batch 37 (epoch 1) (prog.apsi:5): no such image"),
     ("if i == 37:\n        return [zeros(20, 3)]",
