@@ -78,3 +78,15 @@ class Prefetcher:
 
 def _key(idx):
     return idx.tobytes()
+
+
+def pop_ahead(pending, key):
+    """The entry for batch `key` among the first LOOK of `pending` (a deque of tuples whose first item
+    is a batch's key, in the order asked), the entries before it (batches the consumer skipped)
+    dropped; None when it was not asked ahead."""
+    ahead = next((j for j, p in zip(range(LOOK), pending) if p[0] == key), None)
+    if ahead is None:
+        return None
+    for _ in range(ahead):
+        pending.popleft()
+    return pending.popleft()

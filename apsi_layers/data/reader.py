@@ -32,7 +32,7 @@ import numpy as np
 from apsi_lang.errors import ApsiError
 from apsi_layers.forked import die_with, stop
 
-from .prefetch import DEPTH, LOOK, Prefetcher
+from .prefetch import DEPTH, Prefetcher, pop_ahead
 
 STOPS = {signal.SIGINT, signal.SIGTERM}
 CHOICE = "APSI_READ_AHEAD"      # "process" or "thread": which reads ahead (default: measured best)
@@ -174,13 +174,10 @@ class ReadAhead:
             self.pending.append((idx.tobytes(), self.reader.submit(idx)))
 
     def get(self, idx):
-        key = idx.tobytes()
-        ahead = next((j for j, p in zip(range(LOOK), self.pending) if p[0] == key), None)
-        if ahead is None:
+        entry = pop_ahead(self.pending, idx.tobytes())     # (skipped batches' replies are dropped)
+        if entry is None:
             return self.read(idx)
-        for _ in range(ahead):          # batches the consumer skipped: their replies are dropped
-            self.pending.popleft()
-        _, serial = self.pending.popleft()
+        _, serial = entry
         value = self.reader.result(serial)
         if value is None:           # the reader died (out of memory?): this process reads
             self.pending.clear()

@@ -32,10 +32,10 @@ import weakref
 from apsi_lang.errors import ApsiError
 from apsi_layers.forked import die_with, flush, leave, stop
 
+from .prefetch import pop_ahead
 from .waited import WAITED
 
 AHEAD = 2           # calls in flight per worker
-LOOK = 8            # how far down the announced order a request is looked for
 STOPS = {signal.SIGINT, signal.SIGTERM}
 
 
@@ -266,15 +266,12 @@ class Ahead:
 
     def get(self, idx):
         t0, first, self.fresh = WAITED.start(), self.fresh, False
-        key = idx.tobytes()
-        ahead = next((j for j, p in enumerate(list(self.pending)[:LOOK]) if p[0] == key), None)
-        if ahead is None:           # not asked ahead: made now, the step waits for all of it
+        entry = pop_ahead(self.pending, idx.tobytes())     # (skipped batches' results are dropped)
+        if entry is None:           # not asked ahead: made now, the step waits for all of it
             value = self.read(idx)
             WAITED.since(t0, first)
             return value
-        for _ in range(ahead):      # batches the consumer skipped: their results are dropped
-            self.pending.popleft()
-        _, k, serial, i = self.pending.popleft()
+        _, k, serial, i = entry
         self._fill()                # (the next call is asked before this one is waited for)
         arrays = self.pool.result(k, serial, i)
         WAITED.since(t0, first)
