@@ -60,13 +60,12 @@ def _guarded(action, prepare):
         _err(str(code))            # exit("message"): the message goes to stderr, as in Python
         return 1
     except KeyboardInterrupt as e:
-        from apsi_lang import signals
+        from apsi_lang import files, signals
 
         _err(f"apsi: {signals.describe(e)}")
+        # the interrupt may have come between a temporary file's creation and its cleanup
+        files.remove_pending(final=bigstack.abandoned)
         if bigstack.abandoned:          # the program's thread is still inside C code: see bigstack
-            from apsi_lang import files
-
-            files.remove_pending()
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(signals.exit_code(e))

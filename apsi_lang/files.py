@@ -43,22 +43,49 @@ def atomic_open(path, mode="w", encoding=None):
             yield f
         os.replace(tmp, path)
     finally:
-        PENDING.discard(tmp)
-        if os.path.lexists(tmp):
+        # removed, then forgotten: a Ctrl-C raised into this thread between the two leaves the name in
+        # PENDING, where remove_pending still finds it (see there)
+        try:
             os.unlink(tmp)
+        except FileNotFoundError:       # replaced (the write succeeded)
+            pass
+        PENDING.discard(tmp)
 
 
 PENDING = set()     # temporary files of atomic writes in progress, on any thread
+_creating = None    # a lock held from naming a temporary file to creating it (made on first use)
+_closed = False     # remove_pending(final=True) ran: no new temporary file, the process is ending
 
 
-def remove_pending():
-    """Delete the temporary files of writes that will never finish (the process ends without
-    unwinding the thread that makes them: see bigstack.abandoned)."""
-    for tmp in list(PENDING):
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+def remove_pending(final=False):
+    """Delete the temporary files of writes that will never finish: after a Ctrl-C or SIGTERM, which is
+    raised into the writing thread between any two of its steps (right after the file was created, or
+    in the middle of the cleanup above), and the thread unwinds or is abandoned inside C code (see
+    bigstack.abandoned). `final`: the process is about to end with a thread still running, and that
+    thread must not create a new file after this."""
+    global _closed
+    lock = _lock()
+    held = lock.acquire(timeout=1.0)        # (a creation under way ends in microseconds)
+    try:
+        _closed = _closed or final
+        for tmp in list(PENDING):
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            PENDING.discard(tmp)
+    finally:
+        if held:
+            lock.release()
+
+
+def _lock():
+    global _creating
+    if _creating is None:
+        import threading
+
+        _creating = threading.Lock()
+    return _creating
 
 
 def _may_keep_execute(path):
@@ -77,19 +104,34 @@ def _temporary(folder, name):
     whose it is: `.NAME.HOST-PID.RANDOM.tmp`, so a later write of NAME can tell a leftover of a writer
     that died (kill -9) from one in progress. Listed in PENDING before it exists, so another thread's
     remove_stale never takes it for a leftover."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW
     for _ in range(100):
         tmp = os.path.join(folder, f"{_prefix(name)}{_host()}-{os.getpid()}.{os.urandom(6).hex()}.tmp")
+        fd = _create(tmp)
+        if fd is not None:
+            return fd, tmp
+    raise FileExistsError(f"no free temporary name in {folder}")
+
+
+def _create(tmp):
+    """The new file's descriptor, or None when the name is taken. The name stays in PENDING unless the
+    file was not made: an exception raised into this thread right after the creation (Ctrl-C) must
+    leave it where remove_pending finds it."""
+    with _lock():
+        if _closed:
+            raise OSError(f"{tmp}: not created, the process is ending")
         PENDING.add(tmp)
         try:
-            return os.open(tmp, flags, 0o600), tmp
+            return _open_new(tmp)
         except FileExistsError:
             PENDING.discard(tmp)
-            continue
-        except BaseException:
+            return None
+        except OSError:
             PENDING.discard(tmp)
             raise
-    raise FileExistsError(f"no free temporary name in {folder}")
+
+
+def _open_new(tmp):
+    return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
 
 
 # ---- temporary files left by writers that died -------------------------------------------------------

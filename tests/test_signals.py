@@ -75,3 +75,28 @@ def test_sigterm_while_apsi_doctor_runs_exits_143(tmp_path):
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, (proc.returncode, err)
     assert "apsi doctor: interrupted (Ctrl-C) before the report was complete" in err
+
+
+@pytest.mark.parametrize("where", ["created", "cleaning up"])
+def test_an_interrupt_between_a_temporary_files_steps_leaves_no_file(tmp_path, where):
+    """SIGTERM is raised into the program's thread between any two of its steps. Right after the
+    temporary file was created, the file was forgotten before anything could remove it; in the
+    cleanup, between forgetting and removing it, the same (seen once in CI under load)."""
+    (tmp_path / "p.apsi").write_text('write_text("out.txt", "x")\n')
+    patch = {
+        "created": "real = files._open_new\n"
+                   "def _open_new(tmp):\n    real(tmp)\n    raise signals.Terminated()\n"
+                   "files._open_new = _open_new\n",
+        "cleaning up": "calls = []\n"
+                       "def unlink(p):\n    calls.append(p)\n"
+                       "    if len(calls) == 1:\n        raise signals.Terminated()\n    os.unlink(p)\n"
+                       "def replace(a, b):\n    raise signals.Terminated()\n"
+                       "files.os = type('os', (), {**vars(os), 'replace': staticmethod(replace),\n"
+                       "                          'unlink': staticmethod(unlink)})\n",
+    }[where]
+    proc = subprocess.run([sys.executable, "-c", "import os, sys\nfrom apsi_lang import files, signals\n"
+                           + patch + "from apsi_cli.main import main\nmain(['--allow-write', 'p.apsi'])\n"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 143, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == "apsi: terminated (SIGTERM)", proc.stderr
+    assert sorted(os.listdir(tmp_path)) == ["p.apsi"]
