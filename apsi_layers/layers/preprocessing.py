@@ -297,11 +297,13 @@ def _only_preprocessing(layer):
     return layer.kind == "sequential" and all(_only_preprocessing(c) for _, c in layer.pairs)
 
 
-def starts_with_impute(model):
+def takes_missing(model):
+    """Whether the model's first layer takes NaN as a missing value: impute() fills it, a
+    category_lookup gives it the unknown column (NaN equals no code)."""
     layer = model
-    while not isinstance(layer, Impute) and layer.children():
+    while not isinstance(layer, Impute | CategoryLookup) and layer.children():
         layer = layer.children()[0][1]
-    return isinstance(layer, Impute)
+    return isinstance(layer, Impute | CategoryLookup)
 
 
 def adapt(model, params, data):
