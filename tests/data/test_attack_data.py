@@ -28,3 +28,47 @@ save_npy("out.npy", predict(net, r.params, c))
     onehot[np.arange(8), [1, 2, 0, 2, 0, 0, 1, 2]] = 1      # NaN and 5 (not kept): column 0
     want = onehot @ p["dense.w"] + p["dense.b"]
     assert np.allclose(np.load(tmp_path / "out.npy"), want, rtol=1e-12, atol=1e-12)
+
+
+def test_csv_to_npy_reads_missing_values_as_nan_when_told_how_they_are_written(tmp_path):
+    """A real CSV leaves cells empty or writes NA: csv_to_npy refused them, pointing at read_csv (which
+    reads the whole file) and at as="columns" (which csv_to_npy does not take). missing=[…] makes them
+    NaN, streamed, for impute() to fill."""
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(3000, 3)).round(4)
+    holes = rng.random(x.shape) < 0.1
+    words = np.where(rng.random(x.shape) < 0.5, "", "NA")
+    lines = [",".join(w if h else repr(float(v)) for v, h, w in zip(row, hole, word, strict=True))
+             for row, hole, word in zip(x, holes, words, strict=True)]
+    (tmp_path / "d.csv").write_text("a,b,c\n" + "\n".join(lines) + "\n")
+    (tmp_path / "t.csv").write_text("a,kind\n1,red\n")
+    out = ok(tmp_path, """use nn
+let files = csv_to_npy("d.csv", "d", shard_rows=1000, dtype="float64", missing=["", "NA"])
+print(files)
+try:
+    csv_to_npy("d.csv", "e")
+catch e:
+    print(e)
+try:
+    csv_to_npy("d.csv", "e", missing=[""])
+catch e:
+    print(e)
+try:
+    csv_to_npy("t.csv", "e")
+catch e:
+    print(e)
+""")
+    assert out.splitlines()[0] == '["d-00000.npy", "d-00001.npy", "d-00002.npy"]'
+    got = np.concatenate([np.load(tmp_path / f"d-0000{k}.npy") for k in range(3)])
+    assert np.array_equal(got, np.where(holes, np.nan, x), equal_nan=True)
+    empty, na, text = out.splitlines()[1:]
+    first = next(k for k in range(x.size) if holes.flat[k])           # the first missing cell
+    line, col = first // 3 + 2, "abc"[first % 3]
+    assert empty.startswith(f'csv_to_npy("d.csv"): line {line}, column {col}: ')
+    assert "pass missing=" in empty and "read_csv" not in empty and "as=" not in empty
+    first_na = next(k for k in range(x.size) if holes.flat[k] and words.flat[k] == "NA")
+    assert na == (f'csv_to_npy("d.csv"): line {first_na // 3 + 2}, column {"abc"[first_na % 3]}: "NA" is '
+                  'not a number; if it marks a missing value, pass missing=["NA"] (such cells become nan, '
+                  'which impute() fills)')
+    assert text.startswith('csv_to_npy("t.csv"): line 2, column kind: "red" is not a number; csv_to_npy '
+                           'writes numbers only: leave the column out with columns=[…]'), text
