@@ -165,7 +165,7 @@ class Mapped:
         ITER_BYTES), never the whole file."""
         from apsi_layers.nn.autograd.tensor import Tensor
 
-        step = max(1, ITER_BYTES // max(1, self.shards[0].row_bytes))
+        step = max(1, ITER_BYTES // max(1, self.np_dtype.itemsize * math.prod(self.tail)))
         for start in range(0, len(self.rows), step):
             block = _as_tensor_data(self.take(np.arange(start, min(start + step, len(self.rows)))))
             for row in block:
@@ -173,6 +173,12 @@ class Mapped:
 
     def described(self):
         return f"{list(self.shape)} {self.dtype} in {', '.join(map(repr, self.files))}"
+
+    def place(self, row):
+        """Row `row` named as the user sees it: the row, the file it is in (and its row there)."""
+        k = int(np.searchsorted(self.starts, self.rows[row], side="right") - 1)
+        local = self.rows[row] - int(self.starts[k])
+        return f"row {row} (file {self.shards[k].shown!r}{f', its row {local}' if local != row else ''})"
 
     def refuse_whole(self, fn):
         raise ApsiError(f"{fn}() of a mapped array ({self.described()}): on a tensor it takes every "

@@ -91,7 +91,7 @@ TABLES = (
               ('`save_npy(path, x)`', 'write a tensor (or a mapped array) as `.npy`, atomically'),
               ('`csv_to_npy(path, out, header=true, sep=",", columns=none, shard_rows=1000000, dtype="float32", missing=none)`', 'a CSV file of numbers streamed into `.npy` shards `OUT-00000.npy`, … with `load_csv`\'s rules and messages, in memory of about one shard; `missing=["", "NA"]`: cells written so become NaN; returns the list of files (`load_npy` takes it)'),
               ('`dataset(count, fn, workers=none)`', "a batch source for `fit` and `predict`: `count` batches, batch `i` is `fn(i)` (or `fn(i, g)` with `g` a random generator of its own, from fit's seed, the epoch and `i`) returning `[x, y]` (Keras's PyDataset). `fit` makes the calls ahead in `workers` forked processes (default: cores - 1, at most 4, on Linux; `0`: a thread of the program). See docs/data.md"),
-              ('`windows(series, length, horizon=1, stride=1)`', '`[x, y]`: the windows `series[k·stride : k·stride + length]` and the `horizon` steps after each, as views of the series (no copy); `horizon=0` gives `x` alone'),
+              ('`windows(series, length, horizon=1, stride=1)`', '`[x, y]`: the windows `series[k·stride : k·stride + length]` and the `horizon` steps after each, as views of the series (no copy; of a `load_npy` series: mapped windows, read per batch); `horizon=0` gives `x` alone'),
           )),
     Table('docs/nn.md', 'function', None,
           ('Function', 'Result'),

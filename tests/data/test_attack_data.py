@@ -72,3 +72,33 @@ catch e:
                   'which impute() fills)')
     assert text.startswith('csv_to_npy("t.csv"): line 2, column kind: "red" is not a number; csv_to_npy '
                            'writes numbers only: leave the column out with columns=[…]'), text
+
+
+def test_windows_of_a_mapped_series_are_read_per_batch_and_fit_as_in_memory(tmp_path):
+    """windows(load_npy(…)) was refused ('series must be a tensor …, not mapped array'): a series
+    larger than memory could not be windowed. They are mapped windows now: the same batches, the same
+    fit bit for bit, as windows of the series in memory."""
+    series = np.random.default_rng(2).normal(size=(400, 2))
+    np.save(tmp_path / "s0.npy", series[:150].astype(np.float32))
+    np.save(tmp_path / "s1.npy", series[150:].astype(np.float32))
+    out = ok(tmp_path, """use layers
+use nn
+let w = windows(load_npy(["s0.npy", "s1.npy"]), 24, horizon=3, stride=5)
+let v = windows(load_npy(["s0.npy", "s1.npy"], mmap=false), 24, horizon=3, stride=5)
+print(w[0].shape, w[1].shape)
+save_npy("x.npy", w[0][[7, 2, 2, 70]])
+save_npy("y.npy", w[1])
+let net = sequential(flatten(), dense(2))
+let p = net.init(seed=0, input_shape=[24, 2])
+let a = fit(net, p, w[0], w[1][:, 0], loss="mse", epochs=2, batch_size=16, validation_split=0.25,
+            verbose=false)
+let b = fit(net, p, v[0], v[1][:, 0], loss="mse", epochs=2, batch_size=16, validation_split=0.25,
+            verbose=false)
+print(a.history == b.history, all(predict(net, a.params, w[0]) == predict(net, b.params, v[0])))
+""")
+    assert out.splitlines() == ["(75, 24, 2) (75, 3, 2)", "true true"]
+    s = series.astype(np.float32).astype(np.float64)
+    x = np.stack([s[k * 5:k * 5 + 24] for k in (7, 2, 2, 70)])
+    assert np.array_equal(np.load(tmp_path / "x.npy"), x)
+    y = np.stack([s[k * 5 + 24:k * 5 + 27] for k in range(75)])
+    assert np.array_equal(np.load(tmp_path / "y.npy"), y)
