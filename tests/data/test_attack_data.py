@@ -3,7 +3,7 @@ the code before its fix."""
 
 import numpy as np
 
-from .run import ok
+from .run import error, ok
 
 
 def test_nan_category_code_is_the_unknown_column_in_fit_and_predict(tmp_path):
@@ -102,3 +102,19 @@ print(a.history == b.history, all(predict(net, a.params, w[0]) == predict(net, b
     assert np.array_equal(np.load(tmp_path / "x.npy"), x)
     y = np.stack([s[k * 5 + 24:k * 5 + 27] for k in range(75)])
     assert np.array_equal(np.load(tmp_path / "y.npy"), y)
+
+
+def test_a_dataset_function_that_cannot_be_called_fn_i_is_named_at_dataset(tmp_path):
+    """fn() or fn(i, g, h) was accepted, then fit said 'the dataset function failed at batch 0: fn(…)
+    => … takes 0 positional arguments but was given 1' (Python's words, as if the function's body had
+    failed)."""
+    for fn, shown in (("fn() => [zeros(2, 3), zeros(2, 1)]", "()"),
+                      ("fn(i, g, h) => [zeros(2, 3), zeros(2, 1)]", "(i, g, h)")):
+        msg = error(tmp_path, f"""use layers
+use nn
+let ds = dataset(3, {fn})
+fit(mlp(3, 1), mlp(3, 1).init(seed=0), ds, loss="mse", verbose=false)
+""")
+        assert (f"prog.apsi:3:10: error: dataset: fn is called fn(i) (the batch number) or fn(i, g) (and a "
+                f"random generator of its own), but this function takes {shown}; give it one or two "
+                "parameters") in msg, msg
