@@ -54,8 +54,8 @@ class Shard:
         actual = os.fstat(self.fd).st_size
         if actual != self.seen:
             raise ApsiError(f"{what}: {self.shown!r} changed size while it was in use ({self.seen} "
-                            f"bytes when loaded, {actual} now); do not rewrite a data file during fit, "
-                            "or load it again")
+                            f"bytes when loaded, {actual} now); do not rewrite a data file while "
+                            f"{_user(what)} reads it, or load it again")
 
     def read_into(self, view, at, what):
         """Bytes at `at` into view, however many reads it takes."""
@@ -65,6 +65,13 @@ class Shard:
                 self.check(what)
                 raise ApsiError(f"{what}: {self.shown!r} could not be read at byte {at}; load it again")
             view, at = view[got:], at + got
+
+
+def _user(what):
+    """Who was reading, in the message of a file that changed: fit, predict, adapt… (indexing: "the
+    program")."""
+    name = what.split(":")[0].split("(")[0]
+    return name if name.isidentifier() and name != "read" else "the program"
 
 
 def _header(f, shown):

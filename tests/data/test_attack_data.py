@@ -118,3 +118,16 @@ fit(mlp(3, 1), mlp(3, 1).init(seed=0), ds, loss="mse", verbose=false)
         assert (f"prog.apsi:3:10: error: dataset: fn is called fn(i) (the batch number) or fn(i, g) (and a "
                 f"random generator of its own), but this function takes {shown}; give it one or two "
                 "parameters") in msg, msg
+
+
+def test_a_file_changed_under_predict_is_named_as_predicts_not_fits(tmp_path):
+    """The message said 'do not rewrite a data file during fit' to a predict (and an adapt)."""
+    msg = error(tmp_path, """use layers
+use nn
+save_npy("h.npy", zeros(10, 3))
+let x = load_npy("h.npy")
+append_text("h.npy", "more")
+predict(mlp(3, 1), mlp(3, 1).init(seed=0), x)
+""")
+    assert ("prog.apsi:6:1: error: predict: 'h.npy' changed size while it was in use (368 bytes when loaded, "
+            "372 now); do not rewrite a data file while predict reads it, or load it again") in msg, msg
