@@ -131,3 +131,54 @@ predict(mlp(3, 1), mlp(3, 1).init(seed=0), x)
 """)
     assert ("prog.apsi:6:1: error: predict: 'h.npy' changed size while it was in use (368 bytes when loaded, "
             "372 now); do not rewrite a data file while predict reads it, or load it again") in msg, msg
+
+
+def test_adapt_learns_preprocessing_of_column_groups_in_parallel_branches(tmp_path):
+    """A table of numbers with gaps and a column of category codes: each group needs its own
+    preprocessing (lambda_layer picking the columns, then impute/normalization or category_lookup).
+    adapt refused it ('does not start with a preprocessing layer') and fit refused the NaN. Now adapt
+    learns each layer from what reaches it, and the fitted model predicts as the reference does."""
+    r = np.random.default_rng(0)
+    x = r.normal(size=(400, 3)) * [1, 10, 100] + [0, 5, -3]
+    x[r.random(x.shape) < 0.1] = np.nan
+    c = r.integers(0, 6, size=(400, 1)).astype(float)
+    c[r.random(c.shape) < 0.05] = np.nan
+    np.save(tmp_path / "t.npy", np.hstack([x, c]))
+    np.save(tmp_path / "y.npy", r.normal(size=(400, 1)))
+    ok(tmp_path, """use layers
+use nn
+let t = load_npy("t.npy")
+let num = sequential(lambda_layer(fn(v) => v[:, 0:3]), impute(), normalization())
+let cat = sequential(lambda_layer(fn(v) => v[:, 3:4]), category_lookup(4))
+let net = sequential(parallel(num, cat), dense(1))
+let p = adapt(net, net.init(seed=0, input_shape=[4]), t[0:300])
+let r = fit(net, p, t[0:300], load_npy("y.npy")[0:300], loss="mse", epochs=2, batch_size=50, verbose=false)
+save_params("p.npz", r.params)
+save_npy("out.npy", predict(net, r.params, t[300:400]))
+""")
+    p = np.load(tmp_path / "p.npz")
+    train = x[:300]
+    means = np.nanmean(train, axis=0)
+    filled = np.where(np.isnan(train), means, train)
+    assert np.allclose(p["parallel.sequential.impute.state.values"], means, rtol=1e-12)
+    assert np.allclose(p["parallel.sequential.normalization.state.mean"], filled.mean(axis=0), rtol=1e-12)
+    assert np.allclose(p["parallel.sequential.normalization.state.var"], filled.var(axis=0), rtol=1e-10)
+    codes, counts = np.unique(c[:300][~np.isnan(c[:300])], return_counts=True)
+    kept = np.sort(codes[np.lexsort((codes, -counts))][:4])
+    assert np.array_equal(p["parallel.sequential_1.category_lookup.state.values"], kept)
+    test = x[300:]
+    z = (np.where(np.isnan(test), means, test) - filled.mean(axis=0)) / np.sqrt(filled.var(axis=0) + 1e-12)
+    onehot = (c[300:] == kept).astype(float)
+    onehot = np.hstack([1 - onehot.sum(axis=1, keepdims=True), onehot])
+    want = np.hstack([z, onehot]) @ p["dense.w"] + p["dense.b"]
+    assert np.allclose(np.load(tmp_path / "out.npy"), want, rtol=1e-10, atol=1e-12)
+
+
+def test_adapt_refuses_a_preprocessing_layer_behind_trainable_weights(tmp_path):
+    msg = error(tmp_path, """use layers
+use nn
+let net = sequential(dense(3), normalization(), dense(1))
+adapt(net, net.init(seed=0, input_shape=[2]), ones(4, 2))
+""")
+    assert ("adapt: normalization is reached through layers with trainable weights, whose initial values "
+            "would be learnt as the data's; put preprocessing layers before them") in msg, msg
