@@ -9,6 +9,7 @@ size is compared with the size it had when loaded: a file cut short or grown by 
 an error naming it, never a wrong batch.
 """
 
+import contextlib
 import math
 import os
 
@@ -316,8 +317,16 @@ def load_npy(path, mmap=True):
     paths = path if isinstance(path, list | tuple) else [path]
     if not paths or any(type(p) is not str or not p for p in paths):
         raise ApsiError(f"load_npy: path must be a file name or a list of file names, not {show(path, True)}")
-    shards = [Shard(p, permissions.require("read", what=f"load_npy({show(p, True)})", path=p))
-              for p in paths]
+    resolved = [permissions.require("read", what=f"load_npy({show(p, True)})", path=p) for p in paths]
+    _room_for(len(paths))
+    try:
+        shards = [Shard(p, r) for p, r in zip(paths, resolved, strict=True)]
+    except ApsiError as e:
+        if "Too many open files" not in e.message:
+            raise
+        raise ApsiError(f"load_npy: {len(paths)} shards are more files than this process may keep open "
+                        f"(the limit is {_open_limit()}: `ulimit -n`); write fewer, larger shards "
+                        "(csv_to_npy's shard_rows, or save_npy of joined rows), or raise the limit") from None
     first = shards[0]
     for s in shards[1:]:
         if s.dtype != first.dtype or s.tail != first.tail:
@@ -330,6 +339,31 @@ def load_npy(path, mmap=True):
 
         return Tensor(_as_tensor_data(mapped.take(np.arange(len(mapped)), "load_npy")))
     return mapped
+
+
+SPARE_FILES = 256       # besides the shards: the program's own files, sockets, workers' pipes
+
+
+def _open_limit():
+    import resource
+
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def _room_for(count):
+    """A mapped array keeps each shard open (it reads them by pread): many shards need more open
+    files than a shell's usual soft limit of 1024. Raise it as far as the hard limit allows, as a
+    process may without privilege."""
+    try:
+        import resource
+    except ImportError:         # (not on Windows)
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = count + SPARE_FILES
+    if soft != resource.RLIM_INFINITY and soft < want:
+        new = want if hard == resource.RLIM_INFINITY else min(want, hard)
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (new, hard))
 
 
 def save_npy(path, x):

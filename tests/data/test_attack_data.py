@@ -182,3 +182,38 @@ adapt(net, net.init(seed=0, input_shape=[2]), ones(4, 2))
 """)
     assert ("adapt: normalization is reached through layers with trainable weights, whose initial values "
             "would be learnt as the data's; put preprocessing layers before them") in msg, msg
+
+
+def _files_limit(soft, hard=None):
+    import resource
+
+    def set_limit():
+        now = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard or now))
+    return set_limit
+
+
+def test_many_shards_raise_the_open_files_limit_or_say_what_to_do(tmp_path):
+    """Each shard stays open; 1500 shards (csv_to_npy with a small shard_rows) under a shell's usual
+    soft limit of 1024 failed with 'load_npy("s01019.npy"): Too many open files'. The soft limit is
+    raised up to the hard one; beyond that the message says how many, the limit and what to do."""
+    import subprocess
+    import sys
+
+    for i in range(300):
+        np.save(tmp_path / f"s{i:03d}.npy", np.full((2, 3), i, dtype=np.float32))
+    (tmp_path / "prog.apsi").write_text("""use nn
+let files = []
+for i in range(300):
+    files.append("s" + str(i).zfill(3) + ".npy")
+let x = load_npy(files)
+print(len(x), x[599].tolist())
+""")
+    run = [sys.executable, "-m", "apsi", "prog.apsi"]
+    raised = subprocess.run(run, cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                            preexec_fn=_files_limit(100))
+    assert raised.returncode == 0 and raised.stdout == "600 [299.0, 299.0, 299.0]\n", raised.stderr
+    capped = subprocess.run(run, cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                            preexec_fn=_files_limit(100, 100))
+    assert ("prog.apsi:5:9: error: load_npy: 300 shards are more files than this process may keep open (the "
+            "limit is 100: `ulimit -n`); write fewer, larger shards") in capped.stderr, capped.stderr
