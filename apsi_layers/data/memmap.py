@@ -307,6 +307,21 @@ def _as_tensor_data(a):
     return a.astype(np.float64) if a.dtype.kind == "f" and a.dtype != np.float64 else np.ascontiguousarray(a)
 
 
+def _dtype_words(dtype):
+    """float64, or float64 (big-endian) for a file written on another kind of machine (NumPy shows
+    that as >f8, which does not read as the same type)."""
+    if dtype.byteorder in "=|" or dtype.byteorder == np.dtype(dtype.name).byteorder:
+        return dtype.name
+    return f"{dtype.name} ({'big' if dtype.byteorder == '>' else 'little'}-endian)"
+
+
+def _order_hint(a, b):
+    if a.name != b.name:
+        return ""
+    return ("; one of them is in another byte order: rewrite it with save_npy(path, load_npy(path, "
+            "mmap=false)), which writes this machine's")
+
+
 def is_mapped(x):
     return isinstance(x, Mapped)
 
@@ -330,9 +345,10 @@ def load_npy(path, mmap=True):
     first = shards[0]
     for s in shards[1:]:
         if s.dtype != first.dtype or s.tail != first.tail:
-            raise ApsiError(f"load_npy: shard {s.shown!r} holds {s.dtype} rows of shape {list(s.tail)} but "
-                            f"{first.shown!r} holds {first.dtype} rows of shape {list(first.tail)}; every "
-                            "shard must have the same dtype and the same shape after the first axis")
+            raise ApsiError(f"load_npy: shard {s.shown!r} holds {_dtype_words(s.dtype)} rows of shape "
+                            f"{list(s.tail)} but {first.shown!r} holds {_dtype_words(first.dtype)} rows of "
+                            f"shape {list(first.tail)}; every shard must have the same dtype and the same "
+                            f"shape after the first axis{_order_hint(s.dtype, first.dtype)}")
     mapped = Mapped(shards)
     if mmap is False:
         from apsi_layers.nn.autograd.tensor import Tensor

@@ -217,3 +217,18 @@ print(len(x), x[599].tolist())
                             preexec_fn=_files_limit(100, 100))
     assert ("prog.apsi:5:9: error: load_npy: 300 shards are more files than this process may keep open (the "
             "limit is 100: `ulimit -n`); write fewer, larger shards") in capped.stderr, capped.stderr
+
+
+def test_shards_in_another_byte_order_are_named_so(tmp_path):
+    """A shard written on a big-endian machine beside one written here: the message said 'holds
+    float64 rows … but … holds >f8 rows' (NumPy's code, no hint that only the byte order differs)."""
+    x = np.arange(6.0).reshape(3, 2)
+    np.save(tmp_path / "a.npy", x)
+    np.save(tmp_path / "b.npy", x.astype(">f8"))
+    msg = error(tmp_path, 'use nn\nload_npy(["a.npy", "b.npy"])\n')
+    assert ("load_npy: shard 'b.npy' holds float64 (big-endian) rows of shape [2] but 'a.npy' holds float64 "
+            "rows of shape [2]; every shard must have the same dtype and the same shape after the first "
+            "axis; one of them is in another byte order: rewrite it with save_npy(path, load_npy(path, "
+            "mmap=false)), which writes this machine's") in msg, msg
+    ok(tmp_path, 'use nn\nsave_npy("b.npy", load_npy("b.npy", mmap=false))\nload_npy(["a.npy", "b.npy"])\n')
+    assert np.load(tmp_path / "b.npy").dtype == np.dtype("<f8")
