@@ -305,6 +305,28 @@ def inside(model, path=()):
     return found
 
 
+EXACT_IN_FLOAT32 = 2 ** 24     # every whole number below it, and none of the odd ones above
+
+
+def check_codes_fit_float32(fn, model, params, precision):
+    """The torch backend compares category codes in float32 (below fp64): codes of 2^24 and more, or
+    fractional ones it cannot hold, would match their neighbours (16777217 as 16777216), several
+    one-hot columns or the wrong one. Refused, saying what to do."""
+    for path, layer in inside(model):
+        if not isinstance(layer, CategoryLookup):
+            continue
+        values = getattr(getattr(_at(params, path), "state", None), "values", None)
+        codes = np.asarray(getattr(values, "data", values), dtype=np.float64)
+        codes = codes[~np.isnan(codes)]
+        held = codes.astype(np.float32).astype(np.float64) == codes
+        bad = codes[~held | (np.abs(codes) >= EXACT_IN_FLOAT32)]
+        if len(bad):
+            raise ApsiError(f"{fn}: {_named(layer, path)} keeps the category code {bad[0]:.17g}, which "
+                            f"float32 (the torch backend at precision=\"{precision}\") cannot tell from its "
+                            f"neighbours: codes there must be whole numbers below 2^24 = {EXACT_IN_FLOAT32}; "
+                            "renumber the codes 0, 1, 2, … before adapt, or use precision=\"fp64\"")
+
+
 class _Reached(Exception):
     """The forward pass got to the layer being adapted: the rest of the model is not needed."""
 

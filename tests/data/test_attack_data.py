@@ -2,6 +2,7 @@
 the code before its fix."""
 
 import numpy as np
+import pytest
 
 from .run import error, ok
 
@@ -232,3 +233,27 @@ def test_shards_in_another_byte_order_are_named_so(tmp_path):
             "mmap=false)), which writes this machine's") in msg, msg
     ok(tmp_path, 'use nn\nsave_npy("b.npy", load_npy("b.npy", mmap=false))\nload_npy(["a.npy", "b.npy"])\n')
     assert np.load(tmp_path / "b.npy").dtype == np.dtype("<f8")
+
+
+@pytest.mark.torch
+def test_category_codes_float32_cannot_hold_are_refused_on_torch(tmp_path):
+    """On torch (below fp64) codes are compared in float32: 16777217 matched both 16777216 and itself,
+    so predict set two one-hot columns (index output 6 + 7 = 13) with no word. Refused now; fp64 and
+    NumPy give the lookup exactly."""
+    out = ok(tmp_path, """use layers
+use nn
+let c = array([[1001.0], [16777217.0], [16777216.0], [1001.0]])
+let net = sequential(category_lookup(3, output="index"))
+let p = adapt(net, net.init(seed=0, input_shape=[1]), c)
+print(predict(net, p, c, backend="torch", precision="fp64").flatten().tolist())
+try:
+    predict(net, p, c, backend="torch")
+catch e:
+    print(e)
+""", "--allow-python")
+    exact, refused = out.splitlines()
+    assert exact == "[1.0, 3.0, 2.0, 1.0]"
+    assert refused == ('predict: category_lookup keeps the category code 16777216, which float32 (the '
+                       'torch backend at precision="fp32") cannot tell from its neighbours: codes there must '
+                       'be whole numbers below 2^24 = 16777216; renumber the codes 0, 1, 2, … before adapt, '
+                       'or use precision="fp64"')
