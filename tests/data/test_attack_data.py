@@ -257,3 +257,22 @@ catch e:
                        'torch backend at precision="fp32") cannot tell from its neighbours: codes there must '
                        'be whole numbers below 2^24 = 16777216; renumber the codes 0, 1, 2, … before adapt, '
                        'or use precision="fp64"')
+
+
+def test_sample_weight_from_a_mapped_file_is_read_as_targets_are(tmp_path):
+    """Targets and masks from load_npy were read into memory; sample_weight was refused ('must be a
+    tensor … not mapped array')."""
+    r = np.random.default_rng(1)
+    np.save(tmp_path / "x.npy", r.normal(size=(64, 3)))
+    np.save(tmp_path / "y.npy", r.normal(size=(64, 1)))
+    np.save(tmp_path / "w.npy", np.linspace(0.0, 2.0, 64))
+    out = ok(tmp_path, """use layers
+use nn
+let net = mlp(3, 1)
+fn run(w):
+    return fit(net, net.init(seed=0), load_npy("x.npy"), load_npy("y.npy"), loss="mse", epochs=2,
+               batch_size=16, verbose=false, sample_weight=w).history
+let mapped = run(load_npy("w.npy"))
+print(mapped == run(load_npy("w.npy", mmap=false)), mapped == run(none))
+""")
+    assert out.strip() == "true false"
