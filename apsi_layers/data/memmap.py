@@ -127,7 +127,7 @@ def _refuse_number(name):
 class Mapped:
     """Rows of one or more .npy shards as one read-only array: len, shape, x[i], x[a:b], x[ids]."""
 
-    __apsi_attrs__ = frozenset({"shape", "ndim", "dtype", "size", "files"})
+    __apsi_attrs__ = frozenset({"shape", "ndim", "dtype", "size", "files", "split"})
     __apsi_type__ = "mapped array"
     __array_ufunc__ = None
 
@@ -196,6 +196,15 @@ class Mapped:
     def view(self, sl):
         """The rows sl (a slice) as another Mapped array: nothing is read."""
         return Mapped(self.shards, self.rows[sl])
+
+    def split(self, at):
+        """[its first `at` rows, the rest] as two mapped arrays, nothing read: the training split of
+        data larger than memory (x[a:b] reads its rows into a tensor)."""
+        n = len(self.rows)
+        if type(at) is not int or not 0 < at < n:
+            raise ApsiError(f"split: at must be an int from 1 to {n - 1} (the rows of the first part) for "
+                            f"a mapped array of {n} rows, not {show(at, True)}")
+        return [self.view(slice(0, at)), self.view(slice(at, n))]
 
     def check(self, what):
         for s in self.shards:

@@ -276,3 +276,38 @@ let mapped = run(load_npy("w.npy"))
 print(mapped == run(load_npy("w.npy", mmap=false)), mapped == run(none))
 """)
     assert out.strip() == "true false"
+
+
+def test_split_gives_a_training_split_that_stays_on_disk(tmp_path):
+    """The docs' own example adapted and fitted on x[0:n_train], which reads the rows into a tensor:
+    the training split of data larger than memory did not fit in memory. x.split(n) gives two mapped
+    arrays, reading nothing; adapt and fit over them learn what the rows in memory give."""
+    x = np.random.default_rng(4).normal(size=(500, 3)) * [1, 5, 9]
+    np.save(tmp_path / "a.npy", x[:300])
+    np.save(tmp_path / "b.npy", x[300:])
+    np.save(tmp_path / "y.npy", x.sum(axis=1, keepdims=True))
+    out = ok(tmp_path, """use layers
+use nn
+let x = load_npy(["a.npy", "b.npy"])
+let train, test = x.split(400)
+print(train, test)
+let net = sequential(normalization(), dense(1))
+let p = adapt(net, net.init(seed=0, input_shape=[3]), train)
+save_params("p.npz", p)
+let y = load_npy("y.npy", mmap=false)
+let a = fit(net, p, train, y[0:400], loss="mse", epochs=2, verbose=false)
+let b = fit(net, p, x[0:400], y[0:400], loss="mse", epochs=2, verbose=false)
+print(a.history == b.history, all(predict(net, a.params, test) == predict(net, b.params, x[400:500])))
+try:
+    x.split(500)
+catch e:
+    print(e)
+""")
+    shown, same, refused = out.splitlines()
+    assert shown == "mapped array [400, 3] float64 (2 file(s)) mapped array [100, 3] float64 (2 file(s))"
+    assert same == "true true"
+    assert refused == ("split: at must be an int from 1 to 499 (the rows of the first part) for a mapped "
+                       "array of 500 rows, not 500")
+    p = np.load(tmp_path / "p.npz")
+    assert np.allclose(p["normalization.state.mean"], x[:400].mean(axis=0), rtol=1e-12)
+    assert np.allclose(p["normalization.state.var"], x[:400].var(axis=0), rtol=1e-12)
