@@ -123,6 +123,8 @@ def _line(e):
 def _parts(out, i, epoch, what):
     from apsi_layers.layers.training.data_checks import as_array
 
+    from .fit_data import read_whole
+
     items = list(out) if isinstance(out, list | tuple) else [out]
     if not 1 <= len(items) <= 2:
         raise ApsiError(f"{what}: the dataset function returned {len(items)} values at batch {i}"
@@ -130,7 +132,8 @@ def _parts(out, i, epoch, what):
     arrays = []
     for k, v in zip(("x", "y"), items, strict=False):
         try:
-            a = as_array(what, f"batch {i}'s {k}", v)
+            # a mapped array returned (x.split(…)) is this batch's rows: read them
+            a = read_whole(v, what) if isinstance(v, Mapped) else as_array(what, f"batch {i}'s {k}", v)
         except ApsiError as e:
             raise ApsiError(f"{e.message}{_epoch(epoch)}") from None
         if a.ndim == 0:

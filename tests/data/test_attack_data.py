@@ -311,3 +311,23 @@ catch e:
     p = np.load(tmp_path / "p.npz")
     assert np.allclose(p["normalization.state.mean"], x[:400].mean(axis=0), rtol=1e-12)
     assert np.allclose(p["normalization.state.var"], x[:400].var(axis=0), rtol=1e-12)
+
+
+def test_a_dataset_function_may_return_mapped_rows(tmp_path):
+    """A batch returned as a mapped array (a part from x.split) was refused ('batch 0's x must be a
+    tensor …, not mapped array'): it is read as that batch's rows."""
+    np.save(tmp_path / "x.npy", np.random.default_rng(3).normal(size=(40, 3)))
+    out = ok(tmp_path, """use layers
+use nn
+let x = load_npy("x.npy")
+fn mapped(i):
+    let rest = x.split(10 * i)[1] if i > 0 else x
+    return [rest.split(10)[0] if len(rest) > 10 else rest, ones(10, 1)]
+fn read(i):
+    return [x[10 * i:10 * (i + 1)], ones(10, 1)]
+let net = mlp(3, 1)
+let a = fit(net, net.init(seed=0), dataset(4, mapped, workers=0), loss="mse", epochs=2, verbose=false)
+let b = fit(net, net.init(seed=0), dataset(4, read, workers=0), loss="mse", epochs=2, verbose=false)
+print(a.history == b.history)
+""")
+    assert out.strip() == "true"
