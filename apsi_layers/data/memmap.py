@@ -327,8 +327,8 @@ def _dtype_words(dtype):
 def _order_hint(a, b):
     if a.name != b.name:
         return ""
-    return ("; one of them is in another byte order: rewrite it with save_npy(path, load_npy(path, "
-            "mmap=false)), which writes this machine's")
+    return ("; one of them is in another byte order: rewrite it with save_npy(path, load_npy(path)), "
+            "which writes this machine's")
 
 
 def is_mapped(x):
@@ -391,6 +391,22 @@ def _room_for(count):
             resource.setrlimit(resource.RLIMIT_NOFILE, (new, hard))
 
 
+def _write_rows(f, m):
+    """A mapped array into an open .npy file about ITER_BYTES of rows at a time: joining shards
+    larger than memory into one file never holds more than a block (in this machine's byte order,
+    as save_npy writes every array)."""
+    fmt = np.lib.format
+    dtype = m.np_dtype.newbyteorder("=")
+    header = {"descr": fmt.dtype_to_descr(dtype), "fortran_order": False, "shape": m.shape}
+    try:
+        fmt.write_array_header_1_0(f, header)
+    except ValueError:          # (a header over 64 KiB: version 2.0 holds it)
+        fmt.write_array_header_2_0(f, header)
+    step = max(1, ITER_BYTES // max(1, dtype.itemsize * math.prod(m.tail)))
+    for start in range(0, len(m), step):
+        f.write(m.take(np.arange(start, min(start + step, len(m))), "save_npy", dtype).tobytes())
+
+
 def save_npy(path, x):
     """Write x as a .npy file, atomically (a reader never sees half a file)."""
     from apsi_lang.files import atomic_open
@@ -401,7 +417,7 @@ def save_npy(path, x):
     if not path.endswith(".npy"):
         raise ApsiError(f"save_npy: {path!r} must end in .npy (np.load and load_npy read it by that name)")
     if isinstance(x, Mapped):
-        a = x.take(np.arange(len(x)), "save_npy")
+        a = x
     else:
         from apsi_layers.layers.training.data_checks import as_array
 
@@ -412,7 +428,10 @@ def save_npy(path, x):
                         "first with make_dir")
     try:
         with atomic_open(resolved, "wb") as f:
-            np.lib.format.write_array(f, np.ascontiguousarray(a), allow_pickle=False)
+            if isinstance(a, Mapped):
+                _write_rows(f, a)
+            else:
+                np.lib.format.write_array(f, np.ascontiguousarray(a), allow_pickle=False)
     except OSError as e:
         raise ApsiError(f"save_npy({path!r}): cannot write it: {e.strerror or e}") from None
     return None

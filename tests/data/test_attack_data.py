@@ -229,9 +229,9 @@ def test_shards_in_another_byte_order_are_named_so(tmp_path):
     msg = error(tmp_path, 'use nn\nload_npy(["a.npy", "b.npy"])\n')
     assert ("load_npy: shard 'b.npy' holds float64 (big-endian) rows of shape [2] but 'a.npy' holds float64 "
             "rows of shape [2]; every shard must have the same dtype and the same shape after the first "
-            "axis; one of them is in another byte order: rewrite it with save_npy(path, load_npy(path, "
-            "mmap=false)), which writes this machine's") in msg, msg
-    ok(tmp_path, 'use nn\nsave_npy("b.npy", load_npy("b.npy", mmap=false))\nload_npy(["a.npy", "b.npy"])\n')
+            "axis; one of them is in another byte order: rewrite it with save_npy(path, load_npy(path)), "
+            "which writes this machine's") in msg, msg
+    ok(tmp_path, 'use nn\nsave_npy("b.npy", load_npy("b.npy"))\nload_npy(["a.npy", "b.npy"])\n')
     assert np.load(tmp_path / "b.npy").dtype == np.dtype("<f8")
 
 
@@ -331,3 +331,39 @@ let b = fit(net, net.init(seed=0), dataset(4, read, workers=0), loss="mse", epoc
 print(a.history == b.history)
 """)
     assert out.strip() == "true"
+
+
+SAVE_CHILD = """
+from apsi_lang import permissions
+from apsi_layers.data.memmap import load_npy, save_npy
+
+def hwm():
+    return int(next(l for l in open("/proc/self/status") if l.startswith("VmHWM")).split()[1]) * 1024
+
+permissions.set_current(permissions.Grants(granted=frozenset(), project_root="."))
+x = load_npy(["a.npy", "b.npy"])
+save_npy("warm.npy", x.split(10)[0])                     # imports, first allocations
+open("/proc/self/clear_refs", "w").write("5")          # the peak from here (the kernel's)
+before = hwm()
+save_npy("all.npy", x)
+print(hwm() - before)
+"""
+
+
+def test_save_npy_of_a_mapped_array_writes_it_block_by_block(tmp_path):
+    """save_npy(path, load_npy(shards)) (joining shards) read every row into memory first: joining
+    shards larger than memory failed. The rows go to the file about 1 MiB at a time, in this
+    machine's byte order."""
+    import subprocess
+    import sys
+
+    r = np.random.default_rng(6)
+    a, b = r.normal(size=(150_000, 16)), r.normal(size=(100_000, 16))      # 32 MB in all
+    np.save(tmp_path / "a.npy", a.astype(">f8"))      # (written on a big-endian machine)
+    np.save(tmp_path / "b.npy", b.astype(">f8"))
+    out = subprocess.run([sys.executable, "-c", SAVE_CHILD], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    joined = np.load(tmp_path / "all.npy")
+    assert joined.dtype == np.dtype("=f8") and np.array_equal(joined, np.concatenate([a, b]))
+    assert int(out.stdout) < 8 << 20, f"peak rose by {int(out.stdout) / 2**20:.1f} MiB for 32 MB written"
