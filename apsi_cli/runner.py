@@ -4,6 +4,7 @@ Exit codes: 0 ok, 1 runtime error, 2 syntax/usage/config error, 130 interrupted.
 No Python traceback reaches the user unless APSI_DEBUG=1.
 """
 
+import shlex
 import sys
 from pathlib import Path
 
@@ -107,7 +108,7 @@ def run_stdin(args, perms):
         ns = program.new_namespace(str(Path.cwd()), args)
         program.compile_source(text, "<stdin>", ns).run()
 
-    return guarded(action, prepare=lambda: _prepare(perms, Path.cwd()))
+    return guarded(action, prepare=lambda: _prepare(perms, Path.cwd()), note=_flags_in_args(args, "-"))
 
 
 def run_file(path, args, perms):
@@ -124,15 +125,35 @@ def run_file(path, args, perms):
         ns = program.new_namespace(str(p.parent.resolve()), args)
         program.compile_source(text, str(path), ns).run()
 
-    return guarded(action, prepare=lambda: _prepare(perms, p.parent))
+    return guarded(action, prepare=lambda: _prepare(perms, p.parent), note=_flags_in_args(args, path))
+
+
+def _flags_in_args(args, program):
+    """For a refused permission: the flags granting it that were written after the program, which
+    went to the program as arguments (`apsi train.apsi --allow-python`), and where they belong."""
+    from .fast import BOOL_FLAGS, SCOPED_FLAGS
+
+    flags = {a: {**BOOL_FLAGS, **SCOPED_FLAGS}.get(a.partition("=")[0]) for a in args}
+
+    def note(error):
+        wanted = {f"allow_{getattr(error, 'permission', None)}", "allow_all"}
+        misplaced = [a for a, key in flags.items() if key in wanted]
+        if not misplaced or getattr(error, "kind", None) != "permission":
+            return None
+        moved = " ".join(shlex.quote(a) for a in misplaced)
+        return (f"apsi: {', '.join(misplaced)} came after {program}, so the program got "
+                f"{'it' if len(misplaced) == 1 else 'them'} as an argument (in `args`), not as a "
+                f"permission: put permission flags before the program: apsi {moved} {program} …")
+    return note
 
 
 def _read_program(path, verb="run"):
     """(text, None) or (None, exit code) after saying why the file can't be read."""
     p = Path(path)
     if not p.is_file():
-        what = "is a folder" if p.is_dir() else "does not exist"
-        _err(f"apsi: cannot {verb} '{path}': it {what}. Usage: apsi [PERMISSIONS] FILE.apsi [ARGS]...")
+        what = "is a folder" if p.is_dir() else "does not exist" + _meant(path)
+        usage = "apsi check FILE.apsi..." if verb == "check" else "apsi [PERMISSIONS] FILE.apsi [ARGS]..."
+        _err(f"apsi: cannot {verb} '{path}': it {what}. Usage: {usage}")
         return None, 2
     if p.suffix == ".py":
         _err(f"apsi: '{path}' is a Python file: run it with python. Apsi runs Apsi programs (.apsi); "
@@ -147,6 +168,29 @@ def _read_program(path, verb="run"):
         _err(f"apsi: '{path}' is not UTF-8 text (byte {e.object[e.start]:#x} at position {e.start}); "
              "save it as UTF-8")
         return None, 2
+
+
+def _meant(path):
+    """' (did you mean …?)' for a name that is no file: a misspelt command (`apsi doctr`), the program
+    without its .apsi (`apsi train`), or a misspelt program beside it (`apsi trian.apsi`); else ''."""
+    import difflib
+
+    from .commands import LAZY_COMMANDS
+
+    p = Path(path)
+    if not p.suffix and p.name == path:
+        close = difflib.get_close_matches(path, LAZY_COMMANDS, n=1, cutoff=0.6)
+        if close:
+            return f" (did you mean the command `apsi {close[0]}`?)"
+    if p.suffix != ".apsi" and p.with_name(p.name + ".apsi").is_file():
+        return f" (did you mean {path}.apsi?)"
+    try:
+        programs = [q.stem for q in p.parent.glob("*.apsi")]
+    except OSError:
+        return ""
+    # the stems: a shared '.apsi' would make any two names look alike
+    close = difflib.get_close_matches(p.stem, programs, n=1, cutoff=0.75)
+    return f" (did you mean {p.with_name(close[0] + '.apsi')}?)" if close else ""
 
 
 def check_file(path, perms):
@@ -172,7 +216,7 @@ def run_code(code, perms, args=()):
         ns = program.new_namespace(str(Path.cwd()), args)
         program.compile_source(code, "<-e>", ns, echo=True).run()
 
-    return guarded(action, prepare=lambda: _prepare(perms, Path.cwd()))
+    return guarded(action, prepare=lambda: _prepare(perms, Path.cwd()), note=_flags_in_args(args, "-e CODE"))
 
 
 def repl(perms):

@@ -1,0 +1,54 @@
+"""A new user's first hour: the mistakes they make on the command line and in apsi.toml, and what
+`apsi` answers. Each message says what happened, where, and what to do, without a Python traceback."""
+
+import os
+import subprocess
+import sys
+
+APSI = [sys.executable, "-m", "apsi"]
+
+
+def run(args, cwd, stdin=None):
+    env = {k: v for k, v in os.environ.items() if k != "APSI_DEBUG"}
+    return subprocess.run(APSI + args, cwd=cwd, input=stdin, capture_output=True, text=True, env=env,
+                          timeout=120)
+
+
+def test_a_misspelt_command_is_named(tmp_path):
+    for typed, meant in (("doctr", "doctor"), ("rn", "run"), ("check-torh", "check-torch")):
+        r = run([typed], tmp_path)
+        assert r.returncode == 2 and r.stdout == ""
+        assert f"cannot run '{typed}': it does not exist (did you mean the command `apsi {meant}`?)" \
+            in r.stderr
+
+
+def test_a_program_named_without_apsi_or_misspelt_is_named(tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "train.apsi").write_text('print("ok")\n')
+    r = run(["src/train"], tmp_path)
+    assert r.returncode == 2 and "(did you mean src/train.apsi?)" in r.stderr
+    r = run(["src/trian.apsi"], tmp_path)
+    assert r.returncode == 2 and "(did you mean src/train.apsi?)" in r.stderr
+    r = run(["src/unrelated.apsi"], tmp_path)         # nothing alike: no guess
+    assert r.returncode == 2 and "did you mean" not in r.stderr
+
+
+def test_check_of_a_missing_file_shows_checks_usage(tmp_path):
+    r = run(["check", "gone.apsi"], tmp_path)
+    assert r.returncode == 2
+    assert "cannot check 'gone.apsi': it does not exist. Usage: apsi check FILE.apsi..." in r.stderr
+
+
+def test_a_permission_flag_after_the_program_is_explained(tmp_path):
+    (tmp_path / "py.apsi").write_text('print(args)\nlet m = pyimport("math")\n')
+    r = run(["py.apsi", "--allow-python", "--allow-net=x.org"], tmp_path)
+    assert r.returncode == 1
+    assert r.stdout == '["--allow-python", "--allow-net=x.org"]\n'      # still the program's arguments
+    assert ("apsi: --allow-python came after py.apsi, so the program got it as an argument (in `args`), "
+            "not as a permission: put permission flags before the program: apsi --allow-python py.apsi"
+            in r.stderr)
+    assert "--allow-net=x.org came" not in r.stderr                      # not the refused permission
+    r = run(["-e", 'pyimport("math")', "-A"], tmp_path)
+    assert r.returncode == 1 and "apsi: -A came after -e CODE" in r.stderr
+    r = run(["py.apsi", "--allow-net"], tmp_path)                        # another permission: no note
+    assert r.returncode == 1 and "came after" not in r.stderr
