@@ -376,7 +376,7 @@ def _install_family_only(req, family, python, info):
         env, _ = pipcmd.isolated_env(python) if url else (None, [])
         rc, err = pipcmd.run_pip(cmd, env=env)
         if rc != 0:
-            fail(pipcmd.explain_failure(err, " ".join(pins), url, info, torch=False))
+            fail(pipcmd.explain_failure(err, " ".join(pins), url, info, torch=False, torch_index=bool(url)))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     after = pipcmd.probe(python)
