@@ -52,3 +52,35 @@ def test_a_permission_flag_after_the_program_is_explained(tmp_path):
     assert r.returncode == 1 and "apsi: -A came after -e CODE" in r.stderr
     r = run(["py.apsi", "--allow-net"], tmp_path)                        # another permission: no note
     assert r.returncode == 1 and "came after" not in r.stderr
+
+
+def _caret_pair(stderr):
+    """The first source line shown and the caret line under it."""
+    lines = stderr.splitlines()
+    return next((a, b) for a, b in zip(lines, lines[1:], strict=False) if b.strip() == "^")
+
+
+def test_a_long_line_is_cut_around_the_error(tmp_path):
+    (tmp_path / "long.apsi").write_text('let s = "' + "a" * 100_000 + '" + 1\n')
+    r = run(["long.apsi"], tmp_path)
+    assert r.returncode == 1 and "long.apsi:1:100012: error: cannot add an int to a str" in r.stderr
+    assert len(r.stderr) < 2_000                  # was the whole line, twice
+    shown, caret = _caret_pair(r.stderr)
+    assert shown.startswith("    …aaa") and shown[caret.index("^")] == "+"
+    # a syntax error at the end of a long last line (no newline after it)
+    (tmp_path / "last.apsi").write_text("print(1)\nlet x = " + "1 + " * 30_000 + ")")
+    r = run(["last.apsi"], tmp_path)
+    assert r.returncode == 2 and r.stdout == "" and len(r.stderr) < 1_000
+    shown, caret = _caret_pair(r.stderr)
+    assert shown.endswith("1 + 1 + )") and shown[caret.index("^")] == ")"
+
+
+def test_the_caret_stands_under_the_error_after_wide_characters(tmp_path):
+    r = run(["-e", 'print("日本語" + 1)'], tmp_path)
+    assert r.returncode == 1
+    # print(" is 7 cells, 日本語 6 (each two wide), then '" ' 2: the '+' is in cell 15
+    assert _caret_pair(r.stderr) == ('    print("日本語" + 1)', "    " + " " * 15 + "^")
+    r = run(["-e", 'let s = "🎉" + ¿'], tmp_path)
+    assert r.returncode == 2
+    # let s = " is 9 cells, 🎉 2, '" + ' 4: the ¿ is in cell 15
+    assert _caret_pair(r.stderr) == ('    let s = "🎉" + ¿', "    " + " " * 15 + "^")
