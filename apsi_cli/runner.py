@@ -63,6 +63,11 @@ def build_grants(perms, program_dir):
 def _check_scope(flag, value):
     """`--allow-read=` with nothing after it (as from `--allow-read="$UNSET"`) used to grant the
     whole permission; an empty scope is refused. The bare flag, or `=*`, grants everything."""
+    if isinstance(value, str) and flag.endswith("-net") and value != "*":
+        for item in (v.strip() for v in value.split(",") if v.strip()):
+            problem = permissions.host_problem(item)
+            if problem:
+                raise FlagError(f"{flag}: {problem}")
     if isinstance(value, str) and value != "*" and not any(v.strip() for v in value.split(",")):
         bare = flag.split("=")[0]
         verb = "allows" if bare.startswith("--allow") else "denies"

@@ -84,3 +84,55 @@ def test_the_caret_stands_under_the_error_after_wide_characters(tmp_path):
     assert r.returncode == 2
     # let s = " is 9 cells, 🎉 2, '" + ' 4: the ¿ is in cell 15
     assert _caret_pair(r.stderr) == ('    let s = "🎉" + ¿', "    " + " " * 15 + "^")
+
+
+def _toml_message(tmp_path, text):
+    """What `apsi -e` run from a subfolder says about this apsi.toml (bytes or text)."""
+    data = text if isinstance(text, bytes) else text.encode()
+    (tmp_path / "apsi.toml").write_bytes(data)
+    (tmp_path / "sub").mkdir(exist_ok=True)
+    r = run(["-e", "print(1)"], tmp_path / "sub")
+    assert "Traceback" not in r.stderr
+    return r.returncode, r.stderr.replace(f"{tmp_path / 'apsi.toml'}: ", "")
+
+
+def test_apsi_toml_mistakes_say_where_and_what_to_write(tmp_path):
+    # a key above any [section] line was called an unknown section
+    assert _toml_message(tmp_path, 'allow = ["python"]\n') == (0, (
+        "apsi: warning: 'allow' stands before any [section] line, so it is ignored: put a line [run] "
+        "above it\n"))
+    assert _toml_message(tmp_path, 'bogus = 1\n') == (
+        0, "apsi: warning: unknown key 'bogus' ignored: keys go under [run] or [pkg]\n")
+    code, said = _toml_message(tmp_path, '[run]\nalow = ["python"]\n')
+    assert code == 0 and "unknown key run.alow ignored (did you mean allow?) (known: allow," in said
+    code, said = _toml_message(tmp_path, '[rnu]\n')
+    assert code == 0 and "unknown section [rnu] ignored (did you mean run?) (known: run, pkg)" in said
+    # each list's example is of its own kind (read's was ["python"])
+    for key, example in (("read", '["../data"]'), ("deny_write", '["out"]'), ("env", '["HOME"]'),
+                         ("net", '["example.com", "localhost:8080"]')):
+        assert _toml_message(tmp_path, f'[run]\n{key} = "x"\n') == (
+            2, f"apsi: error in apsi.toml: run.{key} must be a list of strings, like {example}\n")
+    assert _toml_message(tmp_path, "\ufeff[run]\n".encode("utf-16")) == (2, (
+        "apsi: error in apsi.toml: not UTF-8 text (it is UTF-16, as some Windows editors save "
+        "'Unicode'): save it as UTF-8\n"))
+
+
+def test_a_net_grant_must_be_a_host(tmp_path):
+    # a URL or a port that is no number granted nothing the program asked for, and every port to the
+    # kernel wall; now refused, with what to write
+    cases = [
+        ("--allow-net=https://example.com/data",
+         "'https://example.com/data' is a URL, not a host: write example.com (a host, or host:port)"),
+        ("--allow-net=x.org,localhost:http",
+         "'localhost:http': the port 'http' is not a number from 1 to 65535 (write localhost:8080, or "
+         "localhost for every port)"),
+        ("--deny-net=:8000", "':8000' has no host before its port: write localhost:8000 or 127.0.0.1:8000")]
+    for flag, said in cases:
+        r = run([flag, "-e", 'print("ran")'], tmp_path)
+        assert (r.returncode, r.stdout) == (2, "")
+        assert r.stderr == f"apsi: {flag.split('=')[0]}: {said}\n"
+    r = run(["--allow-net=127.0.0.1:8000,example.com,[::1]:80", "-e", 'print("ran")'], tmp_path)
+    assert (r.returncode, r.stdout) == (0, "ran\n")
+    code, said = _toml_message(tmp_path, '[run]\nnet = ["http://localhost:8000/"]\n')
+    assert (code, said) == (2, "apsi: error in apsi.toml: run.net: 'http://localhost:8000/' is a URL, not a "
+                               "host: write localhost:8000 (a host, or host:port)\n")
