@@ -168,3 +168,13 @@ def test_the_extras_fallback_is_pyprojects():
 
     assert extras.FALLBACK == {k: _extras()[k] for k in extras.FALLBACK}
     assert extras.requirements("lsp") == _extras()["lsp"]
+
+
+def test_apsi_doc_of_a_misspelt_name_names_the_one_meant(tmp_path):
+    r = run(["doc", "fitt"], tmp_path)
+    assert r.returncode == 1
+    assert r.stdout.startswith("help: no documentation for 'fitt' (did you mean fit")
+    r = run(["doc", "adm"], tmp_path)                   # a name of a module's table (nn's optimizers)
+    assert r.returncode == 1 and "(did you mean adam" in r.stdout
+    r = run(["doc", "xyzzy"], tmp_path)
+    assert (r.returncode, r.stdout) == (1, "help: no documentation for 'xyzzy'; help() lists where to look\n")
