@@ -178,3 +178,18 @@ def test_apsi_doc_of_a_misspelt_name_names_the_one_meant(tmp_path):
     assert r.returncode == 1 and "(did you mean adam" in r.stdout
     r = run(["doc", "xyzzy"], tmp_path)
     assert (r.returncode, r.stdout) == (1, "help: no documentation for 'xyzzy'; help() lists where to look\n")
+
+
+def test_tabs_and_spaces_mixed_by_width_are_named(tmp_path):
+    # a tab after a block indented with 4 spaces was 'unexpected indent: only a block after a line ending
+    # in ':' is indented', and one after 8 spaces was quietly the same block (Python: TabError)
+    said = ("this line's indentation mixes tabs and spaces unlike the lines above it, so where its block "
+            "is depends on a tab's width: indent with spaces only (or tabs only)")
+    for name, text in (("four.apsi", "if true:\n    let a = 1\n\tlet b = 2\n"),
+                       ("eight.apsi", 'if true:\n        let a = 1\n\tprint("ran")\n')):
+        (tmp_path / name).write_text(text)
+        r = run([name], tmp_path)
+        assert (r.returncode, r.stdout) == (2, "") and f"{name}:3:1: {said}" in r.stderr
+    (tmp_path / "tabs.apsi").write_text('if true:\n\tlet a = 1\n\tif a:\n\t\tprint("in")\nprint("out")\n')
+    r = run(["tabs.apsi"], tmp_path)
+    assert (r.returncode, r.stdout) == (0, "in\nout\n"), r.stderr
