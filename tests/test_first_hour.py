@@ -138,38 +138,6 @@ def test_a_net_grant_must_be_a_host(tmp_path):
                                "host: write localhost:8000 (a host, or host:port)\n")
 
 
-def _extras():
-    import tomllib
-    from pathlib import Path
-
-    project = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())["project"]
-    return project["optional-dependencies"]
-
-
-def test_a_missing_editor_part_says_how_to_install_it_into_apsis_python(tmp_path):
-    # `pip install 'apsi[lsp]'` asked the package index for a project named apsi, which is not this one
-    # (Apsi installs from its source folder), with whatever `pip` is first on PATH
-    shadow = tmp_path / "shadow"
-    shadow.mkdir()
-    for module in ("lsprotocol", "jupyter_client"):
-        (shadow / f"{module}.py").write_text(f"raise ImportError(\"No module named '{module}'\")\n")
-    env = {**os.environ, "PYTHONPATH": str(shadow), "HOME": str(tmp_path), "JUPYTER_DATA_DIR": str(tmp_path)}
-    env.pop("APSI_DEBUG", None)
-    for args, extra in ((["lsp"], "lsp"), (["kernel", "install", "--user"], "jupyter")):
-        r = subprocess.run(APSI + args, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120,
-                           stdin=subprocess.DEVNULL)
-        said = "apsi pkg install " + " ".join(f"'{req}'" for req in _extras()[extra])
-        assert r.returncode == 1 and said in r.stderr and "apsi[" not in r.stderr, r.stderr
-        assert "Traceback" not in r.stderr
-
-
-def test_the_extras_fallback_is_pyprojects():
-    from apsi_cli import extras
-
-    assert extras.FALLBACK == {k: _extras()[k] for k in extras.FALLBACK}
-    assert extras.requirements("lsp") == _extras()["lsp"]
-
-
 def test_apsi_doc_of_a_misspelt_name_names_the_one_meant(tmp_path):
     r = run(["doc", "fitt"], tmp_path)
     assert r.returncode == 1
