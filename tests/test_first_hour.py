@@ -161,3 +161,21 @@ def test_tabs_and_spaces_mixed_by_width_are_named(tmp_path):
     (tmp_path / "tabs.apsi").write_text('if true:\n\tlet a = 1\n\tif a:\n\t\tprint("in")\nprint("out")\n')
     r = run(["tabs.apsi"], tmp_path)
     assert (r.returncode, r.stdout) == (0, "in\nout\n"), r.stderr
+
+
+def test_apsi_trust_of_the_wrong_path_or_without_an_answer_says_what_to_do(tmp_path):
+    (tmp_path / "apsi.toml").write_text('[run]\nallow = ["python"]\n')
+    (tmp_path / "train.apsi").write_text("print(1)\n")
+    # a folder that does not exist found the apsi.toml above it, and asked to trust that
+    r = run(["trust", "nosuch"], tmp_path)
+    assert (r.returncode, r.stdout) == (1, "")
+    assert r.stderr == ("Error: nosuch does not exist: give the project's folder (or its apsi.toml), or "
+                        "nothing for the current folder\n")
+    # a program was read as TOML ("not valid TOML: Expected '=' after a key …")
+    r = run(["trust", "train.apsi"], tmp_path)
+    assert r.returncode == 1 and "train.apsi is not an apsi.toml: give the project's folder" in r.stderr
+    # input that ends was Click's bare 'Aborted!'
+    r = run(["trust"], tmp_path, stdin="")
+    assert r.returncode == 1 and "Aborted!" not in r.stderr
+    assert ("not trusted: the input ended before an answer (it is not a terminal); review the grants above "
+            "and run `apsi trust --yes`") in r.stderr
