@@ -179,3 +179,13 @@ def test_apsi_trust_of_the_wrong_path_or_without_an_answer_says_what_to_do(tmp_p
     assert r.returncode == 1 and "Aborted!" not in r.stderr
     assert ("not trusted: the input ended before an answer (it is not a terminal); review the grants above "
             "and run `apsi trust --yes`") in r.stderr
+
+
+def test_a_module_function_used_before_its_use_line_names_the_module(tmp_path):
+    # fit and mlp were "did you mean 'filter'/'map'?", figure had no hint; zeros already named nn
+    for name, module in (("mlp", "layers"), ("fit", "layers"), ("figure", "plot"), ("zeros", "nn")):
+        r = run(["-e", f"let v = {name}(1)"], tmp_path)
+        assert (r.returncode, r.stdout) == (2, "")
+        assert f"undefined name '{name}' ('{name}' comes with 'use {module}': add it at the top)" in r.stderr
+    r = run(["-e", "let v = lenn"], tmp_path)
+    assert "undefined name 'lenn' (did you mean 'len'?)" in r.stderr
