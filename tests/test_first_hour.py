@@ -189,3 +189,14 @@ def test_a_module_function_used_before_its_use_line_names_the_module(tmp_path):
         assert f"undefined name '{name}' ('{name}' comes with 'use {module}': add it at the top)" in r.stderr
     r = run(["-e", "let v = lenn"], tmp_path)
     assert "undefined name 'lenn' (did you mean 'len'?)" in r.stderr
+
+
+def test_apsi_check_takes_bare_scoped_flags_as_apsi_run_does(tmp_path):
+    # `apsi run --allow-read a.apsi` ran a.apsi; `apsi check --allow-read a.apsi` took a.apsi as the
+    # paths to read and said "Missing argument 'FILES...'"
+    (tmp_path / "good.apsi").write_text("print(1)\n")
+    (tmp_path / "bad.apsi").write_text("print(1)\nlet = 2\n")
+    r = run(["check", "--allow-read", "good.apsi"], tmp_path)
+    assert (r.returncode, r.stderr) == (0, "")
+    r = run(["check", "good.apsi", "--allow-read", "bad.apsi"], tmp_path)
+    assert r.returncode == 2 and "bad.apsi:2:5: expected a name after 'let'" in r.stderr
