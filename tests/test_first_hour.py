@@ -200,3 +200,25 @@ def test_apsi_check_takes_bare_scoped_flags_as_apsi_run_does(tmp_path):
     assert (r.returncode, r.stderr) == (0, "")
     r = run(["check", "good.apsi", "--allow-read", "bad.apsi"], tmp_path)
     assert r.returncode == 2 and "bad.apsi:2:5: expected a name after 'let'" in r.stderr
+
+
+def test_pyimport_of_a_missing_module_names_the_package_to_install(tmp_path):
+    # it said `apsi pkg install sklearn` (a stub that fails), `torch` (the CPU build even on a GPU
+    # machine), `torch.nn`, and for a module whose dependency was missing "no Python module named 'mine'"
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    for module in ("sklearn", "torch"):
+        (shadow / f"{module}.py").write_text(f"raise ModuleNotFoundError(\"No module named '{module}'\", "
+                                             f"name='{module}')\n")
+    (shadow / "mine.py").write_text("import not_installed_dependency_q\n")
+    env = {**os.environ, "PYTHONPATH": str(shadow)}
+    env.pop("APSI_DEBUG", None)
+    for module, said, package in (
+            ("sklearn.linear_model", "no Python module named 'sklearn'", "scikit-learn"),
+            ("torch.nn", "no Python module named 'torch'", "torch-auto"),
+            ("mine", "it needs the Python module 'not_installed_dependency_q', which is not installed",
+             "not_installed_dependency_q")):
+        r = subprocess.run(APSI + ["--allow-python", "-e", f'pyimport("{module}")'], cwd=tmp_path,
+                           capture_output=True, text=True, env=env, timeout=120)
+        assert r.returncode == 1 and f'pyimport("{module}"): {said} in ' in r.stderr, r.stderr
+        assert r.stderr.rstrip().endswith(f"install it with: apsi pkg install {package}"), r.stderr
