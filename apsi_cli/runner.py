@@ -165,14 +165,26 @@ def _read_program(path, verb="run"):
              "Python modules are reachable from Apsi with pyimport(\"name\") and --allow-python.")
         return None, 2
     try:
-        return p.read_text(encoding="utf-8-sig"), None  # a BOM from Windows editors is not code
+        data = p.read_bytes()
+        return data.decode("utf-8-sig"), None  # a BOM from Windows editors is not code
     except OSError as e:
         _err(f"apsi: cannot read '{path}': {e.strerror or e}")
         return None, 2
     except UnicodeDecodeError as e:
-        _err(f"apsi: '{path}' is not UTF-8 text (byte {e.object[e.start]:#x} at position {e.start}); "
-             "save it as UTF-8")
+        _err(_not_text(path, data, e))
         return None, 2
+
+
+def _not_text(path, data, e):
+    """Why a file that is not UTF-8 cannot be a program, and what to do: 'save it as UTF-8' only
+    where it is text in another encoding; a model file or other binary data is named as such."""
+    if data.startswith(b"PK\x03\x04") and Path(path).suffix == ".apsim":
+        return (f"apsi: '{path}' is a model file (save_model), not a program: serve it with "
+                f"`apsi serve {shlex.quote(str(path))}`, or load it in a program with load_model(\"{path}\")")
+    if b"\0" in data[:8192]:
+        return f"apsi: '{path}' is binary data, not an Apsi program (a text file, usually FILE.apsi)"
+    return (f"apsi: '{path}' is not UTF-8 text (byte {e.object[e.start]:#x} at position {e.start}); "
+            "save it as UTF-8")
 
 
 def _meant(path):

@@ -222,3 +222,23 @@ def test_pyimport_of_a_missing_module_names_the_package_to_install(tmp_path):
                            capture_output=True, text=True, env=env, timeout=120)
         assert r.returncode == 1 and f'pyimport("{module}"): {said} in ' in r.stderr, r.stderr
         assert r.stderr.rstrip().endswith(f"install it with: apsi pkg install {package}"), r.stderr
+
+
+def test_a_model_file_or_binary_data_run_as_a_program_is_named(tmp_path):
+    # both were "is not UTF-8 text (byte 0x… at position …); save it as UTF-8"
+    import zipfile
+
+    with zipfile.ZipFile(tmp_path / "my model.apsim", "w") as z:
+        z.writestr("model.json", "{}")
+    r = run(["my model.apsim"], tmp_path)
+    assert (r.returncode, r.stdout) == (2, "")
+    assert r.stderr == ("apsi: 'my model.apsim' is a model file (save_model), not a program: serve it with "
+                        "`apsi serve 'my model.apsim'`, or load it in a program with "
+                        "load_model(\"my model.apsim\")\n")
+    (tmp_path / "data.bin").write_bytes(b"\x89\x00\xff" * 10)
+    r = run(["data.bin"], tmp_path)
+    assert (r.returncode, r.stderr) == (
+        2, "apsi: 'data.bin' is binary data, not an Apsi program (a text file, usually FILE.apsi)\n")
+    (tmp_path / "latin.apsi").write_bytes(b'print("\xe9")\n')
+    r = run(["latin.apsi"], tmp_path)
+    assert r.stderr == "apsi: 'latin.apsi' is not UTF-8 text (byte 0xe9 at position 7); save it as UTF-8\n"
