@@ -242,3 +242,24 @@ def test_a_model_file_or_binary_data_run_as_a_program_is_named(tmp_path):
     (tmp_path / "latin.apsi").write_bytes(b'print("\xe9")\n')
     r = run(["latin.apsi"], tmp_path)
     assert r.stderr == "apsi: 'latin.apsi' is not UTF-8 text (byte 0xe9 at position 7); save it as UTF-8\n"
+
+
+def test_a_misspelt_pytorch_build_is_not_fetched_from_the_package_index(tmp_path):
+    # torch-cpu, torch-cu121, torch-gpu went to pip as ordinary packages, from PyPI, where anyone may
+    # have published those names
+    env = {**os.environ, "PIP_CONFIG_FILE": os.devnull}
+    env.pop("APSI_DEBUG", None)
+
+    def dry_run(name):
+        return subprocess.run(APSI + ["pkg", "install", "--dry-run", name], cwd=tmp_path, capture_output=True,
+                              text=True, env=env, timeout=120)
+
+    for name, meant in (("torch-cpu", "(the CPU build is named torch)"),
+                        ("torch-cu121", "(did you mean "), ("torch-rocm6.2", "(did you mean torch-rocm6.4"),
+                        ("torch-gpu", "(torch-auto picks the build for this machine's GPU)")):
+        r = dry_run(name)
+        assert (r.returncode, r.stdout) == (2, ""), r.stderr
+        assert f"Error: {name} is not a PyTorch build Apsi knows {meant}" in r.stderr
+        assert "`apsi pkg install torch-auto` picks the one for this machine" in r.stderr
+    r = dry_run("torch-geometric")                  # an ordinary package named torch-… stays one
+    assert r.returncode == 0 and "-m pip install" in r.stdout and "torch-geometric" in r.stdout

@@ -73,6 +73,8 @@ def fail(text, code=1):
 
 def install(req):
     """Carry out `apsi pkg install`; returns normally on success, raises click Exit otherwise."""
+    for name in req.names:
+        _refuse_build_lookalike(name)
     builds = [n for n in req.names if n in torch_builds.BUILDS]
     plain = [n for n in req.names if n not in torch_builds.BUILDS]
     if len(builds) > 1:
@@ -107,6 +109,29 @@ def install(req):
         if req.dry_run:
             fail(f"{signals.describe(e)}; nothing was changed (dry run)", code=signals.exit_code(e))
         fail(f"{signals.describe(e)} before pip finished. {_torch_state(python)}", code=signals.exit_code(e))
+
+
+# names shaped like a PyTorch build (torch-cu121, torch-cpu, torch-rocm6, torch-gpu): one that is not
+# in the table went to pip as an ordinary package, from PyPI, where anyone may have published it.
+# torch-geometric, torch-scatter and the like do not match and stay ordinary packages.
+_BUILD_SHAPE = r"torch[-_](cu\d*|cuda.*|rocm.*|cpu|gpu|xpu.*|mps|metal|auto.*|nightly)"
+
+
+def _refuse_build_lookalike(name):
+    import difflib
+    import re
+
+    if name in torch_builds.BUILDS or not re.fullmatch(_BUILD_SHAPE, name.lower()):
+        return
+    known = [n for n in torch_builds.BUILDS if n.startswith("torch")]
+    close = difflib.get_close_matches(name.lower(), known, n=2, cutoff=0.7)
+    meant = {"torch-cpu": " (the CPU build is named torch)",
+             "torch-gpu": " (torch-auto picks the build for this machine's GPU)"}.get(
+        name.lower().replace("_", "-"), f" (did you mean {' or '.join(close)}?)" if close else "")
+    raise click.UsageError(f"{name} is not a PyTorch build Apsi knows{meant}, and it is not installed "
+                           f"from the package index as an ordinary package either, where anyone could "
+                           f"have published that name. The builds: {', '.join(known)}; "
+                           f"`apsi pkg install torch-auto` picks the one for this machine.")
 
 
 def _bare(name):
