@@ -157,7 +157,9 @@ def _read_program(path, verb="run"):
     p = Path(path)
     if not p.is_file():
         what = "is a folder" if p.is_dir() else "does not exist" + _meant(path)
-        usage = "apsi check FILE.apsi..." if verb == "check" else "apsi [PERMISSIONS] FILE.apsi [ARGS]..."
+        usage = {"check": "apsi check FILE.apsi...",
+                 "launch": "apsi launch --nproc N [PERMISSIONS] FILE.apsi [ARGS]..."}.get(
+            verb, "apsi [PERMISSIONS] FILE.apsi [ARGS]...")
         _err(f"apsi: cannot {verb} '{path}': it {what}. Usage: {usage}")
         return None, 2
     if p.suffix == ".py":

@@ -263,3 +263,13 @@ def test_a_misspelt_pytorch_build_is_not_fetched_from_the_package_index(tmp_path
         assert "`apsi pkg install torch-auto` picks the one for this machine" in r.stderr
     r = dry_run("torch-geometric")                  # an ordinary package named torch-… stays one
     assert r.returncode == 0 and "-m pip install" in r.stdout and "torch-geometric" in r.stdout
+
+
+def test_apsi_launch_of_a_missing_program_says_so_once_before_starting_ranks(tmp_path):
+    # it said "needs permission 'python'", then each of the N ranks "cannot run 'nosuch.apsi'", then
+    # "rank 0 exited with code 2; rank 1 …" (and needed PyTorch installed to get that far)
+    (tmp_path / "train.apsi").write_text("print(1)\n")
+    r = run(["launch", "--nproc", "2", "trian.apsi"], tmp_path)
+    assert (r.returncode, r.stdout) == (2, "")
+    assert r.stderr == ("apsi: cannot launch 'trian.apsi': it does not exist (did you mean train.apsi?). "
+                        "Usage: apsi launch --nproc N [PERMISSIONS] FILE.apsi [ARGS]...\n")
