@@ -310,6 +310,7 @@ class Parser:
 
     def block(self, what):
         """After ':' — an indented block, or simple statements on the same line."""
+        colon = self.tok
         self.expect_op(":", f" at the end of the {what} line")
         if not self.at("NEWLINE"):
             stmts = [self.simple_statement()]
@@ -324,6 +325,10 @@ class Parser:
                 self.fail(f"expected the end of the statement, found {describe(self.tok)}")
             return stmts
         self.advance()
+        if self.at("EOF"):
+            # the file ends after the ':' line: show that line, not the empty one after it
+            self.fail(f"expected an indented block after the {what} line, but the input ends there",
+                      colon, incomplete=self.at_input_end())
         if not self.at("INDENT"):
             self.fail(f"expected an indented block after the {what} line")
         self.advance()

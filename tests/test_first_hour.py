@@ -273,3 +273,12 @@ def test_apsi_launch_of_a_missing_program_says_so_once_before_starting_ranks(tmp
     assert (r.returncode, r.stdout) == (2, "")
     assert r.stderr == ("apsi: cannot launch 'trian.apsi': it does not exist (did you mean train.apsi?). "
                         "Usage: apsi launch --nproc N [PERMISSIONS] FILE.apsi [ARGS]...\n")
+
+
+def test_a_block_line_at_the_end_of_the_file_is_shown(tmp_path):
+    # the error pointed at the empty line after it: "3:1: expected an indented block …", a blank line
+    (tmp_path / "end.apsi").write_text("print(1)\nfn f(x):\n")
+    r = run(["end.apsi"], tmp_path)
+    assert (r.returncode, r.stdout) == (2, "")
+    assert r.stderr == ("end.apsi:2:8: expected an indented block after the 'fn f' line, but the input ends "
+                        "there\n    fn f(x):\n           ^\n")
