@@ -37,8 +37,15 @@ PYTHON_MODULES = {
     "json": "read_json(path) and write_json(path, value) are builtins",
     "csv": "read_csv(path) is a builtin (with 'use nn', load_csv gives a tensor)",
     "random": "random numbers come with 'use nn': rand(n), randn(n), randint(lo, hi, n), permutation(n)",
-    "numpy": "Apsi's tensors come with 'use nn' (array, zeros, matmul with @, grad)",
+    "numpy": "Apsi's tensors come with 'use nn' (array, zeros, matmul with @, grad); the Python module "
+             "itself: pyimport(\"numpy\") with --allow-python",
     "np": "Apsi's tensors come with 'use nn' (array, zeros, matmul with @, grad)",
+    "torch": "PyTorch is a backend of 'use layers' (fit(…, backend=\"torch\") with --allow-python); the "
+             "Python module itself: pyimport(\"torch\") with --allow-python",
+    "scipy": "'use nn' has SciPy's common functions (solve, expm, lu, …); the Python module itself: "
+             "pyimport(\"scipy\") with --allow-python",
+    "matplotlib": "plots come with 'use plot' (figure, line, scatter, hist, save)",
+    "plt": "plots come with 'use plot' (figure, line, scatter, hist, save)",
 }
 NO_WALRUS = "Apsi has no ':=': give the value a name with 'let' on the line before"
 NO_CHAINED = "Apsi has no chained assignment (a = b = 1): assign each name on its own"

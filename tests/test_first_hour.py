@@ -282,3 +282,19 @@ def test_a_block_line_at_the_end_of_the_file_is_shown(tmp_path):
     assert (r.returncode, r.stdout) == (2, "")
     assert r.stderr == ("end.apsi:2:8: expected an indented block after the 'fn f' line, but the input ends "
                         "there\n    fn f(x):\n           ^\n")
+
+
+def test_use_of_a_python_library_or_a_misspelt_module_says_what_apsi_has(tmp_path):
+    # `use numpy` said "no installed package provides it (installed: layers, nn, …) and there is no
+    # numpy.apsi beside the program"; `use layer` did not name layers
+    for line, said in (
+            ("use numpy", "use numpy: Apsi has no module 'numpy': Apsi's tensors come with 'use nn'"),
+            ("use torch", "use torch: Apsi has no module 'torch': PyTorch is a backend of 'use layers' "
+                          "(fit(…, backend=\"torch\") with --allow-python)"),
+            ("use layer", "use layer: no module named 'layer' (did you mean 'use layers'?): no installed "
+                          "package provides it")):
+        r = run(["-e", line], tmp_path)
+        assert (r.returncode, r.stdout) == (2, "") and f"<-e>:1:1: {said}" in r.stderr, r.stderr
+    (tmp_path / "numpy.apsi").write_text("let answer = 42\n")       # a module of the project's own wins
+    r = run(["-e", "use numpy\nprint(answer)"], tmp_path)
+    assert (r.returncode, r.stdout) == (0, "42\n"), r.stderr
