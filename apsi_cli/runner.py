@@ -4,7 +4,6 @@ Exit codes: 0 ok, 1 runtime error, 2 syntax/usage/config error, 130 interrupted.
 No Python traceback reaches the user unless APSI_DEBUG=1.
 """
 
-import shlex
 import sys
 from pathlib import Path
 
@@ -141,6 +140,8 @@ def _flags_in_args(args, program):
     flags = {a: {**BOOL_FLAGS, **SCOPED_FLAGS}.get(a.partition("=")[0]) for a in args}
 
     def note(error):
+        import shlex
+
         wanted = {f"allow_{getattr(error, 'permission', None)}", "allow_all"}
         misplaced = [a for a, key in flags.items() if key in wanted]
         if not misplaced or getattr(error, "kind", None) != "permission":
@@ -181,6 +182,8 @@ def _not_text(path, data, e):
     """Why a file that is not UTF-8 cannot be a program, and what to do: 'save it as UTF-8' only
     where it is text in another encoding; a model file or other binary data is named as such."""
     if data.startswith(b"PK\x03\x04") and Path(path).suffix == ".apsim":
+        import shlex
+
         return (f"apsi: '{path}' is a model file (save_model), not a program: serve it with "
                 f"`apsi serve {shlex.quote(str(path))}`, or load it in a program with load_model(\"{path}\")")
     if b"\0" in data[:8192]:
