@@ -115,13 +115,14 @@ def run_stdin(args, perms):
     return guarded(action, prepare=lambda: _prepare(perms, Path.cwd()), note=_flags_in_args(args, "-"))
 
 
-def run_file(path, args, perms):
+def run_file(path, args, perms, after_flag=None):
+    """`after_flag`: the bare scoped flag just before the file on the command line, if any."""
     from apsi_lang import program
 
     if path == "-":
         return run_stdin(args, perms)
     p = Path(path)
-    text, failed = _read_program(path)
+    text, failed = _read_program(path, after_flag=after_flag)
     if failed:
         return failed
 
@@ -153,11 +154,11 @@ def _flags_in_args(args, program):
     return note
 
 
-def _read_program(path, verb="run"):
+def _read_program(path, verb="run", after_flag=None):
     """(text, None) or (None, exit code) after saying why the file can't be read."""
     p = Path(path)
     if not p.is_file():
-        what = "is a folder" if p.is_dir() else "does not exist" + _meant(path)
+        what = "is a folder" if p.is_dir() else "does not exist" + _meant(path, after_flag)
         usage = {"check": "apsi check FILE.apsi...",
                  "launch": "apsi launch --nproc N [PERMISSIONS] FILE.apsi [ARGS]..."}.get(
             verb, "apsi [PERMISSIONS] FILE.apsi [ARGS]...")
@@ -192,13 +193,17 @@ def _not_text(path, data, e):
             "save it as UTF-8")
 
 
-def _meant(path):
-    """' (did you mean …?)' for a name that is no file: a misspelt command (`apsi doctr`), the program
-    without its .apsi (`apsi train`), or a misspelt program beside it (`apsi trian.apsi`); else ''."""
+def _meant(path, after_flag=None):
+    """' (did you mean …?)' for a name that is no file: a scope given without '=' (`--allow-env HOME`),
+    a misspelt command (`apsi doctr`), the program without its .apsi (`apsi train`), or a misspelt
+    program beside it (`apsi trian.apsi`); else ''."""
     import difflib
 
     from .commands import LAZY_COMMANDS
 
+    if after_flag:
+        return (f" (did you mean {after_flag}={path}? A scope is written with '=': the bare "
+                f"{after_flag} grants all, and {path} was taken for the program)")
     p = Path(path)
     if not p.suffix and p.name == path:
         close = difflib.get_close_matches(path, LAZY_COMMANDS, n=1, cutoff=0.6)

@@ -298,3 +298,13 @@ def test_use_of_a_python_library_or_a_misspelt_module_says_what_apsi_has(tmp_pat
     (tmp_path / "numpy.apsi").write_text("let answer = 42\n")       # a module of the project's own wins
     r = run(["-e", "use numpy\nprint(answer)"], tmp_path)
     assert (r.returncode, r.stdout) == (0, "42\n"), r.stderr
+
+
+def test_a_scope_written_without_equals_is_explained(tmp_path):
+    # `apsi --allow-env HOME prog.apsi` said only "cannot run 'HOME': it does not exist"
+    (tmp_path / "prog.apsi").write_text("print(1)\n")
+    for before, flag, scope in (([], "--allow-env", "HOME"), (["run"], "--allow-net", "example.com")):
+        r = run([*before, flag, scope, "prog.apsi"], tmp_path)
+        assert (r.returncode, r.stdout) == (2, "")
+        assert (f"cannot run '{scope}': it does not exist (did you mean {flag}={scope}? A scope is written "
+                f"with '=': the bare {flag} grants all, and {scope} was taken for the program)") in r.stderr
