@@ -204,6 +204,8 @@ def _meant(path, after_flag=None):
     if after_flag:
         return (f" (did you mean {after_flag}={path}? A scope is written with '=': the bare "
                 f"{after_flag} grants all, and {path} was taken for the program)")
+    if path in ("-e", "-c"):
+        return " (a snippet runs with `apsi -e CODE`, without run)"
     p = Path(path)
     if not p.suffix and p.name == path:
         close = difflib.get_close_matches(path, LAZY_COMMANDS, n=1, cutoff=0.6)

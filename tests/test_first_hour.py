@@ -308,3 +308,12 @@ def test_a_scope_written_without_equals_is_explained(tmp_path):
         assert (r.returncode, r.stdout) == (2, "")
         assert (f"cannot run '{scope}': it does not exist (did you mean {flag}={scope}? A scope is written "
                 f"with '=': the bare {flag} grants all, and {scope} was taken for the program)") in r.stderr
+
+
+def test_a_snippet_asked_for_the_python_way_is_shown_the_apsi_way(tmp_path):
+    # `apsi -c CODE` said only "No such option '-c'"; `apsi run -e CODE` "cannot run '-e'"
+    r = run(["-c", "print(1)"], tmp_path)
+    assert (r.returncode, r.stdout) == (2, "")
+    assert "No such option '-c': Apsi runs a snippet with -e CODE, as in apsi -e 'print(1)'" in r.stderr
+    r = run(["run", "-e", "print(1)"], tmp_path)
+    assert r.returncode == 2 and "(a snippet runs with `apsi -e CODE`, without run)" in r.stderr
