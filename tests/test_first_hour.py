@@ -317,3 +317,26 @@ def test_a_snippet_asked_for_the_python_way_is_shown_the_apsi_way(tmp_path):
     assert "No such option '-c': Apsi runs a snippet with -e CODE, as in apsi -e 'print(1)'" in r.stderr
     r = run(["run", "-e", "print(1)"], tmp_path)
     assert r.returncode == 2 and "(a snippet runs with `apsi -e CODE`, without run)" in r.stderr
+
+
+def test_a_package_index_that_is_not_a_url_is_named_before_pip_runs(tmp_path):
+    # `--torch-index notaurl` reached pip, which ignored it, and the failure read "no torch wheel from
+    # notaurl/cu126 matches Python 3.11 on linux-x86_64 … try another build"; the doctor said nothing
+    env = {**os.environ, "PIP_CONFIG_FILE": os.devnull}
+    env.pop("APSI_DEBUG", None)
+    env.pop("APSI_TORCH_INDEX", None)
+    advice = ("is not the URL of a package index: give one that starts with https:// (or file:// for a "
+              "folder on this machine), like https://download.pytorch.org/whl")
+    for args, said in ((["--torch-index", "notaurl"], "--torch-index: 'notaurl' "),
+                       (["--index-url", "/no/such/folder"], "--index-url: '/no/such/folder' ")):
+        r = subprocess.run(APSI + ["pkg", "install", "torch-cuda", "--dry-run", *args], cwd=tmp_path,
+                           capture_output=True, text=True, env=env, timeout=120)
+        assert (r.returncode, r.stdout) == (2, "") and r.stderr == f"error: {said}{advice}\n", r.stderr
+    r = subprocess.run(APSI + ["doctor", "--json"], cwd=tmp_path, capture_output=True, text=True,
+                       env={**env, "APSI_TORCH_INDEX": "ftp://mirror"}, timeout=120)
+    import json
+
+    report = json.loads(r.stdout)
+    assert r.returncode == 1 and not report["ok"]
+    assert [(c["status"], c["detail"]) for c in report["checks"] if c["key"] == "index"] == [
+        ("fail", f"APSI_TORCH_INDEX: 'ftp://mirror' {advice}")]

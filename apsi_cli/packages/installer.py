@@ -38,7 +38,29 @@ class Request:
 
 def index_source(option=None):
     """(base URL of the PyTorch indexes, where it was set): --torch-index, else APSI_TORCH_INDEX,
-    else [pkg] torch_index in the nearest apsi.toml, else PyTorch's own."""
+    else [pkg] torch_index in the nearest apsi.toml, else PyTorch's own. Not a URL: fail, exit 2."""
+    base, source = index_setting(option)
+    problem = index_problem(base, source)
+    if problem:
+        fail(problem, code=2)
+    return base, source
+
+
+def index_problem(url, source):
+    """Why `url` cannot be a package index, or None. An index is an http(s) or file URL: pip ignores
+    anything else with a warning, and the failure then read 'no wheel matches this Python'
+    (`--torch-index notaurl`)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.scheme in ("http", "https", "file") and (parts.netloc or parts.scheme == "file"):
+        return None
+    return (f"{source}: {url!r} is not the URL of a package index: give one that starts with https:// "
+            f"(or file:// for a folder on this machine), like {torch_builds.DEFAULT_INDEX_BASE}")
+
+
+def index_setting(option=None):
+    """index_source's answer, unchecked (the doctor shows a bad one)."""
     env = os.environ.get("APSI_TORCH_INDEX")
     if option and option != env:
         return option.rstrip("/"), "--torch-index"
@@ -75,6 +97,9 @@ def install(req):
     """Carry out `apsi pkg install`; returns normally on success, raises click Exit otherwise."""
     for name in req.names:
         _refuse_build_lookalike(name)
+    problem = req.index_url and index_problem(req.index_url, "--index-url")
+    if problem:
+        fail(problem, code=2)
     builds = [n for n in req.names if n in torch_builds.BUILDS]
     plain = [n for n in req.names if n not in torch_builds.BUILDS]
     if len(builds) > 1:
