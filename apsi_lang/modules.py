@@ -87,7 +87,7 @@ def _file(name, program_dir):
 
     modules = available()
     if name in PYTHON_MODULES:          # a Python library: where Apsi has what it is wanted for
-        raise ApsiError(f"use {name}: Apsi has no module '{name}': {PYTHON_MODULES[name]}")
+        raise ApsiError(f"use {name}: no module named '{name}' in Apsi: {PYTHON_MODULES[name]}")
     close = difflib.get_close_matches(name, modules, n=1)
     hint = f" (did you mean 'use {close[0]}'?)" if close else ""
     raise ApsiError(f"use {name}: no module named '{name}'{hint}: no installed package provides it "

@@ -288,8 +288,8 @@ def test_use_of_a_python_library_or_a_misspelt_module_says_what_apsi_has(tmp_pat
     # `use numpy` said "no installed package provides it (installed: layers, nn, …) and there is no
     # numpy.apsi beside the program"; `use layer` did not name layers
     for line, said in (
-            ("use numpy", "use numpy: Apsi has no module 'numpy': Apsi's tensors come with 'use nn'"),
-            ("use torch", "use torch: Apsi has no module 'torch': PyTorch is a backend of 'use layers' "
+            ("use numpy", "use numpy: no module named 'numpy' in Apsi: Apsi's tensors come with 'use nn'"),
+            ("use torch", "use torch: no module named 'torch' in Apsi: PyTorch is a backend of 'use layers' "
                           "(fit(…, backend=\"torch\") with --allow-python)"),
             ("use layer", "use layer: no module named 'layer' (did you mean 'use layers'?): no installed "
                           "package provides it")):
