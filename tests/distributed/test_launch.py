@@ -309,12 +309,19 @@ def test_a_checkpoint_continues_on_another_number_of_processes(tmp_path):
     shutil.copy(PROGRAM.with_name("resume.apsi"), tmp_path)
     first = run(["-m", "apsi", "run", "--allow-python", "resume.apsi", "10", "2", "new"], tmp_path)
     assert first.returncode == 0, first.stderr
+    # the refused resume from a copy of the checkpoint, beside the one that continues (suite time)
+    (tmp_path / "refused").mkdir()
+    for name in ("resume.apsi", "run.ckpt"):
+        shutil.copy(tmp_path / name, tmp_path / "refused")
+    refused = subprocess.Popen([sys.executable, "-m", "apsi", "launch", "--nproc", "2", "--allow-python",
+                                "resume.apsi", "10", "6", "resume"], cwd=tmp_path / "refused", env=ENV,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     resumed = launch(tmp_path, "resume.apsi", "5", "4", "resume")
     assert resumed.returncode == 0, resumed.stderr
     same_as_four_epochs(resumed)
-    refused = launch(tmp_path, "resume.apsi", "10", "6", "resume")       # 20 rows a step: another run
-    assert refused.returncode == 1
-    assert "the rows of one step (batch_size × processes) differs (checkpoint: 10, now: 20)" in refused.stderr
+    _, err = refused.communicate(timeout=240)                              # 20 rows a step: another run
+    assert refused.returncode == 1, err
+    assert "the rows of one step (batch_size × processes) differs (checkpoint: 10, now: 20)" in err
 
 
 def test_fsdp_checkpoints_and_resumes_as_one_process(tmp_path):
