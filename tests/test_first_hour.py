@@ -340,3 +340,13 @@ def test_a_package_index_that_is_not_a_url_is_named_before_pip_runs(tmp_path):
     assert r.returncode == 1 and not report["ok"]
     assert [(c["status"], c["detail"]) for c in report["checks"] if c["key"] == "index"] == [
         ("fail", f"APSI_TORCH_INDEX: 'ftp://mirror' {advice}")]
+
+
+def test_apsi_serve_of_a_program_says_to_run_it(tmp_path):
+    # it said "load_model: app.apsi is not a model file written by save_model, or it is damaged: File is
+    # not a zip file"
+    (tmp_path / "app.apsi").write_text("print(1)\n")
+    r = run(["serve", "app.apsi", "--port", "8000"], tmp_path)
+    assert (r.returncode, r.stdout) == (2, "")
+    assert ("app.apsi is an Apsi program, and apsi serve takes a model file (what save_model writes, "
+            "MODEL.apsim): run the program with `apsi app.apsi`") in r.stderr
