@@ -350,3 +350,18 @@ def test_apsi_serve_of_a_program_says_to_run_it(tmp_path):
     assert (r.returncode, r.stdout) == (2, "")
     assert ("app.apsi is an Apsi program, and apsi serve takes a model file (what save_model writes, "
             "MODEL.apsim): run the program with `apsi app.apsi`") in r.stderr
+
+
+def test_the_doctor_marks_a_permission_flag_a_run_would_refuse(tmp_path):
+    # `apsi --allow-read= doctor` said "Nothing is broken." while every run with that flag stopped
+    import json
+
+    r = run(["--allow-net=https://example.com/", "doctor", "--json"], tmp_path)
+    report = json.loads(r.stdout)
+    assert r.returncode == 1 and not report["ok"]
+    assert [(c["status"], c["detail"]) for c in report["checks"] if c["label"] == "Permission flags"] == [
+        ("fail", "--allow-net: 'https://example.com/' is a URL, not a host: write example.com (a host, or "
+                 "host:port)")]
+    assert [c["detail"] for c in report["checks"] if c["label"] == "Permissions"] == [
+        "granted by apsi.toml: none; by flags: net (for https://example.com/); not granted: python, read, "
+        "write, env, run"]
