@@ -365,3 +365,14 @@ def test_the_doctor_marks_a_permission_flag_a_run_would_refuse(tmp_path):
     assert [c["detail"] for c in report["checks"] if c["label"] == "Permissions"] == [
         "granted by apsi.toml: none; by flags: net (for https://example.com/); not granted: python, read, "
         "write, env, run"]
+
+
+def test_apsi_i_with_a_program_says_how_to_have_its_names_at_the_prompt(tmp_path):
+    # as `python -i prog.py` a user expects the prompt after the program; -i was silently ignored
+    (tmp_path / "prog.apsi").write_text('print("ran")\n')
+    r = run(["-i", "prog.apsi"], tmp_path, stdin="")
+    assert (r.returncode, r.stdout) == (2, "")
+    assert ("-i starts the REPL and runs no program: run the program without -i, or start `apsi` in its "
+            "folder and `use NAME` (its file name without .apsi)") in r.stderr
+    r = run(["-i"], tmp_path, stdin="use prog\n")             # what the message offers
+    assert r.returncode == 0 and "ran\n" in r.stdout
