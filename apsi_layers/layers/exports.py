@@ -41,7 +41,7 @@ def layers_exports():
     for name in MODEL_NAMES:
         exports[name] = getattr(models, name)
     exports.update(_backend_exports())
-    for name, value in _plugin_layers().items():
+    for name, value in plugin_layers().items():
         exports.setdefault(name, value)
         if isinstance(value, type):
             sandbox.register(value)
@@ -56,7 +56,8 @@ def _backend_exports():
     return registry.exports()
 
 
-def _plugin_layers():
+def plugin_layers():
+    """{name: constructor} of the layers Python plug-ins give (entry points 'apsi.layers')."""
     from apsi_lang.installed import entry_points
 
     found = {}

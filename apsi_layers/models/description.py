@@ -204,7 +204,10 @@ class Reader:
             if params and key not in params and not takes_any:
                 self.fail(here, f"unknown option {key!r} for {node['kind']} (it takes "
                                 f"{', '.join(k for k in params if k not in ('args', 'kwargs'))})")
-        return ctor(*args, **options)
+        layer = ctor(*args, **options)
+        if not isinstance(layer, Layer):                # a plug-in's function may return anything
+            self.fail(here, f"{node['kind']} did not make a layer")
+        return layer
 
     def _zoo(self, node, here):
         from apsi_layers.layers.compose import Sequential
@@ -246,13 +249,15 @@ class Reader:
         return dag(inputs, Record(**nodes), spec.get("outputs"), name=name)
 
     def constructors(self):
+        # An allow-list of layer constructors, never all of `use layers`: a file's "kind" is the
+        # file's author's choice, and save_model, fit, load_model… as kinds ran at load time with
+        # the loading program's permissions (a model file overwrote another model in its folder).
         if self._ctors is None:
-            from apsi_layers.layers.exports import layers_exports
+            from apsi_layers.layers import dual, registry
+            from apsi_layers.layers.exports import plugin_layers
 
-            self._ctors = {k: v for k, v in layers_exports().items() if callable(v)}
-            from apsi_layers.layers import dropout
-
-            self._ctors["dropout"] = dropout           # (`use nn` may bind another dropout)
+            self._ctors = {**plugin_layers(), **registry.constructors()}
+            self._ctors.update(flatten=dual.flatten, vae=dual.vae)     # as `use layers` binds them
         return self._ctors
 
     def value(self, v, where):

@@ -37,7 +37,7 @@ def test_a_custom_layer_composes_and_trains():
 
 
 def test_plugins_join_use_layers_and_their_classes_become_readable(monkeypatch):
-    monkeypatch.setattr(exports, "_plugin_layers", lambda: {"scale": Scale})
+    monkeypatch.setattr(exports, "plugin_layers", lambda: {"scale": Scale})
     names = exports.layers_exports()
     assert names["scale"] is Scale and names["dense"] is L.dense
     assert sandbox.may_read(Scale, "init") and not sandbox.may_read(Scale, "s")

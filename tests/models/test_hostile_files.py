@@ -156,3 +156,22 @@ def test_stored_function_runs_without_the_programs_permissions(tmp_path, good):
     r = apsi(["--allow-write", "--allow-python", "p.apsi"], tmp_path)
     assert r.returncode == 1 and "a model file's function may only compute" in r.stderr, r.stderr
     assert not outside.exists()
+
+
+def test_a_kind_that_is_not_a_layer_is_not_called(tmp_path, good):
+    """A node's kind picks a constructor: save_model there (any of `use layers`' functions) was called
+    while loading, with the loading program's permissions, and overwrote another model in the folder."""
+    (tmp_path / "victim.apsim").write_bytes(b"the user's model")
+    zeros = {"tensor": {"dtype": "float64", "shape": [2], "data": [0, 0]}}
+    square = {"tensor": {"dtype": "float64", "shape": [2, 2], "data": [0, 0, 0, 0]}}
+
+    def change(d):
+        n = len(d["layers"])
+        d["layers"].append({"kind": "dense", "args": [2], "options": {}, "inputs": [2]})
+        d["layers"].append({"kind": "save_model", "args": [
+            "victim", {"layer": n}, {"record": {"w": square, "b": zeros}}]})
+        d["layers"][0]["options"]["activation"] = {"layer": n + 1}
+    write(tmp_path / "bad.apsim", edited(good, change))
+    err = refused(tmp_path)
+    assert "unknown layer kind 'save_model'" in err
+    assert (tmp_path / "victim.apsim").read_bytes() == b"the user's model"
