@@ -50,7 +50,8 @@ def label_names(fn, labels, p):
         raise ApsiError(f"{fn}: the model has no labels; save it with save_model(path, net, params, "
                         "labels=[\"cat\", \"dog\", …]) (one per class)")
     if len(labels) != p.shape[-1]:
-        raise ApsiError(f"{fn}: the model gives {p.shape[-1]} classes but has {len(labels)} labels")
+        raise ApsiError(f"{fn}: the model gives {p.shape[-1]} classes but has {len(labels)} labels; save it "
+                        f"again with one label per class (save_model(path, net, params, labels=[…]))")
     return [labels[i] for i in np.argmax(p, axis=-1).ravel().tolist()]
 
 

@@ -79,11 +79,14 @@ def describe(net, params, labels, meta, opt, history):
         raise ApsiError("save_model: the model does not know the shape of its inputs; give it once, "
                         "e.g. net.init(seed=0, input_shape=[features]), then save")
     named = _leaves(params)
-    _check_params(net, named, "save_model")
+    out = _check_params(net, named, "save_model")
     functions = FunctionTable()
     writer = Writer(functions)
     root = writer.layer(net)
     labels_out = _labels(labels)
+    if labels_out is not None and _classes(out) not in (None, len(labels_out)):
+        raise ApsiError(f"save_model: the model gives {_classes(out)} classes but {len(labels_out)} labels "
+                        "were given; give one label per class (predict_labels and serve_model need them)")
     d = {"format": FORMAT, "apsi_version": _version(), "model": repr(net), "layers": writer.nodes,
          "root": root, "input_shape": writer.value(shape, "input_shape"), "input_dtype": _input_dtype(net),
          "labels": labels_out, "params": [[n, list(a.shape), str(a.dtype)] for n, a in named],
@@ -120,7 +123,7 @@ def _check_params(net, named, fn):
     from apsi_layers.layers.init_rng import ShapeRng
     from apsi_layers.nn.autograd import tree
 
-    spec, _ = build_root(net, ShapeRng(), net.known_input())
+    spec, out = build_root(net, ShapeRng(), net.known_input())
     want = dict(leaf_shapes(spec)) if tree.leaves(spec) else {}
     have = {n: tuple(a.shape) for n, a in named}
     for name in list(want) + [n for n in have if n not in want]:
@@ -131,7 +134,7 @@ def _check_params(net, named, fn):
         if have[name] != tuple(want[name]):
             return _mismatch(fn, f"parameter {name} has shape {list(have[name])} but the model needs "
                                  f"{list(want[name])}")
-    return None
+    return out
 
 
 def _mismatch(fn, text):
@@ -171,6 +174,14 @@ def _labels(labels):
         return list(labels)
     raise ApsiError(f"save_model: labels must be a list of class names (text or ints), one per output, "
                     f"not {show(labels, True)[:80]}")
+
+
+def _classes(out):
+    """How many labels a model's per-sample output shape takes (one output: two, as predict_proba's
+    [1 - p, p]), or none when that is not known (several outputs, an open length)."""
+    if not isinstance(out, tuple) or not out or type(out[-1]) is not int:
+        return None
+    return 2 if out[-1] == 1 else out[-1]
 
 
 def _input_dtype(net):
@@ -339,7 +350,7 @@ def build(shown, d, arrays, program_dir):
             raise _bad(shown, f"params/{name}", f"has shape {list(a.shape)}, the description says {shape}")
         named.append((name, a))
     try:
-        _check_params(net, named, f"load_model: {shown}")
+        out = _check_params(net, named, f"load_model: {shown}")
         params = tree.unflatten([(n, Tensor(_nn_dtype(a))) for n, a in named])
     except PermissionDenied:
         raise                 # a stored function that reached for a file: said as it is
@@ -351,6 +362,9 @@ def build(shown, d, arrays, program_dir):
     labels = d.get("labels")
     if labels is not None and not (type(labels) is list and all(type(x) in (str, int) for x in labels)):
         raise _bad(shown, "model.json", "its labels are damaged")
+    if labels is not None and _classes(out) not in (None, len(labels)):
+        raise _bad(shown, "model.json", f"it has {len(labels)} labels but the model gives {_classes(out)} "
+                                        "classes (the file was changed)")
     meta = reader.value(d.get("meta"), "meta")
     history = reader.value(d.get("history"), "history")
     if type(history) is dict:

@@ -235,6 +235,8 @@ class ModelService:
         shapes_out = [[a if a == b else None for a, b in zip(*dims)] for dims in zip(*found)] \
             if len(found) > 1 else found[0]
         self.output_shape = shapes_out if self.several_out else shapes_out[0]
+        if self.labels is not None and not self.several_out:
+            self.extras(out)                # labels that do not fit: an error now, not a 422 per request
 
     def info(self, extra):
         from apsi_layers.nn import param_count

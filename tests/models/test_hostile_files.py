@@ -175,3 +175,10 @@ def test_a_kind_that_is_not_a_layer_is_not_called(tmp_path, good):
     err = refused(tmp_path)
     assert "unknown layer kind 'save_model'" in err
     assert (tmp_path / "victim.apsim").read_bytes() == b"the user's model"
+
+
+def test_labels_that_do_not_fit_the_outputs(tmp_path, good):
+    """One label for a model of two outputs loaded, and every served request was then a 422."""
+    write(tmp_path / "bad.apsim", edited(good, lambda d: d.update(labels=["only"])))
+    err = refused(tmp_path)
+    assert "model.json: it has 1 labels but the model gives 2 classes" in err

@@ -142,3 +142,19 @@ def test_export_onnx_needs_python(tmp_path):
                                      'export_onnx(net, net.init(seed=0), "m.onnx")\n')
     r = apsi(["e.apsi"], tmp_path)
     assert r.returncode == 1 and "needs permission 'python'" in r.stderr
+
+
+def test_labels_are_checked_against_the_outputs(tmp_path):
+    """save_model took one label for three classes (predict_labels failed later); serve_model of a record
+    whose labels do not fit served, and answered every request 422 (the client's fault) for it."""
+    port = _free_port()
+    (tmp_path / "p.apsi").write_text(
+        'use layers\nuse web\nlet net = mlp(3, 3, hidden=[8])\nlet p = net.init(seed=0)\n'
+        'try:\n    save_model("m.apsim", net, p, labels=["red"])\ncatch e:\n    print(e.message)\n'
+        f'serve_model({{net: net, params: p, labels: ["red"]}}, port={port})\n')
+    r = apsi([f"--allow-net=127.0.0.1:{port}", "p.apsi"], tmp_path, timeout=120)
+    assert "save_model: the model gives 3 classes but 1 labels were given" in r.stdout, r.stdout + r.stderr
+    assert not (tmp_path / "m.apsim").exists()
+    assert r.returncode == 1, r.stderr
+    assert "serve_model: the model gives 3 classes but has 1 labels" in r.stderr
+    assert 'File "' not in r.stderr
