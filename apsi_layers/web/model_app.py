@@ -74,6 +74,7 @@ class ModelService:
                              self.several_out, None, need_targets=False)
             shapes = tuple((a.shape[1:], a.dtype.str) for a in data.inputs)
             if shapes not in self.checked:
+                self._width(data.inputs)
                 check_params("predict", self.model, self.params, data)
                 if len(self.checked) >= 1024:       # (clients choosing ever new lengths: stay small)
                     self.checked.clear()
@@ -84,6 +85,21 @@ class ModelService:
         mask = None if data.mask is None else data.mask.shape[1:]
         return Pending(inputs=data.inputs, mask=data.mask, graph=graph, n=data.n, key=(shapes, mask),
                        alone=graph is not None)
+
+    def _width(self, inputs):
+        """Rows of numbers as wide as the model was made for: a model whose first layers pick columns
+        (lambda_layer(fn(v) => v[:, 0:3])) computed on rows of any width >= its own, and a client's
+        misaligned columns got answers (/info shows the width the server checks)."""
+        from apsi_layers.layers.base import fmt
+
+        known = self.model.known_input()
+        knowns = known if isinstance(known, list) else [known]
+        for k, a in zip(knowns, inputs):
+            if isinstance(k, tuple) and len(k) == 1 == a.ndim - 1 and type(k[0]) is int \
+                    and a.dtype.kind == "f" and a.shape[1] != k[0]:
+                raise ApsiError(f"predict: the model expects {k[0]} input features per sample and got "
+                                f"{a.shape[1]} (inputs of shape {fmt(a.shape)}); send rows of {k[0]} "
+                                "numbers (GET /info shows the model's inputs)")
 
     def _graph(self, graph, rows):
         """predict's graph= for a request, checked before anything is allocated for it: only a model

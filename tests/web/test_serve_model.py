@@ -391,3 +391,19 @@ serve_model(net, p, port=PORT, log=false)
     # null became the mean adapt saw in its column (3 and 20)
     assert np.array_equal(got.json()["outputs"], filled.json()["outputs"])
     assert text.status_code == 422 and 'inputs[0, 1] is "a", not a number' in text.json()["error"]
+
+
+def test_rows_wider_than_the_model_are_refused(start):
+    """A model that picks its columns (a lambda_layer's v[:, 0:3]) computed on rows of any width: a
+    client sending 5 columns to a model of 4 (misaligned, or another table) got answers."""
+    server = start("""use layers
+use web
+let net = sequential(parallel(lambda_layer(fn(v) => v[:, 0:3]), lambda_layer(fn(v) => v[:, 3:4])), dense(2))
+serve_model(net, net.init(seed=0, input_shape=[4]), port=PORT, log=false)
+""")
+    with httpx.Client(base_url=server.url) as client:
+        wide = client.post("/predict", json={"inputs": [[1.0, 2.0, 3.0, 4.0, 5.0]]})
+        right = client.post("/predict", json={"inputs": [[1.0, 2.0, 3.0, 4.0]]})
+    assert wide.status_code == 422, wide.text
+    assert "expects 4 input features per sample and got 5" in wide.json()["error"]
+    assert right.status_code == 200 and np.shape(right.json()["outputs"]) == (1, 2), right.text
