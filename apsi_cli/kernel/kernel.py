@@ -64,6 +64,57 @@ class WorkerProcess:
         self.process.wait()
 
 
+class Held:
+    """Stream text passed on to the notebook in few messages. Each print() was one iopub message: a
+    loop of 20,000 prints went past ZeroMQ's high-water mark (1,000 messages queued), the messages past
+    it were dropped, the cell's end among them, and the notebook showed the cell running for ever.
+    Text of one stream that comes while more is waiting goes out as one message. Past BURST messages
+    in a second (stdout and stderr in turns, which cannot be joined in order) each stream's text is
+    gathered for HOLD_S and sent as one message per stream, as ipykernel's own streams do; below it
+    the order of the writes is kept exactly."""
+
+    HOLD_S, HOLD_CHARS, BURST = 0.1, 1 << 20, 100
+
+    def __init__(self, send, waiting):
+        self.send, self.waiting = send, waiting
+        self.parts, self.size, self.since = {}, 0, 0.0      # stream name -> texts, in order of arrival
+        self.window, self.count = 0.0, 0                     # stream messages sent in this second
+
+    def add(self, name, text):
+        import time
+
+        now = time.monotonic()
+        flood = self.count >= self.BURST and now - self.window < 1.0
+        if not flood and self.parts and name not in self.parts:
+            self.flush()
+        if not self.parts:
+            self.since = now
+        self.parts.setdefault(name, []).append(text)
+        self.size += len(text)
+        if (not flood and self.waiting.empty()) or self.size > self.HOLD_CHARS:
+            self.flush()
+        else:
+            self.tick()
+
+    def tick(self):
+        """Send what was held HOLD_S ago or more (called while waiting for the worker, too)."""
+        import time
+
+        if self.parts and time.monotonic() - self.since >= self.HOLD_S:
+            self.flush()
+
+    def flush(self):
+        import time
+
+        now = time.monotonic()
+        if now - self.window >= 1.0:
+            self.window, self.count = now, 0
+        for name, parts in self.parts.items():
+            self.send(name, "".join(parts))
+            self.count += 1
+        self.parts, self.size = {}, 0
+
+
 class ApsiKernel(Kernel):
     implementation = NAME
     implementation_version = "0.1"
@@ -100,8 +151,9 @@ class ApsiKernel(Kernel):
         try:
             while True:
                 try:
-                    message = self.worker.messages.get(timeout=0.2)
+                    message = self.worker.messages.get(timeout=Held.HOLD_S)
                 except queue.Empty:
+                    yield {"type": "tick"}          # (held output goes out while the cell computes)
                     if interrupted[0] is not None and time.monotonic() - interrupted[0] > KILL_AFTER_S:
                         self.worker.stop()
                         interrupted[0] = -1.0          # said below, when the end of its output arrives
@@ -134,16 +186,23 @@ class ApsiKernel(Kernel):
         self.worker.send("execute", code=code, count=self.execution_count)
         done = None
         bar = Display(lambda kind, content: self.send_response(self.iopub_socket, kind, content))
+        held = Held(self._stream, self.worker.messages)
         for message in self._answers():
             kind = message["type"]
             if kind == "stream" and not silent and message.get("name") in STREAMS:
-                self._stream(message["name"], str(message.get("text", "")))
-            elif kind == "display" and not silent:
+                held.add(message["name"], str(message.get("text", "")))
+                continue
+            if kind == "tick":
+                held.tick()
+                continue
+            held.flush()
+            if kind == "display" and not silent:
                 self._display(message)
             elif kind == "progress" and not silent:
                 bar.show(message)
             elif kind == "done":
                 done = message
+        held.flush()
         bar.end("fit: ended with the cell")
         if done.get("fatal"):
             self._restart_worker(done)

@@ -68,6 +68,10 @@ def execute_with(monkeypatch, messages, code="1"):
     sent = []
 
     class Fake:
+        import queue
+
+        messages = queue.Queue()            # (nothing waiting: each stream message goes on at once)
+
         def send(self, *a, **k):
             pass
 

@@ -111,6 +111,17 @@ class ApsiKernelTests(jkt.KernelTests):
         reply, outputs = kernels.run(self.kc, "kept")
         assert outputs[0][1]["data"]["text/plain"] == "7"
 
+    def test_a_flood_of_prints_arrives_whole_and_the_cell_ends(self):
+        """Each print() was one iopub message: 20,000 of them (stdout and stderr in turns) went past
+        ZeroMQ's high-water mark, messages were dropped, the cell's end too, and the cell never ended."""
+        reply, outputs = kernels.run(self.kc, "for i in range(10000):\n    print(i)\n    eprint(-i)\n")
+        assert reply["status"] == "ok"
+        text = {name: "".join(c["text"] for t, c in outputs if t == "stream" and c["name"] == name)
+                for name in ("stdout", "stderr")}
+        assert text["stdout"] == "".join(f"{i}\n" for i in range(10000))
+        assert text["stderr"] == "".join(f"{-i}\n" for i in range(10000))
+        assert len(outputs) < 2000, len(outputs)
+
     def test_text_that_is_not_utf8_is_an_error_in_words(self):
         from pathlib import Path
 
