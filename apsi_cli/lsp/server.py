@@ -143,8 +143,25 @@ def did_close(ls, params):
                                                                     diagnostics=[]))
 
 
-def _lines(ls, uri):
-    return ls.workspace.get_text_document(uri).source.split("\n")
+def _at(ls, uri, pos):
+    """(the document's lines, line, column) for a client's position: within the text, and its UTF-16
+    units as code points. An editor may ask at a place the text no longer has (a position from before
+    an edit, past a line's end): that was an IndexError answered as an internal error."""
+    lines = ls.workspace.get_text_document(uri).source.split("\n")
+    line = min(max(pos.line, 0), len(lines) - 1)
+    return lines, line, _code_points(lines[line], max(pos.character, 0))
+
+
+def _code_points(text, units):
+    """The column of `units` UTF-16 code units into `text` (a character outside the BMP is two)."""
+    if text.isascii():
+        return min(units, len(text))
+    n = 0
+    for i, ch in enumerate(text):
+        if n >= units:
+            return i
+        n += 2 if ord(ch) > 0xFFFF else 1
+    return len(text)
 
 
 @server.feature(T.TEXT_DOCUMENT_HOVER)
@@ -152,7 +169,7 @@ def hover(ls, params):
     from .navigate import hover_text
 
     uri, pos = params.text_document.uri, params.position
-    text = hover_text(ls.state(uri), _lines(ls, uri), pos.line, pos.character)
+    text = hover_text(ls.state(uri), *_at(ls, uri, pos))
     if not text:
         return None
     return T.Hover(contents=T.MarkupContent(kind=T.MarkupKind.Markdown, value=text))
@@ -165,7 +182,7 @@ def completion(ls, params):
     uri, pos = params.text_document.uri, params.position
     state = ls.state(uri)
     exports = lambda module: state.checker.exports.get(module, {})   # noqa: E731 (filled by the checks)
-    found = candidates(_lines(ls, uri), pos.line, pos.character, state.folder, None, state.outline, exports)
+    found = candidates(*_at(ls, uri, pos), state.folder, None, state.outline, exports)
     return T.CompletionList(is_incomplete=False, items=[convert.completion(*f) for f in found])
 
 
@@ -174,7 +191,7 @@ def definition(ls, params):
     from .navigate import find_definition
 
     uri, pos = params.text_document.uri, params.position
-    found = find_definition(ls.state(uri), _lines(ls, uri), pos.line, pos.character)
+    found = find_definition(ls.state(uri), *_at(ls, uri, pos))
     if found is None:
         return None
     path, d = found

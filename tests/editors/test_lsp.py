@@ -136,6 +136,24 @@ async def test_hover_completion_definition_and_symbols(client, project):
 
 
 @pytest.mark.asyncio(loop_scope="module")
+async def test_positions_the_text_no_longer_has_and_utf16_columns(client, project):
+    """An editor asks at positions from before an edit (past a line's end, past the last line): each
+    was an IndexError answered as an internal error. Columns are UTF-16 units (LSP's default): after
+    an emoji (two units) the name hovered is the one the editor points at."""
+    uri = open_doc(client, project / "stale.apsi", 'let count = 3\nlet s = ["😀😀😀😀", count]\n')
+    await diagnostics(client, uri, lambda d: True)
+    doc = T.TextDocumentIdentifier(uri=uri)
+    for line, col in [(1, 500), (40, 3), (0, 10**6)]:
+        where = T.Position(line, col)
+        await client.text_document_hover_async(T.HoverParams(doc, where))
+        await client.text_document_completion_async(T.CompletionParams(doc, where))
+        await client.text_document_definition_async(T.DefinitionParams(doc, where))
+    # `count` is at code points 17-21 of line 1, UTF-16 units 21-25: the editor's 24 is inside it
+    hovered = await client.text_document_hover_async(T.HoverParams(doc, T.Position(1, 24)))
+    assert hovered is not None and "let count  # int" in hovered.contents.value, hovered
+
+
+@pytest.mark.asyncio(loop_scope="module")
 async def test_fit_options_are_completed(client, project):
     uri = open_doc(client, project / "fit.apsi", "use layers\nlet r = fit(m, p, x, y, ep")
     await diagnostics(client, uri, lambda d: True)
