@@ -341,6 +341,9 @@ def load_npy(path, mmap=True):
     paths = path if isinstance(path, list | tuple) else [path]
     if not paths or any(type(p) is not str or not p for p in paths):
         raise ApsiError(f"load_npy: path must be a file name or a list of file names, not {show(path, True)}")
+    if type(mmap) is not bool:         # (mmap=0 or "false" read as true would map, not read)
+        raise ApsiError(f"load_npy: mmap must be true (read by rows when used) or false (read it into a "
+                        f"tensor now), not {show(mmap, True)}")
     resolved = [permissions.require("read", what=f"load_npy({show(p, True)})", path=p) for p in paths]
     _room_for(len(paths))
     try:

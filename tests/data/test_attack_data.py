@@ -367,3 +367,11 @@ def test_save_npy_of_a_mapped_array_writes_it_block_by_block(tmp_path):
     joined = np.load(tmp_path / "all.npy")
     assert joined.dtype == np.dtype("=f8") and np.array_equal(joined, np.concatenate([a, b]))
     assert int(out.stdout) < 8 << 20, f"peak rose by {int(out.stdout) / 2**20:.1f} MiB for 32 MB written"
+
+
+def test_load_npy_mmap_must_be_true_or_false(tmp_path):
+    """mmap=0 or mmap="false" mapped the file (only false itself read it)."""
+    np.save(tmp_path / "x.npy", np.zeros((2, 2)))
+    msg = error(tmp_path, 'use nn\nload_npy("x.npy", mmap=0)\n')
+    assert ("load_npy: mmap must be true (read by rows when used) or false (read it into a tensor now), "
+            "not 0") in msg, msg
