@@ -375,3 +375,26 @@ def test_load_npy_mmap_must_be_true_or_false(tmp_path):
     msg = error(tmp_path, 'use nn\nload_npy("x.npy", mmap=0)\n')
     assert ("load_npy: mmap must be true (read by rows when used) or false (read it into a tensor now), "
             "not 0") in msg, msg
+
+
+@pytest.mark.torch
+def test_category_index_feeds_an_embedding_on_torch(tmp_path):
+    """category_lookup(output="index") then embedding (Keras's IntegerLookup → Embedding) trained on
+    NumPy; on torch it stopped with PyTorch's words: 'predict: RuntimeError: index_select(): Expected
+    dtype int32 or int64 for index'."""
+    c = np.array([[5.0], [7.0], [5.0], [9.0], [np.nan], [123.0]])
+    np.save(tmp_path / "c.npy", c)
+    ok(tmp_path, """use layers
+use nn
+let c = load_npy("c.npy", mmap=false)
+let net = sequential(category_lookup(3, output="index"), embedding(4, 2), flatten(), dense(1))
+let p = adapt(net, net.init(seed=0, input_shape=[1]), c)
+let r = fit(net, p, c, array([[1.0], [2.0], [1.0], [3.0], [0.0], [0.0]]), loss="mse", epochs=2,
+            backend="torch", precision="fp64", verbose=false)
+save_params("p.npz", r.params)
+save_npy("out.npy", predict(net, r.params, c, backend="torch", precision="fp64"))
+""", "--allow-python")
+    p = np.load(tmp_path / "p.npz")
+    index = np.array([1, 2, 1, 3, 0, 0])               # kept 5, 7, 9; NaN and 123: 0 (unknown)
+    want = p["embedding.w"][index].reshape(6, -1) @ p["dense.w"] + p["dense.b"]
+    assert np.allclose(np.load(tmp_path / "out.npy"), want, rtol=1e-12, atol=1e-12)
