@@ -201,6 +201,9 @@ class Mapped:
         """[its first `at` rows, the rest] as two mapped arrays, nothing read: the training split of
         data larger than memory (x[a:b] reads its rows into a tensor)."""
         n = len(self.rows)
+        if n < 2:
+            raise ApsiError(f"split: a mapped array of {n} row{'' if n == 1 else 's'} cannot be split in two "
+                            "parts of at least one row")
         if type(at) is not int or not 0 < at < n:
             raise ApsiError(f"split: at must be an int from 1 to {n - 1} (the rows of the first part) for "
                             f"a mapped array of {n} rows, not {show(at, True)}")

@@ -262,6 +262,7 @@ def test_split_gives_a_training_split_that_stays_on_disk(tmp_path):
     np.save(tmp_path / "a.npy", x[:300])
     np.save(tmp_path / "b.npy", x[300:])
     np.save(tmp_path / "y.npy", x.sum(axis=1, keepdims=True))
+    np.save(tmp_path / "one.npy", x[:1])
     out = ok(tmp_path, """use layers
 use nn
 let x = load_npy(["a.npy", "b.npy"])
@@ -278,8 +279,13 @@ try:
     x.split(500)
 catch e:
     print(e)
+try:
+    load_npy("one.npy").split(1)
+catch e:
+    print(e)
 """)
-    shown, same, refused = out.splitlines()
+    shown, same, refused, empty = out.splitlines()
+    assert empty == "split: a mapped array of 1 row cannot be split in two parts of at least one row"
     assert shown == "mapped array [400, 3] float64 (2 file(s)) mapped array [100, 3] float64 (2 file(s))"
     assert same == "true true"
     assert refused == ("split: at must be an int from 1 to 499 (the rows of the first part) for a mapped "
