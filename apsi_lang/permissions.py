@@ -200,11 +200,18 @@ def check_path(permission, path, what, follow=True, folder=False):
     if path.startswith("~") and not (path == "~" or path.startswith("~/")):
         raise ApsiError(f"{what}: only ~ (your home folder) is understood, not ~name; write the "
                         f"folder itself, or ./{path} for a folder named {path.split('/')[0]}")
-    if follow:
-        target = resolve(path)
-    else:
-        literal = os.path.abspath(expand_home(path))
-        target = resolve(os.path.dirname(literal)) / os.path.basename(literal)
+    try:
+        if follow:
+            target = resolve(path)
+        else:
+            literal = os.path.abspath(expand_home(path))
+            target = resolve(os.path.dirname(literal)) / os.path.basename(literal)
+    except OSError as e:
+        # a link the system will not let this user follow (/proc/1/cwd): where it leads is unknown,
+        # so nothing is granted; said in Apsi's words, not as Python's PermissionError
+        raise ApsiError(f"{what}: cannot follow {path!r}: {e.strerror or e} at {e.filename or path!r}; "
+                        f"name a file in the project folder (or one an --allow-{permission} grant "
+                        "covers)") from None
     reason = current().refusal(permission, path, target, folder)
     if reason is None:
         return str(target)

@@ -99,6 +99,11 @@ def _header(f, shown):
         raise ApsiError(f"load_npy: {shown!r} has a damaged header: its shape {list(shape)} "
                         f"{'has a negative length' if min(shape) < 0 else 'is too large for any file'}; "
                         "write it again (save_npy writes a valid one)")
+    if len(shape) > 1 and shape[0] and not math.prod(shape[1:]):
+        # rows of no bytes: any count of them fits in the file, so a header could promise 2**62 rows
+        # that every loop over the rows (save_npy, `for row in x`) then walks for ever
+        raise ApsiError(f"load_npy: {shown!r} has rows that hold no numbers (shape {list(shape)}); a data "
+                        "file's rows hold one number at least")
     return dtype, shape, f.tell()
 
 
@@ -283,7 +288,10 @@ class Mapped:
         rows, rest = (key[0], key[1:]) if isinstance(key, tuple) and key else (key, ())
         n = len(self.rows)
         if isinstance(rows, slice):
-            picked = self.take(np.arange(n)[rows])
+            # the slice's own rows (np.arange(n)[rows] made an array of every row first: 8 GB for a
+            # file of a billion rows, for x[0:3])
+            part = range(n)[rows]
+            picked = self.take(np.arange(part.start, part.stop, part.step))
         elif type(rows) in (int, bool) or isinstance(rows, np.integer):
             i = int(rows)
             if not -n <= i < n:
