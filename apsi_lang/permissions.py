@@ -16,6 +16,7 @@ Other packages call `require(name, what=...)` to check and raise, or `allowed(na
 """
 
 import os
+import re
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -138,8 +139,16 @@ def _name_matches(permission, name, granted):
     """env and run: the exact name. net: 'host' allows every port of it, 'host:port' that port."""
     if permission != "net":
         return name == granted
+    name, granted = _host_form(name), _host_form(granted)
     host, _, port = name.rpartition(":")
     return granted in (name, host)
+
+
+def _host_form(value):
+    """A net name as DNS compares it: without case, and without the trailing dot of a fully
+    qualified name ("example.com." is example.com: a --deny-net=example.com that it passed was no
+    denial)."""
+    return re.sub(r"\.+(?=(:\d+)?$)", "", value.lower())
 
 
 def resolve(path):

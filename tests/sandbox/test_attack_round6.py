@@ -1,0 +1,42 @@
+"""Round 6 of the red team (the data features and the permission checks they rely on): each test is
+one finding, reproduced through `apsi` as a program meets it; each fails on the code before its fix."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from .helpers import ROOT
+
+
+def apsi(args, cwd):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("APSI_")}
+    env["PYTHONPATH"] = str(ROOT)
+    return subprocess.run([sys.executable, "-m", "apsi", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+# --- a net denial is a denial of the host however its name is spelled ------------------------------
+@pytest.mark.parametrize(("deny", "url"), [
+    ("example.com", "http://example.com./x"),           # the fully qualified name: the same host
+    ("example.com", "http://Example.COM.:80/"),
+    ("example.com.", "http://example.com/"),
+    ("example.com:443", "https://example.com.:443/"),
+])
+def test_a_net_denial_is_not_passed_by_a_trailing_dot(tmp_path, deny, url):
+    """`--allow-net --deny-net=example.com` let fetch_text("http://example.com./x") through: DNS
+    resolves the trailing-dot name to the same host, but the names were compared as strings. The
+    denial now answers before any connection is tried (no network is needed to see it)."""
+    r = apsi(["--allow-net", f"--deny-net={deny}", "-e", f'fetch_text("{url}")'], tmp_path)
+    assert r.returncode != 0
+    assert f'fetch_text("{url}") is denied by --deny-net' in r.stderr, r.stderr
+
+
+def test_a_net_grant_names_the_host_as_dns_does(tmp_path):
+    """The other side: a grant for a host covers its fully qualified spelling, and only that host
+    and port (localhost.:10 is not localhost:9)."""
+    r = apsi(["--allow-net=localhost:9", "-e", 'fetch_text("http://localhost.:10/")'], tmp_path)
+    assert "needs permission 'net'" in r.stderr, r.stderr
+    r = apsi(["--allow-net=localhost:9", "-e", 'fetch_text("http://LOCALHOST.:9/")'], tmp_path)
+    assert "needs permission 'net'" not in r.stderr, r.stderr
