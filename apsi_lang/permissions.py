@@ -16,7 +16,6 @@ Other packages call `require(name, what=...)` to check and raise, or `allowed(na
 """
 
 import os
-import re
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -139,16 +138,31 @@ def _name_matches(permission, name, granted):
     """env and run: the exact name. net: 'host' allows every port of it, 'host:port' that port."""
     if permission != "net":
         return name == granted
-    name, granted = _host_form(name), _host_form(granted)
-    host, _, port = name.rpartition(":")
-    return granted in (name, host)
+    (host, port), (want, want_port) = host_form(name), host_form(granted)
+    return host == want and want_port in ("", port)
 
 
-def _host_form(value):
-    """A net name as DNS compares it: without case, and without the trailing dot of a fully
-    qualified name ("example.com." is example.com: a --deny-net=example.com that it passed was no
-    denial)."""
-    return re.sub(r"\.+(?=(:\d+)?$)", "", value.lower())
+def host_form(value):
+    """(host, port or "") of a net name, as DNS and URLs compare them: without case, without the
+    trailing dot of a fully qualified name ("example.com." is example.com), and an IPv6 address
+    without the brackets a URL writes it in ("[::1]:80" is ::1 port 80; a bare "::1" has no port).
+    Compared as strings, --deny-net=example.com let http://example.com./ through, and
+    --deny-net=[::1] http://[::1]/."""
+    value = value.lower()
+    if value.startswith("["):
+        host, _, rest = value[1:].partition("]")
+        port = rest[1:] if rest.startswith(":") else ""
+    elif value.count(":") == 1:
+        host, _, port = value.partition(":")
+    else:                       # a name with no port, or an IPv6 address
+        host, port = value, ""
+    return host.rstrip("."), port
+
+
+def net_name(host, port):
+    """The name a connection to host:port is asked about as ("[::1]:80" for an IPv6 address)."""
+    host = str(host)
+    return f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
 
 
 def resolve(path):

@@ -23,10 +23,14 @@ def apsi(args, cwd):
     ("example.com", "http://Example.COM.:80/"),
     ("example.com.", "http://example.com/"),
     ("example.com:443", "https://example.com.:443/"),
+    ("[::1]", "http://[::1]:9/"),                       # an IPv6 address as URLs and grants write it
+    ("[::1]:9", "http://[::1]:9/"),
+    ("::1", "http://[::1]:9/"),
 ])
-def test_a_net_denial_is_not_passed_by_a_trailing_dot(tmp_path, deny, url):
+def test_a_net_denial_is_not_passed_by_another_spelling_of_the_host(tmp_path, deny, url):
     """`--allow-net --deny-net=example.com` let fetch_text("http://example.com./x") through: DNS
-    resolves the trailing-dot name to the same host, but the names were compared as strings. The
+    resolves the trailing-dot name to the same host, but the names were compared as strings; and
+    `--deny-net=[::1]` let http://[::1]/ through (the URL's host is ::1, without the brackets). The
     denial now answers before any connection is tried (no network is needed to see it)."""
     r = apsi(["--allow-net", f"--deny-net={deny}", "-e", f'fetch_text("{url}")'], tmp_path)
     assert r.returncode != 0
@@ -40,3 +44,13 @@ def test_a_net_grant_names_the_host_as_dns_does(tmp_path):
     assert "needs permission 'net'" in r.stderr, r.stderr
     r = apsi(["--allow-net=localhost:9", "-e", 'fetch_text("http://LOCALHOST.:9/")'], tmp_path)
     assert "needs permission 'net'" not in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("grant", ["[::1]", "[::1]:9", "::1"])
+def test_an_ipv6_grant_lets_the_program_connect_there(tmp_path, grant):
+    """A grant of [::1] or [::1]:9 was never matched ('[::1]:9 is not among the granted [::1]'), and
+    a bare ::1 was read by the kernel's wall as port 1 only (the connect then failed with 'Permission
+    denied'). What follows the permission check is the connection itself: refused, nothing listens."""
+    r = apsi([f"--allow-net={grant}", "-e", 'fetch_text("http://[::1]:9/")'], tmp_path)
+    assert "needs permission" not in r.stderr and "Errno 13" not in r.stderr, r.stderr
+    assert 'fetch_text("http://[::1]:9/"): <urlopen error' in r.stderr, r.stderr
