@@ -320,12 +320,15 @@ def _index(r):
     from .packages import installer, torch_builds
 
     try:
-        url, source = _quiet(installer.index_source)
+        url, source = _quiet(installer.index_setting)
     except (ConfigError, SystemExit, click.exceptions.Exit):
         r.sections["index"] = {"url": None, "source": None}
         return
     r.sections["index"] = {"url": url, "source": source}
-    if source.startswith("[pkg]") and url != torch_builds.DEFAULT_INDEX_BASE:
+    problem = installer.index_problem(url, source)
+    if problem:
+        r.check("index", "PyTorch index", FAIL, problem, "set it to an index's URL, or unset it")
+    elif source.startswith("[pkg]") and url != torch_builds.DEFAULT_INDEX_BASE:
         r.check("index", "PyTorch index", WARN, f"{url} ({source}), not PyTorch's own: `apsi pkg install` "
                 "asks before downloading from it", "remove the key unless you trust that index")
     else:

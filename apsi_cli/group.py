@@ -29,6 +29,15 @@ class ApsiGroup(click.Group):
             return "run", self.get_command(ctx, "run"), args
         return super().resolve_command(ctx, args)
 
+    def parse_args(self, ctx, args):
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as e:
+            if e.option_name == "-c":           # Python's spelling
+                raise click.UsageError("No such option '-c': Apsi runs a snippet with -e CODE, as in "
+                                       "apsi -e 'print(1)'", ctx) from None
+            raise
+
     def invoke(self, ctx):
         # Click's own handling says "Aborted!" and exits 1; a shell expects 130 (Ctrl-C) / 143 (SIGTERM)
         try:

@@ -257,6 +257,32 @@ def _die_with_parent():
         pass
 
 
+def _next_request(requests):
+    """(the next request or None at the end of the input, whether a Ctrl-C came for it).
+
+    The kernel passes a Ctrl-C on only after it has written its request, and asks for nothing more
+    before the answer; so a Ctrl-C that comes while nothing is waiting on the pipe was meant for a
+    request already answered (nothing to stop), and one that comes once a request is waiting is for
+    that request. While the request is awaited and read, Ctrl-C is only noted: raised as an exception
+    there it lost the line being read (a loaded machine runs the worker after the kernel has written
+    and interrupted), and the kernel waited for an answer that never came."""
+    import select
+    import signal
+
+    ready, came = [False], []
+
+    def note(signum, frame):
+        came.append(ready[0] or bool(select.select([requests], [], [], 0)[0]))
+
+    previous = signal.signal(signal.SIGINT, note)
+    try:
+        select.select([requests], [], [])     # (retried after `note`: PEP 475)
+        ready[0] = True
+        return receive(requests), any(came)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     import signal
@@ -278,15 +304,14 @@ def main(argv=None):
     requests = sys.stdin.buffer
     sys.stdin = io.StringIO()         # input() meets the end of input: the pipe carries requests only
     while True:
-        try:
-            request = receive(requests)
-        except KeyboardInterrupt:     # an interrupt between cells: nothing to stop
-            continue
+        request, interrupted = _next_request(requests)
         if request is None:
             return 0
         try:
+            if interrupted:           # Ctrl-C for this request came before it ran: it does not run
+                raise KeyboardInterrupt
             getattr(worker, request.pop("op"))(**request)
-        except KeyboardInterrupt:     # arrived after the cell ended, before its answer
+        except KeyboardInterrupt:     # before the request ran, or after the cell ended, before its answer
             channel.send(type="done", status="error", ename="Interrupted", evalue="",
                          traceback=["apsi: interrupted (Ctrl-C)"])
         except Exception as e:        # a completion or inspection that failed: the program's state stays

@@ -91,10 +91,10 @@ print(allclose(a, b, rtol=1e-12, atol=1e-12))
     assert out.strip() == "true"
 
 
-def test_adapt_needs_a_preprocessing_layer_first(tmp_path):
+def test_adapt_needs_a_preprocessing_layer(tmp_path):
     msg = error(tmp_path, "use layers\nuse nn\nlet n = mlp(2, 1)\n"
                           "let p = adapt(n, n.init(seed=0), ones(4, 2))\n")
-    assert "does not start with a preprocessing layer" in msg
+    assert "adapt: mlp has no preprocessing layer (normalization, category_lookup, impute)" in msg
 
 
 def test_a_model_file_keeps_the_learnt_state(tmp_path):

@@ -34,6 +34,21 @@ def run(kc, code, timeout=60):
     return reply["content"], [(t, c) for t, c in outputs if t not in ("status", "execute_input")]
 
 
+def started(kc, code, timeout=60):
+    """Execute `code`, a cell whose first line prints "running", and return once that is shown: the
+    cell runs in the worker, and an interrupt now is one for it (one sent before the kernel has taken
+    the cell is dropped, as Jupyter drops an interrupt to an idle kernel)."""
+    import time
+
+    msg_id = kc.execute('print("running")\n' + code)
+    deadline = time.monotonic() + timeout
+    while True:
+        message = kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
+        if (message["parent_header"].get("msg_id") == msg_id and message["header"]["msg_type"] == "stream"
+                and "running" in message["content"]["text"]):
+            return
+
+
 def worker_pid(km):
     """The kernel's worker process (its only child)."""
     pid = km.provisioner.process.pid

@@ -2,6 +2,7 @@
 kernelspec, driven over ZeroMQ by jupyter_kernel_test and jupyter_client."""
 
 import json
+import os
 import time
 import unittest
 
@@ -103,10 +104,9 @@ class ApsiKernelTests(jkt.KernelTests):
 
     def test_a_never_ending_cell_is_interrupted_and_the_state_kept(self):
         kernels.run(self.kc, "let kept = 7")
-        self.kc.execute("while true:\n    pass\n")
-        time.sleep(1.0)
+        kernels.started(self.kc, "while true:\n    pass\n")
         self.km.interrupt_kernel()
-        reply = self.kc.get_shell_msg(timeout=20)["content"]
+        reply = self.kc.get_shell_msg(timeout=60)["content"]
         assert reply["status"] == "error" and "interrupted" in "\n".join(reply["traceback"])
         reply, outputs = kernels.run(self.kc, "kept")
         assert outputs[0][1]["data"]["text/plain"] == "7"
@@ -184,10 +184,9 @@ def test_a_cell_stuck_in_one_long_c_call_is_ended_and_a_fresh_program_starts(tmp
     km, kc = kernels.start("apsi", tmp_path)
     try:
         kernels.run(kc, "let kept = 1")
-        kc.execute("sum(range(10000000000))")
-        time.sleep(1.0)
+        kernels.started(kc, "sum(range(10000000000))")
         km.interrupt_kernel()
-        reply = kc.get_shell_msg(timeout=30)["content"]
+        reply = kc.get_shell_msg(timeout=60)["content"]
         said = "\n".join(reply["traceback"])
         assert reply["status"] == "error" and "did not stop within 5 s" in said
         assert "variables are lost" in said
@@ -216,3 +215,72 @@ def test_the_kernel_passes_on_only_text_and_png(monkeypatch):
         "text/plain": "x", "text/html": "<script>alert(1)</script>", "image/png": "iVBOR"}},
         {"type": "stream", "name": "stdin", "text": "no"}, {"type": "done", "status": "ok"}], "show(x)")
     assert sent == [("display_data", {"data": {"text/plain": "x", "image/png": "iVBOR"}, "metadata": {}})]
+
+
+def _answer(worker, timeout=60):
+    """The worker's messages up to its answer to one request ("done"); the hang guard fails the test."""
+    import queue
+
+    messages = []
+    while not messages or messages[-1] is None or messages[-1]["type"] != "done":
+        try:
+            messages.append(worker.messages.get(timeout=timeout))
+        except queue.Empty:
+            raise AssertionError(f"no answer from the worker within {timeout} s: {messages}") from None
+        assert messages[-1] is not None, f"the worker ended: {messages}"
+    return messages
+
+
+def _waiting_for_a_request(pid):
+    """The worker is asleep with no signal pending (it has taken every signal sent to it)."""
+    from pathlib import Path
+
+    status = dict(line.split(":\t", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                  if ":\t" in line)
+    return status["State"].startswith("S") and int(status["SigPnd"], 16) == int(status["ShdPnd"], 16) == 0
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc")
+def test_a_ctrl_c_that_reaches_the_worker_before_it_reads_its_cell_stops_that_cell(tmp_path, monkeypatch):
+    """The kernel passes Ctrl-C on only after it has written the cell. On a loaded machine the worker
+    may run only after both: the interrupt then cut its reading of the cell short and the cell was lost,
+    so the kernel waited, ended the worker after 5 s, and every variable was lost. Here the worker is
+    held stopped (SIGSTOP) while the cell is written and Ctrl-C sent, as such a scheduler does. A Ctrl-C
+    meant for a cell that has ended (none written since) stops nothing."""
+    import signal
+
+    from apsi_cli.kernel.kernel import WorkerProcess
+
+    monkeypatch.chdir(tmp_path)
+    worker = WorkerProcess([])
+    try:
+        assert _answer_type(worker) == "ready"
+        wait_for(lambda: _waiting_for_a_request(worker.process.pid))
+        worker.interrupt()                                  # late, for no cell: nothing to stop
+        wait_for(lambda: _waiting_for_a_request(worker.process.pid))
+        worker.send("execute", code="let kept = 7", count=1)
+        assert _answer(worker)[-1]["status"] == "ok"
+        wait_for(lambda: _waiting_for_a_request(worker.process.pid))
+        os.kill(worker.process.pid, signal.SIGSTOP)
+        worker.send("execute", code="while true:\n    pass\n", count=2)
+        worker.interrupt()
+        os.kill(worker.process.pid, signal.SIGCONT)
+        done = _answer(worker)[-1]
+        assert done["status"] == "error" and done["traceback"] == ["apsi: interrupted (Ctrl-C)"], done
+        worker.send("execute", code="kept", count=3)
+        shown = _answer(worker)
+        assert shown[-1]["status"] == "ok" and shown[0]["data"]["text/plain"] == "7", shown
+    finally:
+        worker.stop()
+
+
+def _answer_type(worker, timeout=60):
+    message = worker.messages.get(timeout=timeout)
+    return message and message["type"]
+
+
+def wait_for(condition, timeout=60):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "waited in vain (a hang guard)"
+        time.sleep(0.01)

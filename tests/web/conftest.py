@@ -113,18 +113,47 @@ def start(tmp_path, web_env):
             s.proc.wait()
 
 
-def post_in_two_halves(url, i, pause, results, sent=None):
-    """POST row [i, 1, 2, 3] to url/predict with half the body now and the rest `pause` seconds later
-    (so the request is inside the server meanwhile); append (i, status, JSON answer) to results.
-    `sent`, a semaphore, is released once the first half is out."""
+HANG_GUARD = 60         # seconds: only a hang waits this long
+
+
+def post_in_two_halves(url, i, rest, results):
+    """POST row [i, 1, 2, 3] to url/predict with half the body now and the rest once the event `rest` is
+    set (so the request is inside the server meanwhile, however slowly a loaded machine runs the
+    threads: a fixed pause let the first requests end before the last had begun); append (i, status,
+    JSON answer) to results."""
     import httpx
 
     def trickle():
         yield f'{{"inputs": [[{i}, 1, '.encode()
-        if sent is not None:
-            sent.release()
-        time.sleep(pause)
+        assert rest.wait(HANG_GUARD), "the test never released the rest of the body"
         yield b"2, 3]]}"
 
-    r = httpx.post(f"{url}/predict", content=trickle(), timeout=30)
+    r = httpx.post(f"{url}/predict", content=trickle(), timeout=HANG_GUARD)
     results.append((i, r.status_code, r.json()))
+
+
+def in_flight(url):
+    """The server's apsi_requests_in_flight (this scrape included)."""
+    import httpx
+
+    text = httpx.get(f"{url}/metrics").text
+    return float(next(ln.split()[1] for ln in text.splitlines() if ln.startswith("apsi_requests_in_flight ")))
+
+
+def wait_for(condition, what, timeout=HANG_GUARD):
+    """Poll `condition` until it holds; fail saying `what` after `timeout` s (a hang guard, not a limit)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.02)
+
+
+def refused(port):
+    """Whether 127.0.0.1:port refuses a connection (the server has stopped accepting)."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
+    except ConnectionRefusedError:
+        return True
+    except TimeoutError:
+        pass
+    return False

@@ -9,6 +9,8 @@ import sys
 import httpx
 import pytest
 
+from .conftest import wait_for
+
 HANDLERS = """use web
 fn bye(r):
     exit(int(r.query.get("code", "0")))
@@ -120,6 +122,7 @@ def test_serve_called_while_serving_is_refused_by_name_and_the_server_goes_on(st
 
 SLOW = """use web
 fn slow(r):
+    eprint("working")
     let t = 0
     for i in range(1000000000):
         t = t + i
@@ -134,7 +137,6 @@ def test_sigterm_cutting_a_handler_short_answers_503_and_ends_the_program_as_ask
     Server Error' and a Python traceback on stderr, the server said the requests in flight were answered,
     and the program went on to exit 0."""
     import threading
-    import time
 
     server = start(SLOW)
     answer = {}
@@ -144,7 +146,8 @@ def test_sigterm_cutting_a_handler_short_answers_503_and_ends_the_program_as_ask
 
     asking = threading.Thread(target=ask)
     asking.start()
-    time.sleep(1)
+    # inside the handler when SIGTERM comes (after a fixed 1 s, a loaded machine had not yet begun it)
+    wait_for(lambda: "working\n" in server.err, "the request did not arrive")
     code, out, err = server.stop(signal.SIGTERM)
     asking.join(30)
     assert code == 143 and out == "", err

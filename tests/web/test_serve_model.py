@@ -13,7 +13,7 @@ import httpx
 import numpy as np
 import pytest
 
-from .conftest import Server, post_in_two_halves
+from .conftest import Server, in_flight, post_in_two_halves, refused, wait_for
 
 MODEL = """use layers
 use web
@@ -181,20 +181,22 @@ def _metric(text, name):
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_a_signal_answers_the_requests_in_flight_and_exits_0(start, sig):
     server = start(MODEL.format(options=""))
-    results = []
+    results, rest = [], threading.Event()
 
     def ask(i):
         # half the body now, the rest after the signal: the request is inside the server when it comes
-        post_in_two_halves(server.url, i, 1.0, results)
+        post_in_two_halves(server.url, i, rest, results)
 
     threads = [threading.Thread(target=ask, args=(i,)) for i in range(16)]
     for t in threads:
         t.start()
-    deadline = time.monotonic() + 20
-    while _metric(httpx.get(f"{server.url}/metrics").text, "apsi_requests_in_flight") < 17:
-        assert time.monotonic() < deadline, "the requests did not arrive"
-        time.sleep(0.02)
-    code, out, err = server.stop(sig)
+    try:
+        wait_for(lambda: in_flight(server.url) >= 17, "the requests did not arrive")
+        server.proc.send_signal(sig)
+        wait_for(lambda: refused(server.port), "the server never stopped accepting")   # the signal was taken
+    finally:
+        rest.set()
+    code, out, err = server.finish()
     for t in threads:
         t.join(30)
     assert code == 0, err
