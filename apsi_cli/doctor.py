@@ -411,6 +411,7 @@ def _config(r, perms):
     for w in cfg.warnings:
         if "apsi trust" not in w:           # the trust state has its own row above
             r.check("config", "apsi.toml", WARN, w, "remove or correct the key")
+    _flag_problems(r, perms)
     others = [p for p in PERMISSIONS if p not in granted and p not in by_flags]
     detail = f"granted by apsi.toml: {', '.join(granted) or 'none'}"
     if cfg.read or cfg.write:
@@ -419,6 +420,19 @@ def _config(r, perms):
         detail += f"; by flags: {', '.join(flags)}"
     detail += f"; not granted: {', '.join(others) or 'none'}"
     r.check("permissions", "Permissions", INFO, detail)
+
+
+def _flag_problems(r, perms):
+    """A permission flag a run would refuse (`--allow-read=` with nothing after it, a URL for a host)
+    is marked here too: the report is of what a program run with these flags would get."""
+    from .guard import FlagError
+    from .runner import _check_scope
+
+    for key, value in sorted(perms.items()):
+        try:
+            _check_scope("--" + key.replace("_", "-"), value)
+        except FlagError as e:
+            r.check("permissions", "Permission flags", FAIL, str(e), "correct the flag (docs/permissions.md)")
 
 
 def _flag_grants(perms):

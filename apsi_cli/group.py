@@ -91,6 +91,11 @@ def cli(ctx, code, interactive, program_args, **perms):
     """
     ctx.ensure_object(dict)
     ctx.obj["perms"] = perms
+    if interactive and ctx.invoked_subcommand == "run":
+        # `python -i prog.py` runs the program, then the REPL; here -i was silently ignored
+        raise click.UsageError("-i starts the REPL and runs no program: run the program without -i, or "
+                               "start `apsi` in its folder and `use NAME` (its file name without .apsi) "
+                               "to run it and have its top-level names at the prompt", ctx)
     if ctx.invoked_subcommand is not None:
         return
     from . import runner

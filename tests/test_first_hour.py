@@ -340,3 +340,39 @@ def test_a_package_index_that_is_not_a_url_is_named_before_pip_runs(tmp_path):
     assert r.returncode == 1 and not report["ok"]
     assert [(c["status"], c["detail"]) for c in report["checks"] if c["key"] == "index"] == [
         ("fail", f"APSI_TORCH_INDEX: 'ftp://mirror' {advice}")]
+
+
+def test_apsi_serve_of_a_program_says_to_run_it(tmp_path):
+    # it said "load_model: app.apsi is not a model file written by save_model, or it is damaged: File is
+    # not a zip file"
+    (tmp_path / "app.apsi").write_text("print(1)\n")
+    r = run(["serve", "app.apsi", "--port", "8000"], tmp_path)
+    assert (r.returncode, r.stdout) == (2, "")
+    assert ("app.apsi is an Apsi program, and apsi serve takes a model file (what save_model writes, "
+            "MODEL.apsim): run the program with `apsi app.apsi`") in r.stderr
+
+
+def test_the_doctor_marks_a_permission_flag_a_run_would_refuse(tmp_path):
+    # `apsi --allow-read= doctor` said "Nothing is broken." while every run with that flag stopped
+    import json
+
+    r = run(["--allow-net=https://example.com/", "doctor", "--json"], tmp_path)
+    report = json.loads(r.stdout)
+    assert r.returncode == 1 and not report["ok"]
+    assert [(c["status"], c["detail"]) for c in report["checks"] if c["label"] == "Permission flags"] == [
+        ("fail", "--allow-net: 'https://example.com/' is a URL, not a host: write example.com (a host, or "
+                 "host:port)")]
+    assert [c["detail"] for c in report["checks"] if c["label"] == "Permissions"] == [
+        "granted by apsi.toml: none; by flags: net (for https://example.com/); not granted: python, read, "
+        "write, env, run"]
+
+
+def test_apsi_i_with_a_program_says_how_to_have_its_names_at_the_prompt(tmp_path):
+    # as `python -i prog.py` a user expects the prompt after the program; -i was silently ignored
+    (tmp_path / "prog.apsi").write_text('print("ran")\n')
+    r = run(["-i", "prog.apsi"], tmp_path, stdin="")
+    assert (r.returncode, r.stdout) == (2, "")
+    assert ("-i starts the REPL and runs no program: run the program without -i, or start `apsi` in its "
+            "folder and `use NAME` (its file name without .apsi)") in r.stderr
+    r = run(["-i"], tmp_path, stdin="use prog\n")             # what the message offers
+    assert r.returncode == 0 and "ran\n" in r.stdout

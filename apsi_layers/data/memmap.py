@@ -201,6 +201,9 @@ class Mapped:
         """[its first `at` rows, the rest] as two mapped arrays, nothing read: the training split of
         data larger than memory (x[a:b] reads its rows into a tensor)."""
         n = len(self.rows)
+        if n < 2:
+            raise ApsiError(f"split: a mapped array of {n} row{'' if n == 1 else 's'} cannot be split in two "
+                            "parts of at least one row")
         if type(at) is not int or not 0 < at < n:
             raise ApsiError(f"split: at must be an int from 1 to {n - 1} (the rows of the first part) for "
                             f"a mapped array of {n} rows, not {show(at, True)}")
@@ -341,6 +344,9 @@ def load_npy(path, mmap=True):
     paths = path if isinstance(path, list | tuple) else [path]
     if not paths or any(type(p) is not str or not p for p in paths):
         raise ApsiError(f"load_npy: path must be a file name or a list of file names, not {show(path, True)}")
+    if type(mmap) is not bool:         # (mmap=0 or "false" read as true would map, not read)
+        raise ApsiError(f"load_npy: mmap must be true (read by rows when used) or false (read it into a "
+                        f"tensor now), not {show(mmap, True)}")
     resolved = [permissions.require("read", what=f"load_npy({show(p, True)})", path=p) for p in paths]
     _room_for(len(paths))
     try:
