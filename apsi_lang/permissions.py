@@ -238,6 +238,9 @@ def check_path(permission, path, what, follow=True, folder=False):
     reason = current().refusal(permission, path, target, folder)
     if reason is None:
         return str(target)
+    if reason == "outside" and _inside(Path(os.path.normpath(os.path.abspath(expand_home(path)))),
+                                       current().project_root):
+        reason = "linked out"       # the name is in the project, a link there leads out of it
     raise PermissionDenied(denial_message(permission, what, path, reason=reason), permission)
 
 
@@ -334,12 +337,17 @@ def denial_message(permission, what, path=None, name=None, reason="outside"):
             return (f"{what} needs permission '{permission}': the project folder is / (the whole file "
                     "system), where nothing is free; run the program from a folder of its own, or with "
                     f"--allow-{permission}={folder}")
-        if reason != "outside":
+        if reason not in ("outside", "linked out"):
             return (f"{what} needs permission 'write' for {path}: it is a protected file in the project "
                     f"folder ({reason}); if this program should change it, run with "
                     f"--allow-write={path}")
         where = f" ({path} is outside the project folder)"
         flag = f"--allow-{permission} (or --allow-{permission}={folder})"
+        if reason == "linked out":
+            # granting the folder of the name would not do; where the link leads is not said (a
+            # program without `read` learns nothing of the files outside its project)
+            where = f" ({path} is outside the project folder: a link in the path leads there)"
+            flag = f"--allow-{permission} (or --allow-{permission}=FOLDER, the folder the link leads to)"
     elif name is not None and permission in NAME_PERMISSIONS:
         scoped = current().scoped(permission)
         if scoped:

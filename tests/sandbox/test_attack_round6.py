@@ -54,3 +54,26 @@ def test_an_ipv6_grant_lets_the_program_connect_there(tmp_path, grant):
     r = apsi([f"--allow-net={grant}", "-e", 'fetch_text("http://[::1]:9/")'], tmp_path)
     assert "needs permission" not in r.stderr and "Errno 13" not in r.stderr, r.stderr
     assert 'fetch_text("http://[::1]:9/"): <urlopen error' in r.stderr, r.stderr
+
+
+# --- a link that leads out: the refusal's advice must be one that works, and tell nothing outside ---
+def test_a_link_out_of_the_project_is_refused_with_advice_that_works(tmp_path):
+    """A link in the project to a file outside was refused with 'run with --allow-read (or
+    --allow-read=.)': granting the project's own folder changes nothing for a file outside it, so
+    the user who followed the advice met the same refusal. The message says a link leads out, and
+    still names nothing outside the project (the program reads what it is refused)."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("secret\n")
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "notes.txt").symlink_to(outside / "secret.txt")
+    (proj / "data").symlink_to(outside)
+    for call in ('read_text("notes.txt")', 'read_text("data/secret.txt")', 'write_text("notes.txt", "x")'):
+        r = apsi(["-e", f"try:\n    {call}\ncatch e:\n    print(e)"], proj)
+        perm = "write" if call.startswith("write") else "read"
+        assert "outside the project folder: a link in the path leads there" in r.stdout, r.stdout
+        assert f"--allow-{perm}=FOLDER, the folder the link leads to" in r.stdout, r.stdout
+        assert f"--allow-{perm}=." not in r.stdout and str(outside) not in r.stdout, r.stdout
+    r = apsi([f"--allow-read={outside}", "-e", 'print(read_text("notes.txt"))'], proj)
+    assert r.stdout == "secret\n\n", (r.stdout, r.stderr)       # (the file's line, and print's)
