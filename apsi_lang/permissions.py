@@ -232,7 +232,8 @@ def check_path(permission, path, what, follow=True, folder=False):
     except OSError as e:
         # a link the system will not let this user follow (/proc/1/cwd): where it leads is unknown,
         # so nothing is granted; said in Apsi's words, not as Python's PermissionError
-        raise ApsiError(f"{what}: cannot follow {path!r}: {e.strerror or e} at {e.filename or path!r}; "
+        # (the part that failed is not named: it may be where a link in the project leads, outside)
+        raise ApsiError(f"{what}: cannot follow {path!r} ({e.strerror or 'not allowed'}); "
                         f"name a file in the project folder (or one an --allow-{permission} grant "
                         "covers)") from None
     reason = current().refusal(permission, path, target, folder)
