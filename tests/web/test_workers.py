@@ -2,7 +2,6 @@
 pid; SIGTERM, Ctrl-C in a terminal and the parent's death leave no process behind; a worker that dies
 is replaced."""
 
-import contextlib
 import os
 import re
 import signal
@@ -15,7 +14,7 @@ import httpx
 import numpy as np
 import pytest
 
-from .conftest import HANG_GUARD, in_flight, post_in_two_halves, wait_for
+from .conftest import held_request, in_flight, post_in_two_halves, wait_for
 from .test_serve_model import MODEL, _metric, reference
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="fork and /proc")
@@ -189,18 +188,7 @@ def test_workers_with_the_torch_backend_are_refused_with_the_reason(start):
 def test_a_second_ctrl_c_stops_every_worker_at_once_with_130(start):
     server = start(MODEL.format(options=", workers=2, timeout=20"))
     pids = workers_seen(server.url)
-    rest = threading.Event()
-
-    def slow():
-        yield b'{"inputs": [[1, '
-        rest.wait(HANG_GUARD)               # (the rest of the body never comes while the test runs)
-        yield b"2, 3, 4]]}"
-
-    def post():
-        with contextlib.suppress(httpx.HTTPError):      # (the server is stopped under it: expected)
-            httpx.post(f"{server.url}/predict", content=slow(), timeout=HANG_GUARD)
-
-    threading.Thread(target=post, daemon=True).start()
+    rest = held_request(server.url)
     try:            # the request is inside a worker, which waits for its body (the grace: 20 + 2 s)
         wait_for(lambda: in_flight(server.url) >= 2, "the request did not arrive")
         server.proc.send_signal(signal.SIGINT)
