@@ -320,12 +320,15 @@ def _index(r):
     from .packages import installer, torch_builds
 
     try:
-        url, source = _quiet(installer.index_source)
+        url, source = _quiet(installer.index_setting)
     except (ConfigError, SystemExit, click.exceptions.Exit):
         r.sections["index"] = {"url": None, "source": None}
         return
     r.sections["index"] = {"url": url, "source": source}
-    if source.startswith("[pkg]") and url != torch_builds.DEFAULT_INDEX_BASE:
+    problem = installer.index_problem(url, source)
+    if problem:
+        r.check("index", "PyTorch index", FAIL, problem, "set it to an index's URL, or unset it")
+    elif source.startswith("[pkg]") and url != torch_builds.DEFAULT_INDEX_BASE:
         r.check("index", "PyTorch index", WARN, f"{url} ({source}), not PyTorch's own: `apsi pkg install` "
                 "asks before downloading from it", "remove the key unless you trust that index")
     else:
@@ -408,6 +411,7 @@ def _config(r, perms):
     for w in cfg.warnings:
         if "apsi trust" not in w:           # the trust state has its own row above
             r.check("config", "apsi.toml", WARN, w, "remove or correct the key")
+    _flag_problems(r, perms)
     others = [p for p in PERMISSIONS if p not in granted and p not in by_flags]
     detail = f"granted by apsi.toml: {', '.join(granted) or 'none'}"
     if cfg.read or cfg.write:
@@ -416,6 +420,19 @@ def _config(r, perms):
         detail += f"; by flags: {', '.join(flags)}"
     detail += f"; not granted: {', '.join(others) or 'none'}"
     r.check("permissions", "Permissions", INFO, detail)
+
+
+def _flag_problems(r, perms):
+    """A permission flag a run would refuse (`--allow-read=` with nothing after it, a URL for a host)
+    is marked here too: the report is of what a program run with these flags would get."""
+    from .guard import FlagError
+    from .runner import _check_scope
+
+    for key, value in sorted(perms.items()):
+        try:
+            _check_scope("--" + key.replace("_", "-"), value)
+        except FlagError as e:
+            r.check("permissions", "Permission flags", FAIL, str(e), "correct the flag (docs/permissions.md)")
 
 
 def _flag_grants(perms):

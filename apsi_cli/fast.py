@@ -73,7 +73,11 @@ def dispatch(argv, prog_name="apsi"):
     if (head.startswith("-") and head != "-") or _click_would_refuse(head):
         return None
     args = argv[i + 1:]
-    return lambda: _runner().run_file(head, args, perms)
+    # `apsi --allow-env HOME prog.apsi`: the bare flag means all, and HOME became the program, which
+    # does not exist; its message says so (a file that exists runs as Click would run it)
+    hint = ({"after_flag": argv[i - 1]} if i > 0 and argv[i - 1] in SCOPED_FLAGS and head != "-"
+            and not os.path.exists(head) else {})
+    return lambda: _runner().run_file(head, args, perms, **hint)
 
 
 def _merge(outer, inner):

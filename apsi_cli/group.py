@@ -29,6 +29,15 @@ class ApsiGroup(click.Group):
             return "run", self.get_command(ctx, "run"), args
         return super().resolve_command(ctx, args)
 
+    def parse_args(self, ctx, args):
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as e:
+            if e.option_name == "-c":           # Python's spelling
+                raise click.UsageError("No such option '-c': Apsi runs a snippet with -e CODE, as in "
+                                       "apsi -e 'print(1)'", ctx) from None
+            raise
+
     def invoke(self, ctx):
         # Click's own handling says "Aborted!" and exits 1; a shell expects 130 (Ctrl-C) / 143 (SIGTERM)
         try:
@@ -82,6 +91,11 @@ def cli(ctx, code, interactive, program_args, **perms):
     """
     ctx.ensure_object(dict)
     ctx.obj["perms"] = perms
+    if interactive and ctx.invoked_subcommand == "run":
+        # `python -i prog.py` runs the program, then the REPL; here -i was silently ignored
+        raise click.UsageError("-i starts the REPL and runs no program: run the program without -i, or "
+                               "start `apsi` in its folder and `use NAME` (its file name without .apsi) "
+                               "to run it and have its top-level names at the prompt", ctx)
     if ctx.invoked_subcommand is not None:
         return
     from . import runner

@@ -25,15 +25,16 @@ def _err(text):
     sys.stderr.flush()
 
 
-def guarded(action, prepare=None):
+def guarded(action, prepare=None, note=None):
     """Run `prepare()` here, on the main thread (the grants and the confinement), then `action()`;
-    report any failure the Apsi way and return an exit code."""
-    code = _guarded(action, prepare)
+    report any failure the Apsi way and return an exit code. `note(error)`: a line to add to a
+    runtime error's report, or None."""
+    code = _guarded(action, prepare, note)
     leave_group(code)
     return code
 
 
-def _guarded(action, prepare):
+def _guarded(action, prepare, note):
     from apsi_lang import bigstack, report
 
     from .arena import use_one_arena
@@ -81,7 +82,8 @@ def _guarded(action, prepare):
             import traceback
 
             traceback.print_exception(e)
-        _err(_rank_heading() + report.render_runtime_error(e))
+        extra = note(e) if note is not None else None
+        _err(_rank_heading() + report.render_runtime_error(e) + (f"\n{extra}" if extra else ""))
         return 1
     finally:
         sys.stdout.flush()

@@ -35,7 +35,10 @@ def install(user, prefix, name, **perms):
     try:
         where = install_spec(name, flags, user=user, prefix=prefix)
     except ImportError:
-        raise click.ClickException("jupyter_client is not installed: pip install 'apsi[jupyter]'") from None
+        from .extras import install_command
+
+        raise click.ClickException("jupyter_client is not installed in the Python that runs Apsi: "
+                                   f"{install_command('jupyter')}") from None
     except OSError as e:
         raise click.ClickException(f"cannot write the kernelspec: {e}; try --user") from None
     granted = " ".join(flags) or "no permission flags (the notebook folder's trusted apsi.toml still counts)"

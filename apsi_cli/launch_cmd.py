@@ -32,6 +32,11 @@ from . import options
 @click.pass_context
 def launch(ctx, nproc, nnodes, node_rank, rdzv_endpoint, rdzv_id, file, args, **perms):
     """Run FILE on --nproc processes (torchrun) for fit(…, distributed=true)."""
+    from . import runner
+
+    _, failed = runner._read_program(file, "launch")     # once here, not once per rank
+    if failed:
+        ctx.exit(failed)
     outer = (ctx.parent.obj or {}).get("perms", {}) if ctx.parent else {}
     merged = options.merge(outer, perms)
     if not merged.get("allow_python") and not merged.get("allow_all"):

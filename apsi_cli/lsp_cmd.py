@@ -10,6 +10,8 @@ def lsp(stdio):
     try:
         from .lsp.server import main
     except ImportError as e:
+        from .extras import install_command
+
         raise click.ClickException(f"the language server needs pygls and lsprotocol ({e}): "
-                                   "pip install 'apsi[lsp]'") from None
+                                   f"{install_command('lsp')}") from None
     main()

@@ -49,10 +49,11 @@ def merge(outer, inner):
 def normalize_argv(argv):
     """Two things Click can't say on its own:
     - `--allow-read FILE` must not take FILE as the list of paths: a bare --allow-read/--allow-env/
-      --deny-net/… (before the program's file) means "all"; scopes are given only as --allow-env=A,B
+      --deny-net/… (before the program's file, or anywhere among `apsi check`'s files) means "all";
+      scopes are given only as --allow-env=A,B
     - `-e CODE ARGS…`: as with `python -c`, what follows CODE is the program's `args`, not a file
       to run; they travel as hidden --program-arg=… options."""
-    out, i, argv = [], 0, list(argv)
+    out, i, argv, checking = [], 0, list(argv), False
     while i < len(argv):
         arg = argv[i]
         if arg in SCOPED_FLAGS:
@@ -65,7 +66,10 @@ def normalize_argv(argv):
         elif arg in LAUNCH_VALUE_OPTIONS and "launch" in out:     # `apsi launch --nproc 2 …`
             out += argv[i:i + 2]
             i += 1
-        elif arg.startswith("-") or arg in ("run", "launch"):
+        elif arg.startswith("-") or arg in ("run", "launch") or checking:
+            out.append(arg)
+        elif arg == "check" and not {"run", "launch"} & set(out):
+            checking = True          # `apsi check --allow-read a.apsi b.apsi`: every word is a file
             out.append(arg)
         else:                        # the program file (or a subcommand): the rest is its own
             return out + argv[i:]

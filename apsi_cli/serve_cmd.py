@@ -25,8 +25,14 @@ from . import options
 @click.pass_context
 def serve(ctx, host, port, workers, backend, max_batch, model, **perms):
     """Serve MODEL (a file save_model wrote) over HTTP: POST /predict, GET /health, /info, /metrics."""
+    import shlex
+
     from . import runner
 
+    if Path(model).suffix == ".apsi":       # a program, not a model: it was "not a zip file"
+        raise click.UsageError(f"{model} is an Apsi program, and apsi serve takes a model file (what "
+                               f"save_model writes, MODEL.apsim): run the program with "
+                               f"`apsi {shlex.quote(model)}` (serve_model or serve in it serve over HTTP)")
     outer = (ctx.parent.obj or {}).get("perms", {}) if ctx.parent else {}
     merged = options.merge(outer, perms)
 

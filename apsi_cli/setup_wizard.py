@@ -40,8 +40,11 @@ def setup(ctx, yes, torch_index):
             base, source = installer.index_source(torch_index)
         except click.exceptions.Exit:          # a malformed apsi.toml: said already; the doctor shows it
             base, source = None, ""
+        kept = _suitable_torch(hw, plan)
         if plan.stop:
             click.echo(f"  ! {plan.stop}")
+        elif kept:
+            click.echo(f"{kept}: it is kept, and nothing is installed.")
         elif source.startswith("[pkg]") and not _ask(
                 yes, f"PyTorch would come from {base} ({source}), not PyTorch's own index. "
                      "Install it from there (apsi pkg install torch-auto)?", False):
@@ -59,11 +62,34 @@ def setup(ctx, yes, torch_index):
         click.echo()
         report = doctor.collect((ctx.obj or {}).get("perms", {}) if isinstance(ctx.obj, dict) else {})
         doctor.render(report)
-    except (KeyboardInterrupt, click.exceptions.Abort):
-        click.echo("\nSetup interrupted; nothing more was changed. Run `apsi setup` again any time.",
-                   err=True)
+    except (KeyboardInterrupt, click.exceptions.Abort) as e:
+        import sys
+
+        if isinstance(e, click.exceptions.Abort) and not sys.stdin.isatty():
+            # click.confirm met the end of piped input: nobody pressed Ctrl-C
+            click.echo("\nThe setup asks questions, and its input ended before an answer (it is not a "
+                       "terminal); nothing more was changed. Run `apsi setup` in a terminal, or "
+                       "`apsi setup --yes` to take every default.", err=True)
+        else:
+            click.echo("\nSetup interrupted; nothing more was changed. Run `apsi setup` again any time.",
+                       err=True)
         ctx.exit(1)
     ctx.exit(0 if report.ok else 1)
+
+
+def _suitable_torch(hw, plan):
+    """Why the PyTorch already installed suits this machine, or None (none, or one to replace): the
+    question whose answer changes nothing is not asked."""
+    from .packages import pipcmd, torch_choice
+
+    try:
+        torch = pipcmd.probe(pipcmd.target_python())["torch"]
+    except pipcmd.PipError:
+        return None
+    if not torch.get("found"):
+        return None
+    suits, why = torch_choice.suitability(hw, plan, torch)
+    return why if suits else None
 
 
 def _ask(yes, question, default):

@@ -19,6 +19,12 @@ def trust(path, yes, revoke):
     from apsi_lang import trust as record
     from apsi_lang.errors import ConfigError
 
+    if not path.exists():
+        raise click.ClickException(f"{path} does not exist: give the project's folder (or its apsi.toml), "
+                                   "or nothing for the current folder")
+    if path.is_file() and path.name != config.FILENAME:
+        raise click.ClickException(f"{path} is not an apsi.toml: give the project's folder (or its "
+                                   f"apsi.toml), e.g. apsi trust {path.parent}")
     found = path if path.is_file() else config.find(path)
     if found is None or not found.is_file():
         raise click.ClickException(f"no apsi.toml in {path} or the folders above it; write one (see "
@@ -38,11 +44,26 @@ def trust(path, yes, revoke):
         raise click.ClickException(f"{found}: {doubt}; it cannot be trusted where others could change it")
     click.echo(f"{found} ({record.state(found, data)}) grants:")
     show_grants(cfg)
-    if not yes and not click.confirm("Trust this file's exact contents?", default=False):
+    if not yes and not _confirm("Trust this file's exact contents?"):
         raise click.ClickException("not trusted; the file grants nothing")
     record.trust(found, data)
     click.echo(f"trusted {found} (the contents shown: if it has changed since, or changes later, it "
                "grants nothing until `apsi trust` again)")
+
+
+def _confirm(question):
+    """click.confirm, but input that ends (piped, not a terminal) is a 'no' that says what to do; it
+    was Click's bare 'Aborted!'."""
+    import sys
+
+    try:
+        return click.confirm(question, default=False)
+    except click.exceptions.Abort:
+        if sys.stdin.isatty():
+            raise
+        raise click.ClickException("not trusted: the input ended before an answer (it is not a "
+                                   "terminal); review the grants above and run `apsi trust --yes` to "
+                                   "trust them from a script") from None
 
 
 def show_grants(cfg):

@@ -149,8 +149,21 @@ def pyimport(name):
     try:
         return importlib.import_module(name)
     except ImportError as e:
-        raise ApsiError(f"pyimport({show(name, True)}): no Python module named {name!r} in "
-                        f"{sys.executable} ({e}); install it with: apsi pkg install {name}") from None
+        asked = f"pyimport({show(name, True)})"
+        if not isinstance(e, ModuleNotFoundError):       # it is there, but does not load
+            raise ApsiError(f"{asked}: importing it in {sys.executable} failed: {e}") from None
+        missing = (e.name or str(name)).split(".")[0]
+        what = (f"no Python module named {missing!r}" if missing == str(name).split(".")[0]
+                else f"it needs the Python module {missing!r}, which is not installed")
+        raise ApsiError(f"{asked}: {what} in {sys.executable} ({e}); install it with: apsi pkg install "
+                        f"{_DISTRIBUTIONS.get(missing, missing)}") from None
+
+
+# modules whose package is named otherwise (`pip install sklearn` is a deprecated stub that fails);
+# torch: `apsi pkg install torch` is the CPU build, torch-auto the one for this machine
+_DISTRIBUTIONS = {"sklearn": "scikit-learn", "skimage": "scikit-image", "cv2": "opencv-python",
+                  "PIL": "pillow", "yaml": "pyyaml", "bs4": "beautifulsoup4", "torch": "torch-auto",
+                  "dateutil": "python-dateutil", "Crypto": "pycryptodome"}
 
 
 def run_command(command, check=False):

@@ -48,6 +48,14 @@ PYTHON_SPELLINGS = {
 }
 
 
+def _module_with(name):
+    """The installed module whose documentation has `name` (`fit` -> layers, `figure` -> plot), for a
+    program that calls it before its `use` line; read from the docs' tables, so no module loads."""
+    from .doc_source import lookup
+
+    return next((entry.module for entry in lookup(name) if entry.module), None)
+
+
 class Compiler:
     def __init__(self, filename, lines, fixed_names, user_names, load_module, echo=False,
                  full_access=False):
@@ -486,6 +494,9 @@ class Compiler:
 
         if name in PYTHON_SPELLINGS:
             return f" ({PYTHON_SPELLINGS[name]})"
+        module = _module_with(name)
+        if module:
+            return f" ('{name}' comes with 'use {module}': add it at the top)"
         close = difflib.get_close_matches(name, sorted(self.scope.all_names()), n=1)
         return f" (did you mean '{close[0]}'?)" if close else ""
 

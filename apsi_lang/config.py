@@ -19,7 +19,7 @@ Unknown keys give a warning; a bad value is a ConfigError naming the file and th
 from pathlib import Path
 
 from .errors import ConfigError
-from .permissions import PERMISSIONS
+from .permissions import PERMISSIONS, host_problem
 from .records import Factory, record
 
 FILENAME = "apsi.toml"
@@ -133,20 +133,22 @@ def read(path, data=None):
     try:
         data = tomllib.loads(data.decode("utf-8"))
     except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not UTF-8 text") from None
+        utf16 = " (it is UTF-16, as some Windows editors save 'Unicode')" if data[:2] in (b"\xff\xfe",
+                                                                                         b"\xfe\xff") else ""
+        raise ConfigError(f"{path}: not UTF-8 text{utf16}: save it as UTF-8") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: not valid TOML: {e}") from None
     cfg = Config(path=path)
     for section, value in data.items():
         if section not in KNOWN:
-            cfg.warnings.append(f"{path}: unknown section [{section}] ignored (known: run, pkg)")
+            cfg.warnings.append(_unknown_section(path, section, value))
             continue
         if not isinstance(value, dict):
             raise ConfigError(f"{path}: '{section}' must be a table, like [{section}]")
         for key in value:
             if key not in KNOWN[section]:
-                known = ", ".join(sorted(KNOWN[section]))
-                cfg.warnings.append(f"{path}: unknown key {section}.{key} ignored (known: {known})")
+                known, meant = ", ".join(sorted(KNOWN[section])), _meant(key, KNOWN[section])
+                cfg.warnings.append(f"{path}: unknown key {section}.{key} ignored{meant} (known: {known})")
     run = data.get("run", {})
     cfg.allow = tuple(_strings(path, "run.allow", run.get("allow", [])))
     for name in cfg.allow:
@@ -178,10 +180,39 @@ def read(path, data=None):
     return cfg
 
 
+# what each list holds, for the message that shows the form
+EXAMPLES = {"allow": '["python"]', "deny": '["net"]', "read": '["../data"]', "write": '["out"]',
+            "env": '["HOME"]', "run": '["git"]', "net": '["example.com", "localhost:8080"]'}
+
+
 def _strings(path, key, value):
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{path}: {key} must be a list of strings, like [\"python\"]")
+        example = EXAMPLES[key.split(".")[-1].removeprefix("deny_")]
+        raise ConfigError(f"{path}: {key} must be a list of strings, like {example}")
+    if key.endswith("net"):
+        problem = next(filter(None, map(host_problem, value)), None)
+        if problem:
+            raise ConfigError(f"{path}: {key}: {problem}")
     return value
+
+
+def _meant(name, choices):
+    import difflib
+
+    close = difflib.get_close_matches(name, choices, n=1)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def _unknown_section(path, name, value):
+    """The warning for a top-level name that is no section: a key written above any [section] line
+    (`allow = [...]` at the top) is a TOML key of the file itself, not of [run]."""
+    if isinstance(value, dict):
+        return f"{path}: unknown section [{name}] ignored{_meant(name, KNOWN)} (known: run, pkg)"
+    owner = next((section for section, keys in KNOWN.items() if name in keys), None)
+    if owner:
+        return (f"{path}: '{name}' stands before any [section] line, so it is ignored: "
+                f"put a line [{owner}] above it")
+    return f"{path}: unknown key '{name}' ignored: keys go under [run] or [pkg]"
 
 
 def _paths(path, key, value):

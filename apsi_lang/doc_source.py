@@ -97,6 +97,15 @@ def lookup(name):
     return found
 
 
+def documented_names():
+    """Every name help can show: the modules and the names their tables document."""
+    names = {src.module for src in sources() if src.module}
+    for src in sources():
+        for table in src.tables:
+            names.update(table.options_of or n for row in table.rows for n in names_in(row[0]))
+    return names
+
+
 def module_source(name):
     return next((s for s in sources() if s.module == name and name), None)
 

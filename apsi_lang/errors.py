@@ -51,9 +51,9 @@ class ApsiSyntaxError(Exception):
         """`file:line:col: message`, the source line and a caret under the column."""
         out = f"{self.filename}:{self.line}:{self.col}: {self.message}"
         if self.source_line is not None:
-            text = self.source_line.rstrip("\n")
-            caret_at = min(max(self.col - 1, 0), len(text))
-            pad = "".join(c if c == "\t" else " " for c in text[:caret_at])   # tabs line up
+            from .excerpt import caret_lines
+
+            text, pad = caret_lines(self.source_line.rstrip("\n"), self.col - 1)
             out += f"\n    {text}\n    {pad}^"
         for filename, line, module in self.used_by:
             out += f"\n  in module '{module}', used at {filename}:{line}"

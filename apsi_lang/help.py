@@ -38,7 +38,11 @@ def text(topic=None, value=None):
         return _module_text(src)
     entries = doc_source.lookup(name)
     if not entries:
-        return f"help: no documentation for '{name}'; help() lists where to look"
+        import difflib
+
+        close = difflib.get_close_matches(name, doc_source.documented_names(), n=3)
+        meant = f" (did you mean {', '.join(close)}?)" if close else ""
+        return f"help: no documentation for '{name}'{meant}; help() lists where to look"
     return "\n\n".join(_entry_text(e, value) for e in entries)
 
 

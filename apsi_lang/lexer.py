@@ -47,6 +47,7 @@ class Lexer:
         self.line_start = 0
         self.tokens = []
         self.indents = [0]
+        self.chars = [0]     # each indent's length in characters, a tab counted as one (see indentation)
         self.brackets = []   # (char, line, col) of open brackets
 
     def error(self, message, line=None, col=None, incomplete=False):
@@ -114,9 +115,11 @@ class Lexer:
         """Measure a new line's indent; returns True if the line is blank (skipped)."""
         src, p = self.src, self.pos
         width = 0
+        start = p
         while p < len(src) and src[p] in " \t":
             width += 8 - width % 8 if src[p] == "\t" else 1
             p += 1
+        chars = p - start
         if p >= len(src) or src[p] in "\n#\r":
             if p < len(src) and src[p] == "#":
                 while p < len(src) and src[p] != "\n":
@@ -129,21 +132,33 @@ class Lexer:
             return True
         self.pos = p
         if width > self.indents[-1]:
+            self.same_either_way(chars > self.chars[-1])
             if self.tokens and self.tokens[-1].kind == "NEWLINE" and self.tokens[-2].value == ":":
                 if len(self.indents) > MAX_INDENT_LEVELS:
                     self.error(f"blocks are nested too deeply (more than {MAX_INDENT_LEVELS} levels): "
                                "move the inner part into a function")
                 self.indents.append(width)
+                self.chars.append(chars)
                 self.add("INDENT", None, p)
             else:
                 self.missing_colon()
                 self.error("unexpected indent: only a block after a line ending in ':' is indented")
         while width < self.indents[-1]:
             self.indents.pop()
+            self.chars.pop()
             self.add("DEDENT", None, p)
         if width != self.indents[-1]:
             self.error("this line's indentation does not match any enclosing block")
+        self.same_either_way(chars == self.chars[-1])
         return False
+
+    def same_either_way(self, agrees):
+        """Tabs and spaces mixed so that the block structure depends on a tab's width (8 here, 4 in
+        many editors: what looks like one block is two) is refused, as Python does (TabError)."""
+        if not agrees:
+            self.error("this line's indentation mixes tabs and spaces unlike the lines above it, so "
+                       "where its block is depends on a tab's width: indent with spaces only (or tabs "
+                       "only)", col=1)
 
     def missing_colon(self):
         """An indented line after `if x` (no ':'): point at the end of the line above."""

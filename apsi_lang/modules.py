@@ -81,10 +81,18 @@ def _file(name, program_dir):
     if resolved.is_file():
         _shown.setdefault(str(resolved), written)
         return resolved
-    installed = ", ".join(available()) or "none"
-    raise ApsiError(f"use {name}: no module named '{name}': no installed package provides it "
-                    f"(installed: {installed}) and there is no {name}.apsi beside the program "
-                    f"({_shown_folder(program_dir)})")
+    import difflib
+
+    from .parser import PYTHON_MODULES
+
+    modules = available()
+    if name in PYTHON_MODULES:          # a Python library: where Apsi has what it is wanted for
+        raise ApsiError(f"use {name}: no module named '{name}' in Apsi: {PYTHON_MODULES[name]}")
+    close = difflib.get_close_matches(name, modules, n=1)
+    hint = f" (did you mean 'use {close[0]}'?)" if close else ""
+    raise ApsiError(f"use {name}: no module named '{name}'{hint}: no installed package provides it "
+                    f"(installed: {', '.join(modules) or 'none'}) and there is no {name}.apsi beside the "
+                    f"program ({_shown_folder(program_dir)})")
 
 
 def _shown_folder(folder):

@@ -37,8 +37,15 @@ PYTHON_MODULES = {
     "json": "read_json(path) and write_json(path, value) are builtins",
     "csv": "read_csv(path) is a builtin (with 'use nn', load_csv gives a tensor)",
     "random": "random numbers come with 'use nn': rand(n), randn(n), randint(lo, hi, n), permutation(n)",
-    "numpy": "Apsi's tensors come with 'use nn' (array, zeros, matmul with @, grad)",
+    "numpy": "Apsi's tensors come with 'use nn' (array, zeros, matmul with @, grad); the Python module "
+             "itself: pyimport(\"numpy\") with --allow-python",
     "np": "Apsi's tensors come with 'use nn' (array, zeros, matmul with @, grad)",
+    "torch": "PyTorch is a backend of 'use layers' (fit(…, backend=\"torch\") with --allow-python); the "
+             "Python module itself: pyimport(\"torch\") with --allow-python",
+    "scipy": "'use nn' has SciPy's common functions (solve, expm, lu, …); the Python module itself: "
+             "pyimport(\"scipy\") with --allow-python",
+    "matplotlib": "plots come with 'use plot' (figure, line, scatter, hist, save)",
+    "plt": "plots come with 'use plot' (figure, line, scatter, hist, save)",
 }
 NO_WALRUS = "Apsi has no ':=': give the value a name with 'let' on the line before"
 NO_CHAINED = "Apsi has no chained assignment (a = b = 1): assign each name on its own"
@@ -310,6 +317,7 @@ class Parser:
 
     def block(self, what):
         """After ':' — an indented block, or simple statements on the same line."""
+        colon = self.tok
         self.expect_op(":", f" at the end of the {what} line")
         if not self.at("NEWLINE"):
             stmts = [self.simple_statement()]
@@ -324,6 +332,10 @@ class Parser:
                 self.fail(f"expected the end of the statement, found {describe(self.tok)}")
             return stmts
         self.advance()
+        if self.at("EOF"):
+            # the file ends after the ':' line: show that line, not the empty one after it
+            self.fail(f"expected an indented block after the {what} line, but the input ends there",
+                      colon, incomplete=self.at_input_end())
         if not self.at("INDENT"):
             self.fail(f"expected an indented block after the {what} line")
         self.advance()

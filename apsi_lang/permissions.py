@@ -114,6 +114,26 @@ def _scope(pairs, permission):
     return ()
 
 
+def host_problem(value):
+    """Why `value` cannot be a net grant (a host, or host:port), or None. A URL or a port that is no
+    number matched nothing, while the kernel wall read it as every port: refused with what to write."""
+    if "://" in value or "/" in value:
+        from urllib.parse import urlsplit
+
+        netloc = urlsplit(value if "://" in value else f"//{value}").netloc
+        return f"{value!r} is a URL, not a host: write {netloc or 'its host'} (a host, or host:port)"
+    host, colon, port = value.rpartition(":")
+    if colon and not host.endswith("]") and ":" not in host:
+        if not host:
+            return f"{value!r} has no host before its port: write localhost:{port} or 127.0.0.1:{port}"
+        if not (port.isdigit() and 0 < int(port) < 65536):
+            return (f"{value!r}: the port {port!r} is not a number from 1 to 65535 (write {host}:8080, "
+                    f"or {host} for every port)")
+    if not value or any(c.isspace() for c in value):
+        return f"{value!r} is not a host name (write example.com, or example.com:443 for one port)"
+    return None
+
+
 def _name_matches(permission, name, granted):
     """env and run: the exact name. net: 'host' allows every port of it, 'host:port' that port."""
     if permission != "net":

@@ -356,13 +356,15 @@ def _source_lines(filename, line, col):
     text = SOURCES.get(filename, [])
     if not (0 < line <= len(text) and text[line - 1].strip()):
         return []
+    from .excerpt import caret_lines
+
     src = text[line - 1].rstrip()
     stripped = src.lstrip()
-    shown = [f"    {stripped}"]
-    if col and col - 1 >= len(src) - len(stripped):
-        pad = "".join(c if c == "\t" else " " for c in src[len(src) - len(stripped):col - 1])
-        shown.append(f"    {pad}^")
-    return shown
+    indent = len(src) - len(stripped)
+    shown, pad = caret_lines(stripped, col - 1 - indent if col else 0)
+    if col and col - 1 >= indent:
+        return [f"    {shown}", f"    {pad}^"]
+    return [f"    {shown}"]
 
 
 # (filename, line, col) of an index expression -> how to find its container and index again when it

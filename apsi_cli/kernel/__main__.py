@@ -10,7 +10,9 @@ def main(argv=None):
     try:
         from ipykernel.kernelapp import IPKernelApp
     except ImportError:
-        sys.stderr.write("apsi kernel: ipykernel is not installed: pip install 'apsi[jupyter]'\n")
+        from ..extras import install_command
+
+        sys.stderr.write(f"apsi kernel: ipykernel is not installed: {install_command('jupyter')}\n")
         return 2
     from .kernel import FLAGS_ENV, ApsiKernel
     from .worker import parse_flags

@@ -1,1 +1,1 @@
-"""`apsi lsp`: the language server (stdio), with pygls and lsprotocol (pip install 'apsi[lsp]')."""
+"""`apsi lsp`: the language server (stdio), with pygls and lsprotocol (the `lsp` extra)."""

@@ -38,7 +38,29 @@ class Request:
 
 def index_source(option=None):
     """(base URL of the PyTorch indexes, where it was set): --torch-index, else APSI_TORCH_INDEX,
-    else [pkg] torch_index in the nearest apsi.toml, else PyTorch's own."""
+    else [pkg] torch_index in the nearest apsi.toml, else PyTorch's own. Not a URL: fail, exit 2."""
+    base, source = index_setting(option)
+    problem = index_problem(base, source)
+    if problem:
+        fail(problem, code=2)
+    return base, source
+
+
+def index_problem(url, source):
+    """Why `url` cannot be a package index, or None. An index is an http(s) or file URL: pip ignores
+    anything else with a warning, and the failure then read 'no wheel matches this Python'
+    (`--torch-index notaurl`)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.scheme in ("http", "https", "file") and (parts.netloc or parts.scheme == "file"):
+        return None
+    return (f"{source}: {url!r} is not the URL of a package index: give one that starts with https:// "
+            f"(or file:// for a folder on this machine), like {torch_builds.DEFAULT_INDEX_BASE}")
+
+
+def index_setting(option=None):
+    """index_source's answer, unchecked (the doctor shows a bad one)."""
     env = os.environ.get("APSI_TORCH_INDEX")
     if option and option != env:
         return option.rstrip("/"), "--torch-index"
@@ -73,6 +95,11 @@ def fail(text, code=1):
 
 def install(req):
     """Carry out `apsi pkg install`; returns normally on success, raises click Exit otherwise."""
+    for name in req.names:
+        _refuse_build_lookalike(name)
+    problem = req.index_url and index_problem(req.index_url, "--index-url")
+    if problem:
+        fail(problem, code=2)
     builds = [n for n in req.names if n in torch_builds.BUILDS]
     plain = [n for n in req.names if n not in torch_builds.BUILDS]
     if len(builds) > 1:
@@ -107,6 +134,29 @@ def install(req):
         if req.dry_run:
             fail(f"{signals.describe(e)}; nothing was changed (dry run)", code=signals.exit_code(e))
         fail(f"{signals.describe(e)} before pip finished. {_torch_state(python)}", code=signals.exit_code(e))
+
+
+# names shaped like a PyTorch build (torch-cu121, torch-cpu, torch-rocm6, torch-gpu): one that is not
+# in the table went to pip as an ordinary package, from PyPI, where anyone may have published it.
+# torch-geometric, torch-scatter and the like do not match and stay ordinary packages.
+_BUILD_SHAPE = r"torch[-_](cu\d*|cuda.*|rocm.*|cpu|gpu|xpu.*|mps|metal|auto.*|nightly)"
+
+
+def _refuse_build_lookalike(name):
+    import difflib
+    import re
+
+    if name in torch_builds.BUILDS or not re.fullmatch(_BUILD_SHAPE, name.lower()):
+        return
+    known = [n for n in torch_builds.BUILDS if n.startswith("torch")]
+    close = difflib.get_close_matches(name.lower(), known, n=2, cutoff=0.7)
+    meant = {"torch-cpu": " (the CPU build is named torch)",
+             "torch-gpu": " (torch-auto picks the build for this machine's GPU)"}.get(
+        name.lower().replace("_", "-"), f" (did you mean {' or '.join(close)}?)" if close else "")
+    raise click.UsageError(f"{name} is not a PyTorch build Apsi knows{meant}, and it is not installed "
+                           f"from the package index as an ordinary package either, where anyone could "
+                           f"have published that name. The builds: {', '.join(known)}; "
+                           f"`apsi pkg install torch-auto` picks the one for this machine.")
 
 
 def _bare(name):
@@ -376,7 +426,7 @@ def _install_family_only(req, family, python, info):
         env, _ = pipcmd.isolated_env(python) if url else (None, [])
         rc, err = pipcmd.run_pip(cmd, env=env)
         if rc != 0:
-            fail(pipcmd.explain_failure(err, " ".join(pins), url, info, torch=False))
+            fail(pipcmd.explain_failure(err, " ".join(pins), url, info, torch=False, torch_index=bool(url)))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     after = pipcmd.probe(python)

@@ -256,9 +256,12 @@ NETWORK_SIGNS = ("Failed to establish a new connection", "Max retries exceeded",
 NO_MATCH_SIGNS = ("No matching distribution found", "Could not find a version that satisfies")
 
 
-def explain_failure(stderr, what, index_url, pyinfo, torch=True):
+def explain_failure(stderr, what, index_url, pyinfo, torch=True, torch_index=None):
     """A one-paragraph message for a failed pip run: what happened, and what to do.
-    `torch` says whether a PyTorch build was asked for (its advice differs from a plain package's).
+    `torch` says whether a PyTorch build was asked for (its advice differs from a plain package's);
+    `torch_index`, whether index_url is one of the PyTorch indexes Apsi chose (torchvision for the
+    installed build comes from there): a network failure's advice then names Apsi's settings of it
+    rather than pip's. By default, as `torch`.
     "No matching distribution" is told apart from a network failure: pip prints it after a failed
     connection too, so it means "no such package" only when no connection error came before it."""
     import re
@@ -296,7 +299,7 @@ def explain_failure(stderr, what, index_url, pyinfo, torch=True):
                 f"build (pip was told so with a constraint). Name a PyTorch build together with it "
                 f"(`apsi pkg install torch-auto {what}`), or ask for a release of {what} that accepts "
                 f"the installed PyTorch.")
-    if network and not torch:
+    if network and not (torch if torch_index is None else torch_index):
         return (f"pip could not reach the package index{source} (network, proxy or mirror problem). "
                 f"Check the connection; pip's own settings (pip.conf, PIP_INDEX_URL) choose the index.")
     if network:

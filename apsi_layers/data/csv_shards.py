@@ -6,6 +6,7 @@ block instead of an array of the whole file: when the buffer holds a shard's row
 (atomically, under the write permission) and the buffer starts again. Memory stays about one shard.
 """
 
+import math
 import os
 
 import numpy as np
@@ -19,9 +20,24 @@ DTYPES = {"float32": np.float32, "float64": np.float64}
 
 
 class _Sharder(csv_io._Reader):
-    def __init__(self, path, raw, header, sep, columns, out, rows, dtype):
+    def __init__(self, path, raw, header, sep, columns, out, rows, dtype, missing):
         super().__init__(path, raw, header, sep, columns, None)
         self.prefix, self.shard_rows, self.dtype, self.written = out, rows, dtype, []
+        self.missing = missing
+
+    def _number(self, line, cell, c):
+        """A cell written as one of `missing` is NaN (impute() fills it). NumPy's parser refuses an
+        empty cell or a word, so only the strict reading meets them."""
+        word = cell.strip(" \t")
+        if word in self.missing:
+            return math.nan
+        try:
+            return super()._number(line, cell, c)
+        except ApsiError:
+            if _is_number(cell):            # (an overflow: load_csv's message says it)
+                raise
+            raise _not_a_number(f"load_csv({show(self.path, True)}): line {line}, column {self._name(c)}",
+                                cell, word) from None
 
     def _bound(self):
         """One shard plus one block of lines (a block never holds more lines than half its bytes);
@@ -71,9 +87,39 @@ class _Sharder(csv_io._Reader):
         return self.written
 
 
-def csv_to_npy(path, out, header=True, sep=",", columns=None, shard_rows=1_000_000, dtype="float32"):
+def _not_a_number(where, cell, word):
+    """load_csv's message for a cell that is no number, with what csv_to_npy offers instead (it takes
+    no as="columns" and reads a file too large for read_csv)."""
+    if not word or word.lower().lstrip("+-") in csv_io.MISSING_WORDS:
+        what = "the cell is empty" if not word else f"{show(cell, True)} is not a number"
+        return ApsiError(f"{where}: {what}; if it marks a missing value, pass missing=[{show(word, True)}] "
+                         "(such cells become nan, which impute() fills)")
+    return ApsiError(f"{where}: {show(cell, True)} is not a number; csv_to_npy writes numbers only: leave "
+                     "the column out with columns=[…] (a column of categories needs numeric codes first), or "
+                     "pass missing=[…] if such words mark missing values")
+
+
+def _is_number(cell):
+    try:
+        return csv_read.number(cell) is not csv_read.NOT_A_NUMBER
+    except csv_read.Overflow:
+        return True
+
+
+def _missing(missing):
+    if missing is None:
+        return frozenset()
+    if not isinstance(missing, list) or not all(type(w) is str for w in missing):
+        raise ApsiError(f'csv_to_npy: missing must be a list of the words that mark a missing value, '
+                        f'like ["", "NA"], not {show(missing, True)}')
+    return frozenset(w.strip(" \t") for w in missing)
+
+
+def csv_to_npy(path, out, header=True, sep=",", columns=None, shard_rows=1_000_000, dtype="float32",
+               missing=None):
     """Stream a CSV file of numbers into .npy shards OUT-00000.npy, OUT-00001.npy, … of shard_rows
-    rows each (load_csv's rules and messages); returns the list of files (load_npy takes it)."""
+    rows each (load_csv's rules and messages); returns the list of files (load_npy takes it).
+    missing=["", "NA"]: cells written so are NaN."""
     if type(out) is not str or not out or out.endswith(".npy"):
         raise ApsiError(f'csv_to_npy: out must be a file name prefix like "data/train" (shards become '
                         f'data/train-00000.npy, …), not {show(out, True)}')
@@ -82,6 +128,7 @@ def csv_to_npy(path, out, header=True, sep=",", columns=None, shard_rows=1_000_0
     if dtype not in DTYPES:
         raise ApsiError(f'csv_to_npy: dtype must be "float32" or "float64", not {show(dtype, True)}')
     csv_read.check_sep("csv_to_npy", sep)
+    words = _missing(missing)
     # the files written are OUT-00000.npy, …: the write rules are theirs (a prefix has no suffix, so
     # asked about itself, "data/train" would be refused as a file that is not data)
     first = permissions.require("write", what=f"csv_to_npy(out={out!r})", path=f"{out}-00000.npy")
@@ -90,8 +137,8 @@ def csv_to_npy(path, out, header=True, sep=",", columns=None, shard_rows=1_000_0
                         "with make_dir")
     with csv_read.open_csv("csv_to_npy", path) as raw:
         try:
-            return _Sharder(path, raw, header, sep, columns, out, shard_rows, DTYPES[dtype]).run()
+            return _Sharder(path, raw, header, sep, columns, out, shard_rows, DTYPES[dtype], words).run()
         except ApsiError as e:
-            if e.message.startswith("load_csv("):        # load_csv's messages, as this call's
-                raise ApsiError("csv_to_npy(" + e.message[len("load_csv("):]) from None
+            if e.message.startswith("load_csv"):        # load_csv's messages, as this call's
+                raise ApsiError("csv_to_npy" + e.message[len("load_csv"):]) from None
             raise

@@ -25,20 +25,13 @@ def mapped_input(fn, arg, m, ids_vocab, nan_ok=False):
         rows = np.arange(start, min(start + step, len(m)))
         block = m.take(rows, fn)
         if ids_vocab is not None:
-            _check_ids(fn, block, ids_vocab, lambda k, s=start: _row_of(m, s + k))
+            _check_ids(fn, block, ids_vocab, lambda k, s=start: m.place(s + k))
         elif block.dtype.kind == "f" and not nan_ok and not np.isfinite(block).all():
             where = np.argwhere(~np.isfinite(block))[0]
-            raise ApsiError(f"{fn}: {arg} hold {block[tuple(where)]} at {_row_of(m, start + int(where[0]))}; "
+            raise ApsiError(f"{fn}: {arg} hold {block[tuple(where)]} at {m.place(start + int(where[0]))}; "
                             "replace those values first (an imputation layer fills them)")
     checked.add(key)
     return mapped_column(fn, arg, m, np.int64 if ids_vocab is not None else np.float64)
-
-
-def _row_of(m, row):
-    """Row `row` of m named as the user sees it: the row, the file it is in (and its row there)."""
-    k = int(np.searchsorted(m.starts, m.rows[row], side="right") - 1)
-    local = m.rows[row] - int(m.starts[k])
-    return f"row {row} (file {m.shards[k].shown!r}{f', its row {local}' if local != row else ''})"
 
 
 def _check_ids(fn, block, vocab, where):

@@ -9,6 +9,7 @@ size is compared with the size it had when loaded: a file cut short or grown by 
 an error naming it, never a wrong batch.
 """
 
+import contextlib
 import math
 import os
 
@@ -54,8 +55,8 @@ class Shard:
         actual = os.fstat(self.fd).st_size
         if actual != self.seen:
             raise ApsiError(f"{what}: {self.shown!r} changed size while it was in use ({self.seen} "
-                            f"bytes when loaded, {actual} now); do not rewrite a data file during fit, "
-                            "or load it again")
+                            f"bytes when loaded, {actual} now); do not rewrite a data file while "
+                            f"{_user(what)} reads it, or load it again")
 
     def read_into(self, view, at, what):
         """Bytes at `at` into view, however many reads it takes."""
@@ -65,6 +66,13 @@ class Shard:
                 self.check(what)
                 raise ApsiError(f"{what}: {self.shown!r} could not be read at byte {at}; load it again")
             view, at = view[got:], at + got
+
+
+def _user(what):
+    """Who was reading, in the message of a file that changed: fit, predict, adapt… (indexing: "the
+    program")."""
+    name = what.split(":")[0].split("(")[0]
+    return name if name.isidentifier() and name != "read" else "the program"
 
 
 def _header(f, shown):
@@ -119,7 +127,7 @@ def _refuse_number(name):
 class Mapped:
     """Rows of one or more .npy shards as one read-only array: len, shape, x[i], x[a:b], x[ids]."""
 
-    __apsi_attrs__ = frozenset({"shape", "ndim", "dtype", "size", "files"})
+    __apsi_attrs__ = frozenset({"shape", "ndim", "dtype", "size", "files", "split"})
     __apsi_type__ = "mapped array"
     __array_ufunc__ = None
 
@@ -165,7 +173,7 @@ class Mapped:
         ITER_BYTES), never the whole file."""
         from apsi_layers.nn.autograd.tensor import Tensor
 
-        step = max(1, ITER_BYTES // max(1, self.shards[0].row_bytes))
+        step = max(1, ITER_BYTES // max(1, self.np_dtype.itemsize * math.prod(self.tail)))
         for start in range(0, len(self.rows), step):
             block = _as_tensor_data(self.take(np.arange(start, min(start + step, len(self.rows)))))
             for row in block:
@@ -173,6 +181,12 @@ class Mapped:
 
     def described(self):
         return f"{list(self.shape)} {self.dtype} in {', '.join(map(repr, self.files))}"
+
+    def place(self, row):
+        """Row `row` named as the user sees it: the row, the file it is in (and its row there)."""
+        k = int(np.searchsorted(self.starts, self.rows[row], side="right") - 1)
+        local = self.rows[row] - int(self.starts[k])
+        return f"row {row} (file {self.shards[k].shown!r}{f', its row {local}' if local != row else ''})"
 
     def refuse_whole(self, fn):
         raise ApsiError(f"{fn}() of a mapped array ({self.described()}): on a tensor it takes every "
@@ -182,6 +196,18 @@ class Mapped:
     def view(self, sl):
         """The rows sl (a slice) as another Mapped array: nothing is read."""
         return Mapped(self.shards, self.rows[sl])
+
+    def split(self, at):
+        """[its first `at` rows, the rest] as two mapped arrays, nothing read: the training split of
+        data larger than memory (x[a:b] reads its rows into a tensor)."""
+        n = len(self.rows)
+        if n < 2:
+            raise ApsiError(f"split: a mapped array of {n} row{'' if n == 1 else 's'} cannot be split in two "
+                            "parts of at least one row")
+        if type(at) is not int or not 0 < at < n:
+            raise ApsiError(f"split: at must be an int from 1 to {n - 1} (the rows of the first part) for "
+                            f"a mapped array of {n} rows, not {show(at, True)}")
+        return [self.view(slice(0, at)), self.view(slice(at, n))]
 
     def check(self, what):
         for s in self.shards:
@@ -293,6 +319,21 @@ def _as_tensor_data(a):
     return a.astype(np.float64) if a.dtype.kind == "f" and a.dtype != np.float64 else np.ascontiguousarray(a)
 
 
+def _dtype_words(dtype):
+    """float64, or float64 (big-endian) for a file written on another kind of machine (NumPy shows
+    that as >f8, which does not read as the same type)."""
+    if dtype.byteorder in "=|" or dtype.byteorder == np.dtype(dtype.name).byteorder:
+        return dtype.name
+    return f"{dtype.name} ({'big' if dtype.byteorder == '>' else 'little'}-endian)"
+
+
+def _order_hint(a, b):
+    if a.name != b.name:
+        return ""
+    return ("; one of them is in another byte order: rewrite it with save_npy(path, load_npy(path)), "
+            "which writes this machine's")
+
+
 def is_mapped(x):
     return isinstance(x, Mapped)
 
@@ -303,20 +344,73 @@ def load_npy(path, mmap=True):
     paths = path if isinstance(path, list | tuple) else [path]
     if not paths or any(type(p) is not str or not p for p in paths):
         raise ApsiError(f"load_npy: path must be a file name or a list of file names, not {show(path, True)}")
-    shards = [Shard(p, permissions.require("read", what=f"load_npy({show(p, True)})", path=p))
-              for p in paths]
+    if type(mmap) is not bool:         # (mmap=0 or "false" read as true would map, not read)
+        raise ApsiError(f"load_npy: mmap must be true (read by rows when used) or false (read it into a "
+                        f"tensor now), not {show(mmap, True)}")
+    resolved = [permissions.require("read", what=f"load_npy({show(p, True)})", path=p) for p in paths]
+    _room_for(len(paths))
+    try:
+        shards = [Shard(p, r) for p, r in zip(paths, resolved, strict=True)]
+    except ApsiError as e:
+        if "Too many open files" not in e.message:
+            raise
+        raise ApsiError(f"load_npy: {len(paths)} shards are more files than this process may keep open "
+                        f"(the limit is {_open_limit()}: `ulimit -n`); write fewer, larger shards "
+                        "(csv_to_npy's shard_rows, or save_npy of joined rows), or raise the limit") from None
     first = shards[0]
     for s in shards[1:]:
         if s.dtype != first.dtype or s.tail != first.tail:
-            raise ApsiError(f"load_npy: shard {s.shown!r} holds {s.dtype} rows of shape {list(s.tail)} but "
-                            f"{first.shown!r} holds {first.dtype} rows of shape {list(first.tail)}; every "
-                            "shard must have the same dtype and the same shape after the first axis")
+            raise ApsiError(f"load_npy: shard {s.shown!r} holds {_dtype_words(s.dtype)} rows of shape "
+                            f"{list(s.tail)} but {first.shown!r} holds {_dtype_words(first.dtype)} rows of "
+                            f"shape {list(first.tail)}; every shard must have the same dtype and the same "
+                            f"shape after the first axis{_order_hint(s.dtype, first.dtype)}")
     mapped = Mapped(shards)
     if mmap is False:
         from apsi_layers.nn.autograd.tensor import Tensor
 
         return Tensor(_as_tensor_data(mapped.take(np.arange(len(mapped)), "load_npy")))
     return mapped
+
+
+SPARE_FILES = 256       # besides the shards: the program's own files, sockets, workers' pipes
+
+
+def _open_limit():
+    import resource
+
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def _room_for(count):
+    """A mapped array keeps each shard open (it reads them by pread): many shards need more open
+    files than a shell's usual soft limit of 1024. Raise it as far as the hard limit allows, as a
+    process may without privilege."""
+    try:
+        import resource
+    except ImportError:         # (not on Windows)
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = count + SPARE_FILES
+    if soft != resource.RLIM_INFINITY and soft < want:
+        new = want if hard == resource.RLIM_INFINITY else min(want, hard)
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (new, hard))
+
+
+def _write_rows(f, m):
+    """A mapped array into an open .npy file about ITER_BYTES of rows at a time: joining shards
+    larger than memory into one file never holds more than a block (in this machine's byte order,
+    as save_npy writes every array)."""
+    fmt = np.lib.format
+    dtype = m.np_dtype.newbyteorder("=")
+    header = {"descr": fmt.dtype_to_descr(dtype), "fortran_order": False, "shape": m.shape}
+    try:
+        fmt.write_array_header_1_0(f, header)
+    except ValueError:          # (a header over 64 KiB: version 2.0 holds it)
+        fmt.write_array_header_2_0(f, header)
+    step = max(1, ITER_BYTES // max(1, dtype.itemsize * math.prod(m.tail)))
+    for start in range(0, len(m), step):
+        f.write(m.take(np.arange(start, min(start + step, len(m))), "save_npy", dtype).tobytes())
 
 
 def save_npy(path, x):
@@ -329,7 +423,7 @@ def save_npy(path, x):
     if not path.endswith(".npy"):
         raise ApsiError(f"save_npy: {path!r} must end in .npy (np.load and load_npy read it by that name)")
     if isinstance(x, Mapped):
-        a = x.take(np.arange(len(x)), "save_npy")
+        a = x
     else:
         from apsi_layers.layers.training.data_checks import as_array
 
@@ -340,7 +434,10 @@ def save_npy(path, x):
                         "first with make_dir")
     try:
         with atomic_open(resolved, "wb") as f:
-            np.lib.format.write_array(f, np.ascontiguousarray(a), allow_pickle=False)
+            if isinstance(a, Mapped):
+                _write_rows(f, a)
+            else:
+                np.lib.format.write_array(f, np.ascontiguousarray(a), allow_pickle=False)
     except OSError as e:
         raise ApsiError(f"save_npy({path!r}): cannot write it: {e.strerror or e}") from None
     return None

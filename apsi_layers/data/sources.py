@@ -70,6 +70,7 @@ def dataset(count, fn, workers=None):
                         f"{show(count, True)}")
     if not callable(fn):
         raise ApsiError(f"dataset: fn must be a function fn(i) => [x, y], not {show(fn, True)}")
+    _check_arity(fn)
     if workers is None:
         workers = default_count()
     elif type(workers) is not int or not 0 <= workers <= MAX_WORKERS:
@@ -78,6 +79,21 @@ def dataset(count, fn, workers=None):
     elif workers and not hasattr(os, "fork"):
         workers = 0         # (no fork on this system: the calls run in a thread)
     return Dataset(count, fn, workers)
+
+
+def _check_arity(fn):
+    """fn is called fn(i) or fn(i, g): one that cannot be (fn(), fn(i, g, h)) is named here, not as
+    a failure inside it at batch 0."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = [p for p in params if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    if len(required) > 2 or (not positional and not any(p.kind == p.VAR_POSITIONAL for p in params)):
+        names = ", ".join(p.name for p in params)
+        raise ApsiError(f"dataset: fn is called fn(i) (the batch number) or fn(i, g) (and a random generator "
+                        f"of its own), but this function takes ({names}); give it one or two parameters")
 
 
 def _takes_two(fn):
@@ -107,6 +123,8 @@ def _line(e):
 def _parts(out, i, epoch, what):
     from apsi_layers.layers.training.data_checks import as_array
 
+    from .fit_data import read_whole
+
     items = list(out) if isinstance(out, list | tuple) else [out]
     if not 1 <= len(items) <= 2:
         raise ApsiError(f"{what}: the dataset function returned {len(items)} values at batch {i}"
@@ -114,7 +132,8 @@ def _parts(out, i, epoch, what):
     arrays = []
     for k, v in zip(("x", "y"), items, strict=False):
         try:
-            a = as_array(what, f"batch {i}'s {k}", v)
+            # a mapped array returned (x.split(…)) is this batch's rows: read them
+            a = read_whole(v, what) if isinstance(v, Mapped) else as_array(what, f"batch {i}'s {k}", v)
         except ApsiError as e:
             raise ApsiError(f"{e.message}{_epoch(epoch)}") from None
         if a.ndim == 0:

@@ -73,7 +73,12 @@ class _Moments:
     def state(self, like):
         if self.mean is None:
             raise ApsiError("adapt: normalization saw no rows")
-        return Record(mean=self.mean, var=self.m2 / self.n)
+        var = self.m2 / self.n
+        # A feature constant in the training split has no scale to learn: sqrt(0 + eps) would multiply
+        # any later difference by 1e6. It keeps its scale (variance 1), as scikit-learn's StandardScaler
+        # does; "constant" up to the rounding of n values of this size (the mean's own error).
+        rounding = (self.n * np.finfo(np.float64).eps * np.abs(self.mean)) ** 2
+        return Record(mean=self.mean, var=np.where(var <= rounding, 1.0, var))
 
 
 class CategoryLookup(Layer):
@@ -277,73 +282,140 @@ def _cases(L, d):
     ]
 
 
-def leading(model):
-    """The preprocessing layers a model starts with, in order: [(path of keys, layer)], also inside
-    a sequential it starts with (sequential(sequential(impute(), normalization()), dense(1)))."""
+def takes_missing(model):
+    """Whether NaN in the inputs meets only layers that take it as a missing value: impute() fills
+    it, a category_lookup gives it the unknown column (NaN equals no code). A lambda_layer before them
+    (picking columns) passes it on; in a parallel, every branch must take it."""
+    from .core import Lambda
+
+    if isinstance(model, Impute | CategoryLookup):
+        return True
+    kids = [child for _, child in model.children()]
+    if model.kind == "parallel":
+        return all(takes_missing(child) for child in kids)
+    if model.kind == "sequential":
+        kids = [child for child in kids if not isinstance(child, Lambda)]
+    return bool(kids) and takes_missing(kids[0])
+
+
+def inside(model, path=()):
+    """Every preprocessing layer in the model, in the order its combinators run them, with its path
+    of keys in the parameter tree: also in a parallel branch or a dag node, after a lambda_layer
+    that picks its columns."""
     if isinstance(model, PREPROCESSING):
-        return [((), model)]
+        return [(path, model)]
     found = []
-    for key, child in getattr(model, "pairs", []) if model.kind == "sequential" else []:
-        inner = leading(child)
-        found += [((key, *path), layer) for path, layer in inner]
-        if not _only_preprocessing(child):
-            break
+    for key, child in model.children():
+        found += inside(child, (*path, key) if key != "" else path)     # (residual: the same params)
     return found
 
 
-def _only_preprocessing(layer):
-    if isinstance(layer, PREPROCESSING):
-        return True
-    return layer.kind == "sequential" and all(_only_preprocessing(c) for _, c in layer.pairs)
+EXACT_IN_FLOAT32 = 2 ** 24     # every whole number below it, and none of the odd ones above
 
 
-def starts_with_impute(model):
-    layer = model
-    while not isinstance(layer, Impute) and layer.children():
-        layer = layer.children()[0][1]
-    return isinstance(layer, Impute)
+def check_codes_fit_float32(fn, model, params, precision):
+    """The torch backend compares category codes in float32 (below fp64): codes of 2^24 and more, or
+    fractional ones it cannot hold, would match their neighbours (16777217 as 16777216), several
+    one-hot columns or the wrong one. Refused, saying what to do."""
+    for path, layer in inside(model):
+        if not isinstance(layer, CategoryLookup):
+            continue
+        values = getattr(getattr(_at(params, path), "state", None), "values", None)
+        codes = np.asarray(getattr(values, "data", values), dtype=np.float64)
+        codes = codes[~np.isnan(codes)]
+        held = codes.astype(np.float32).astype(np.float64) == codes
+        bad = codes[~held | (np.abs(codes) >= EXACT_IN_FLOAT32)]
+        if len(bad):
+            raise ApsiError(f"{fn}: {_named(layer, path)} keeps the category code {bad[0]:.17g}, which "
+                            f"float32 (the torch backend at precision=\"{precision}\") cannot tell from its "
+                            f"neighbours: codes there must be whole numbers below 2^24 = {EXACT_IN_FLOAT32}; "
+                            "renumber the codes 0, 1, 2, … before adapt, or use precision=\"fp64\"")
+
+
+class _Reached(Exception):
+    """The forward pass got to the layer being adapted: the rest of the model is not needed."""
 
 
 def adapt(model, params, data):
-    """The parameter tree with the state of each preprocessing layer the model starts with learnt
-    from `data` (a tensor, a mapped .npy array or a dataset: its x), read once per layer, streamed."""
+    """The parameter tree with the state of each preprocessing layer in the model learnt from `data`
+    (a tensor, a mapped .npy array or a dataset: its x), read once per layer, streamed: each piece
+    goes through the model up to the layer (the layers before it as learnt)."""
     from apsi_layers.backends import registry
     from apsi_layers.data.predict_source import at_piece
     from apsi_layers.nn.autograd.tensor import Tensor
 
     from .context import Ctx
 
-    chain = leading(model)
-    if not chain:
-        raise ApsiError(f"adapt: {model.label()} does not start with a preprocessing layer "
-                        "(normalization, category_lookup, impute); there is nothing to adapt")
+    found = inside(model)
+    if not found:
+        raise ApsiError(f"adapt: {model.label()} has no preprocessing layer (normalization, category_lookup, "
+                        "impute); there is nothing to adapt")
     ops = registry.find("numpy").opset()        # adapt reads the data on the host, in float64
-    done = []
     with _reading(data) as each:            # (a dataset's workers serve every layer's pass)
-        for path, layer in chain:
+        for path, layer in found:
             learner = layer.learner()
-            if learner is not None:
-                start = 0
-                for where, piece in each():
-                    start += at_piece(where, _learn, layer, learner, done, params, piece, start,
-                                      Ctx(ops, training=False))
-                state = learner.state(None)
-                _check_state(layer, path, getattr(_at(params, path), "state", None), state)
-                params = _put(params, path, Record(**{k: Tensor(np.asarray(v, dtype=np.float64))
-                                                     for k, v in vars(state).items()}))
-            done.append((path, layer))
+            if learner is None:
+                continue
+            start = 0
+            for where, piece in each():
+                start += at_piece(where, _learn, model, params, path, layer, learner, piece, start,
+                                  Ctx(ops, training=False), start == 0)
+            state = learner.state(None)
+            _check_state(layer, path, getattr(_at(params, path), "state", None), state)
+            params = _put(params, path, Record(**{k: Tensor(np.asarray(v, dtype=np.float64))
+                                                 for k, v in vars(state).items()}))
     return params
 
 
-def _learn(layer, learner, done, params, x, start, ctx):
-    """One piece (rows from `start` of the data) into a layer's statistics, through the layers before
-    it (as learnt); its number of rows."""
-    for p, before in done:
-        x = before.apply(_at(params, p), x, ctx)
-    block = np.asarray(x.data)
+def _learn(model, params, path, layer, learner, x, start, ctx, first):
+    """One piece (rows from `start` of the data) into a layer's statistics: what reaches the layer in
+    the model's forward pass; its number of rows. On the first piece, what reaches it must not
+    depend on trainable weights (a dense before it): adapt learns from the data."""
+    block = _reaching(model, params, layer, x, ctx)
+    if first and not np.array_equal(block, _reaching(model, _moved(params), layer, x, ctx), equal_nan=True):
+        raise ApsiError(f"adapt: {_named(layer, path)} is reached through layers "
+                        "with trainable weights, whose initial values would be learnt as the data's; put "
+                        "preprocessing layers before them (first in the model, or in a branch after a "
+                        "lambda_layer that picks columns)")
     _check_block(layer, block, start)
     learner.add(block)
     return len(block)
+
+
+def _named(layer, path):
+    where = ".".join(map(str, path))
+    return layer.label() if where in ("", layer.label()) else f"{layer.label()} (at {where})"
+
+
+def _reaching(model, params, layer, x, ctx):
+    """What the forward pass hands `layer`, as an array."""
+    seen = []
+
+    def reached(p, value, c):
+        seen.append(np.asarray(value.data))
+        raise _Reached
+
+    layer.apply = reached            # (this instance only, for this pass)
+    try:
+        model.apply(params, x, ctx)
+    except _Reached:
+        pass
+    finally:
+        del layer.apply
+    return seen[0]
+
+
+def _moved(params):
+    """The tree with every weight but the preprocessing state moved by 1."""
+    from apsi_layers.nn.autograd.tensor import Tensor
+
+    if isinstance(params, Record):
+        return Record(**{k: v if k == "state" else _moved(v) for k, v in vars(params).items()})
+    if isinstance(params, list | tuple):
+        return type(params)(_moved(v) for v in params)
+    if isinstance(params, Tensor) and params.data.dtype.kind == "f":
+        return Tensor(params.data + 1.0)
+    return params
 
 
 def _check_block(layer, block, start):

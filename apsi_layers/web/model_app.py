@@ -56,8 +56,8 @@ class ModelService:
         self.checked = set()            # per-sample input shapes check_params accepted
         self.output_shape = None
         self.graph_model = _has_graph_layer(model)
-        # JSON has no NaN: for a model that fills missing values (impute first), null is one
-        self.missing = _starts_with_impute(model)
+        # JSON has no NaN: for a model that takes missing values (impute or category_lookup first), null
+        self.missing = _takes_missing(model)      # is one
 
     # --- on the event loop: one request ---------------------------------------------------------
     def prepare(self, body):
@@ -285,10 +285,10 @@ def _array(v, missing=False):
     return a if a.dtype.kind in "biuf" else v
 
 
-def _starts_with_impute(model):
-    from apsi_layers.layers.preprocessing import starts_with_impute
+def _takes_missing(model):
+    from apsi_layers.layers.preprocessing import takes_missing
 
-    return starts_with_impute(model)
+    return takes_missing(model)
 
 
 def _fields(body):

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -54,31 +55,40 @@ def start_one_process(folder, program, *args):
     return stdout
 
 
-def one_process(tmp_path, n, batch_size, opt, variant="plain"):
-    """The 1-process run of train.apsi, started now; the function returned gives its tree."""
+def _arg(config):
+    """train.apsi's argument for one fit: N,batch_size,optimizer[,variant[,how]]."""
+    return ",".join(map(str, config))
+
+
+def one_process(tmp_path, configs):
+    """The 1-process run of train.apsi over `configs`, started now; the function returned gives the
+    tree of each fit."""
     folder = tmp_path / "one"
-    stdout = start_one_process(folder, PROGRAM, str(n), str(batch_size), opt, variant)
+    stdout = start_one_process(folder, PROGRAM, *map(_arg, configs))
 
-    def tree():
-        assert stdout().strip() == "rank 0 of 1 world 1"
-        return load(folder / "rank0.npz")
+    def trees():
+        assert stdout().split("\n")[:-1] == ["rank 0 of 1 world 1"] * len(configs)
+        return [load(folder / f"rank0-{k}.npz") for k in range(len(configs))]
 
-    return tree
+    return trees
 
 
-def two_processes(tmp_path, n, batch_size, opt, how="launch", variant="plain", shard="auto"):
+def two_processes(tmp_path, configs, how="launch"):
+    """train.apsi over `configs` on two processes: its folder, and each fit's trees on rank 0 and 1."""
     folder = tmp_path / "two"
     folder.mkdir()
     shutil.copy(PROGRAM, folder)
-    args = ("train.apsi", str(n), str(batch_size), opt, variant, shard)
+    args = ("train.apsi", *map(_arg, configs))
     if how == "launch":
         out = launch(folder, *args)
     else:
         out = run(["-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", "-m", "apsi", "run",
                    "--allow-python", *args], folder)
     assert out.returncode == 0, out.stdout + out.stderr
-    assert sorted(out.stdout.split("\n")[:2]) == ["rank 0 of 2 world 2", "rank 1 of 2 world 2"]
-    return folder, load(folder / "rank0.npz"), load(folder / "rank1.npz")
+    said = ["rank 0 of 2 world 2"] * len(configs) + ["rank 1 of 2 world 2"] * len(configs)
+    assert sorted(out.stdout.split("\n")[:-1]) == said
+    return folder, [(load(folder / f"rank0-{k}.npz"), load(folder / f"rank1-{k}.npz"))
+                    for k in range(len(configs))]
 
 
 # 37 rows, 5 per rank: the last global batch of 7 gives rank 1 two rows; 33 rows, 3 per rank: the last
@@ -86,26 +96,43 @@ def two_processes(tmp_path, n, batch_size, opt, how="launch", variant="plain", s
 # a mask, a rank's share may keep fewer samples than the other's, or none. "fsdp" shards the weights
 # and the optimizer state too, and must give the same numbers (with Adam: test_options.py's Python
 # caller and test_fsdp_checkpoints_and_resumes_as_one_process)
-@pytest.mark.parametrize("n, batch_size, opt, variant, shard", [
-    (37, 5, "adam", "plain", "auto"), (33, 3, "sgd", "mask", "auto"),
-    (37, 5, "adam", "mask", "auto"), (33, 3, "sgd", "mask", "fsdp"), (37, 5, "sgd", "weights", "auto")])
-def test_two_processes_equal_one_with_twice_the_batch(tmp_path, n, batch_size, opt, variant, shard):
-    started = one_process(tmp_path, n, batch_size * 2, opt, variant)
-    folder, r0, r1 = two_processes(tmp_path, n, batch_size, opt, variant=variant, shard=shard)
-    one = started()
+SAME_AS_ONE = [(37, 5, "adam", "plain", "auto"), (33, 3, "sgd", "mask", "auto"),
+               (37, 5, "adam", "mask", "auto"), (33, 3, "sgd", "mask", "fsdp"),
+               (37, 5, "sgd", "weights", "auto")]
+BATCH_NORM = {shard: (40, 5, "adam", "bn", shard) for shard in ("auto", "fsdp")}
+PLAIN_SGD = (33, 3, "sgd", "plain", "auto")
+LAUNCHED = [*SAME_AS_ONE, *BATCH_NORM.values(), PLAIN_SGD]
+
+
+@pytest.fixture(scope="module")
+def fits(tmp_path_factory):
+    """Every 2-process fit of the tests below in one launch of train.apsi (one start-up of the launcher
+    and its two ranks, not eight: suite time), beside one process that makes SAME_AS_ONE's fits with
+    twice the batch. Each fit runs as a program's later fit does: in the process group already joined."""
+    tmp_path = tmp_path_factory.mktemp("fits")
+    started = one_process(tmp_path, [(n, bs * 2, opt, variant) for n, bs, opt, variant, _ in SAME_AS_ONE])
+    folder, ranks = two_processes(tmp_path, LAUNCHED)
+    return SimpleNamespace(folder=folder, ranks=dict(zip(LAUNCHED, ranks)),
+                           one=dict(zip(SAME_AS_ONE, started())))
+
+
+@pytest.mark.parametrize("config", SAME_AS_ONE, ids=_arg)
+def test_two_processes_equal_one_with_twice_the_batch(fits, config):
+    one, (r0, r1) = fits.one[config], fits.ranks[config]
     for key in one:
         np.testing.assert_allclose(r0[key], one[key], rtol=0, atol=1e-10, err_msg=key)
         np.testing.assert_array_equal(r1[key], r0[key], err_msg=key)      # the same tree on every rank
     # only rank 0 wrote save_params' file and the checkpoint (rank 1 skipped them without an error)
-    assert (folder / "only0.npz").exists() and not (folder / "only1.npz").exists()
-    assert (folder / "ck0.npz").exists() and not (folder / "ck1.npz").exists()
+    k, folder = LAUNCHED.index(config), fits.folder
+    assert (folder / f"only0-{k}.npz").exists() and not (folder / f"only1-{k}.npz").exists()
+    assert (folder / f"ck0-{k}.npz").exists() and not (folder / f"ck1-{k}.npz").exists()
 
 
 @pytest.mark.parametrize("shard", ["auto", "fsdp"])
-def test_batch_norm_statistics_end_the_same_on_every_rank(tmp_path, shard):
+def test_batch_norm_statistics_end_the_same_on_every_rank(fits, shard):
     """Each rank normalises its own rows (running statistics per process while an epoch runs, as DDP
     without SyncBatchNorm); after each epoch they are averaged, so r.params is one tree everywhere."""
-    _, r0, r1 = two_processes(tmp_path, 40, 5, "adam", variant="bn", shard=shard)
+    r0, r1 = fits.ranks[BATCH_NORM[shard]]
     states = [k for k in r0 if k.startswith("params.") and ".state." in k]
     assert states, sorted(r0)
     for key in r0:
@@ -114,21 +141,21 @@ def test_batch_norm_statistics_end_the_same_on_every_rank(tmp_path, shard):
 
 
 def test_plain_torchrun_runs_the_same_fit(tmp_path):
-    started = one_process(tmp_path, 37, 10, "adam")
-    _, r0, r1 = two_processes(tmp_path, 37, 5, "adam", how="torchrun")
-    one = started()
+    started = one_process(tmp_path, [(37, 10, "adam")])
+    _, [(r0, r1)] = two_processes(tmp_path, [(37, 5, "adam")], how="torchrun")
+    [one] = started()
     np.testing.assert_allclose(r0["history"], one["history"], rtol=0, atol=1e-10)
     np.testing.assert_array_equal(r1["params.dense.w"], r0["params.dense.w"])
 
 
-def test_the_sharded_fit_matches_plain_torch(tmp_path):
+def test_the_sharded_fit_matches_plain_torch(fits):
     """An independent reference: the same MLP, shuffling and SGD written directly in torch."""
     import torch
 
     from apsi_layers.layers.training.batches import seeds
 
-    n, batch_size = 33, 3
-    _, r0, _ = two_processes(tmp_path, n, batch_size, "sgd")
+    n, batch_size = PLAIN_SGD[:2]
+    r0, _ = fits.ranks[PLAIN_SGD]
     x, y = torch.from_numpy(r0["x"]), torch.from_numpy(r0["y"]).long()
     w = [torch.from_numpy(r0[f"start.{k}"]).clone().requires_grad_(True)
          for k in ("dense.w", "dense.b", "dense_1.w", "dense_1.b")]
@@ -199,7 +226,7 @@ def test_deny_env_keeps_what_the_ranks_need_to_meet(tmp_path):
     folder = tmp_path / "two"
     folder.mkdir()
     shutil.copy(PROGRAM, folder)
-    out = launch(folder, "--deny-env", "train.apsi", "20", "5", "sgd")
+    out = launch(folder, "--deny-env", "train.apsi", "20,5,sgd")
     assert out.returncode == 0, out.stderr
     assert sorted(out.stdout.split("\n")[:2]) == ["rank 0 of 2 world 2", "rank 1 of 2 world 2"]
 
@@ -282,12 +309,19 @@ def test_a_checkpoint_continues_on_another_number_of_processes(tmp_path):
     shutil.copy(PROGRAM.with_name("resume.apsi"), tmp_path)
     first = run(["-m", "apsi", "run", "--allow-python", "resume.apsi", "10", "2", "new"], tmp_path)
     assert first.returncode == 0, first.stderr
+    # the refused resume from a copy of the checkpoint, beside the one that continues (suite time)
+    (tmp_path / "refused").mkdir()
+    for name in ("resume.apsi", "run.ckpt"):
+        shutil.copy(tmp_path / name, tmp_path / "refused")
+    refused = subprocess.Popen([sys.executable, "-m", "apsi", "launch", "--nproc", "2", "--allow-python",
+                                "resume.apsi", "10", "6", "resume"], cwd=tmp_path / "refused", env=ENV,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     resumed = launch(tmp_path, "resume.apsi", "5", "4", "resume")
     assert resumed.returncode == 0, resumed.stderr
     same_as_four_epochs(resumed)
-    refused = launch(tmp_path, "resume.apsi", "10", "6", "resume")       # 20 rows a step: another run
-    assert refused.returncode == 1
-    assert "the rows of one step (batch_size × processes) differs (checkpoint: 10, now: 20)" in refused.stderr
+    _, err = refused.communicate(timeout=240)                              # 20 rows a step: another run
+    assert refused.returncode == 1, err
+    assert "the rows of one step (batch_size × processes) differs (checkpoint: 10, now: 20)" in err
 
 
 def test_fsdp_checkpoints_and_resumes_as_one_process(tmp_path):
@@ -312,7 +346,7 @@ def test_a_rank_that_never_joins_is_a_timeout_naming_the_rendezvous(tmp_path):
     shutil.copy(PROGRAM, tmp_path)
     env = {**ENV, "RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1",
            "MASTER_PORT": str(port), "APSI_DIST_TIMEOUT": "2"}
-    command = [sys.executable, "-m", "apsi", "run", "--allow-python", "train.apsi", "20", "5", "sgd"]
+    command = [sys.executable, "-m", "apsi", "run", "--allow-python", "train.apsi", "20,5,sgd"]
     out = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
     assert out.returncode == 1
     assert (f"fit: rank 0 of 2 could not meet the other ranks at the rendezvous 127.0.0.1:{port} (gloo): "

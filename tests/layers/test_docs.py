@@ -17,6 +17,7 @@ EXPECTED = [
     '"batch_norm.state.var", "dense_1.w", "dense_1.b"]',
     "(2, 3)\n(4, 2)\ntensor([[ 0.5 , -0.75]])\nlambda_layer(<fn <lambda>>) tensor([[2.]])",
     "tensor([ 3., 20.]) tensor([ 3., 20.])",       # preprocessing: impute and normalization adapted
+    "tensor([3., 7.])",      # preprocessing of column groups in parallel branches
     '["ea.w", "ea.b", "score.w", "score.b"]\n(1, 8)',
     "4 4 true",              # the workflow options
     "4 4 4 1 true",          # weights, task, reduce_lr, csv_log

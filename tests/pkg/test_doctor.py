@@ -184,7 +184,20 @@ def test_setup_yes_installs_and_writes_defaults(target, wheels, machine, tmp_pat
     assert (tmp_path / "apsi.toml").read_text().endswith('allow = ["python"]\n')
     r = CliRunner().invoke(cli, ["setup", "--yes"], terminal_width=200)
     assert "exists already; it is left as it is" in r.output
-    assert "nothing is downloaded" in r.output
+    # the build it installed suits the machine: no question whose answer changes nothing
+    assert "PyTorch 2.13.0+cpu suits this machine: it is kept, and nothing is installed." in r.output
+    assert "Install it now" not in r.output
+
+
+def test_setup_with_input_that_ends_says_so_and_installs_nothing(target, machine, tmp_path):
+    # piped input that ends was 'Setup interrupted', as if Ctrl-C had been pressed
+    machine(None)
+    r = CliRunner().invoke(cli, ["setup"], input="", terminal_width=200)
+    assert r.exit_code == 1
+    assert ("The setup asks questions, and its input ended before an answer (it is not a terminal); "
+            "nothing more was changed. Run `apsi setup` in a terminal, or `apsi setup --yes` to take "
+            "every default.") in r.output
+    assert "interrupted" not in r.output and "No module named 'torch'" in target.torch()
 
 
 def test_setup_when_the_driver_is_not_loaded_installs_nothing(target, machine, tmp_path):

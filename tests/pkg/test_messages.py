@@ -64,3 +64,22 @@ def test_a_torchaudio_the_index_lacks_says_it_is_the_last_release():
     assert msg.startswith(f"the index from {URL} has no torchaudio==2.11.* for Python 3.12.3 on "
                           "linux-x86_64. torchaudio 2.11 is torchaudio's last release")
     assert "apsi pkg uninstall torchaudio" in msg
+
+
+def test_torchvision_offline_from_the_pytorch_index_names_apsis_settings_of_it(monkeypatch, capsys):
+    # `apsi pkg install torchvision` for an installed 2.13.0+cpu takes it from Apsi's PyTorch index: with
+    # no network, the advice is that index's settings, not pip.conf's (which were set aside)
+    offline = OFFLINE.replace("torch>=2.7", "torchvision==0.28.*").replace("/torch/", "/torchvision/")
+    torch = {"found": True, "version": "2.13.0+cpu", "metadata_version": "2.13.0+cpu", "build": "cpu"}
+    monkeypatch.setattr(pipcmd, "run_pip", lambda cmd, env=None: (1, offline))
+    monkeypatch.setattr(pipcmd, "isolated_env", lambda python: ({}, []))
+    monkeypatch.delenv("APSI_TORCH_INDEX", raising=False)
+    req = installer.Request(names=("torchvision",), torch_index="https://mirror.example/whl")
+    try:
+        installer._install_family_only(req, ["torchvision"], "/venv/bin/python", {**INFO, "torch": torch})
+    except installer.Exit as e:
+        assert e.exit_code == 1
+    err = capsys.readouterr().err
+    assert "pip could not reach the package index from https://mirror.example/whl/cpu" in err
+    assert "point Apsi at a mirror: --torch-index URL, APSI_TORCH_INDEX" in err
+    assert "pip's own settings" not in err

@@ -108,6 +108,10 @@ def _run_on_backend(fn: str, plan: Plan, keep: dict | None = None) -> Any:
         plan = _set_aside(fn, plan)
     plan = replace(plan, backend=backend.name)
     backend.check_plan(fn, plan)
+    if backend.name != "numpy" and plan.precision != "fp64":
+        from ..preprocessing import check_codes_fit_float32
+
+        check_codes_fit_float32(fn, plan.model, plan.params, plan.precision or "fp32")
     if isinstance(plan, PredictPlan):
         return backend.predict(plan, keep)
     from .driver import fit_loop

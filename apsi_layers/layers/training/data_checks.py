@@ -44,10 +44,10 @@ def _sources():
 
 
 def _nan_ok(model):
-    """NaN in the inputs is what a model starting with impute() fills in."""
-    from ..preprocessing import starts_with_impute
+    """NaN in the inputs is what a model starting with impute() fills in (category_lookup: unknown)."""
+    from ..preprocessing import takes_missing
 
-    return starts_with_impute(model)
+    return takes_missing(model)
 
 
 def _vocab(model):

@@ -36,9 +36,12 @@ def training_weights(options, data, loss, several_outputs):
 
 def sample_weights(fn, arg, value, n):
     """One finite weight >= 0 per sample, as float64 [n]."""
+    from apsi_layers.data.memmap import Mapped
+
     from .arrays import as_array
 
-    w = as_array(fn, arg, value)
+    # one number per sample, read into memory as targets are (a mapped array: load_npy)
+    w = value.take(np.arange(len(value)), fn) if isinstance(value, Mapped) else as_array(fn, arg, value)
     if w.ndim != 1 or len(w) != n:
         raise ApsiError(f"{fn}: {arg} must hold one weight per sample ({n}), a list or tensor of shape "
                         f"[{n}], got shape {list(w.shape)}")

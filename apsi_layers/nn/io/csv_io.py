@@ -33,6 +33,10 @@ _NOT_FAST_SEP = set("0123456789.+-eE \t")
 _PLAIN = bytes(range(0x20, 0x7f)) + b"\t\n\r"
 
 
+# words for a missing or infinite value spelled otherwise than nan, inf, -inf
+MISSING_WORDS = ("nan", "inf", "infinity", "na", "n/a", "null", "none")
+
+
 class _TextColumn(Exception):
     """as="columns" met a cell that is not a number: that column is text, read the columns as lists."""
 
@@ -217,7 +221,7 @@ def _not_a_number(path, line, column, cell, picked=False):
     if not word:
         return ApsiError(f"{where}: the cell is empty; load_csv needs a number in every cell (write nan "
                          "for a missing value, or read the file with read_csv, which gives none)")
-    if word.lower().lstrip("+-") in ("nan", "inf", "infinity", "na", "n/a", "null", "none"):
+    if word.lower().lstrip("+-") in MISSING_WORDS:
         return ApsiError(f"{where}: {show(cell, True)} is not a number here; write nan, inf or -inf "
                          "(lower case, as Python and NumPy write them)")
     if picked:
