@@ -244,6 +244,12 @@ def test_with_max_batch_1_every_answer_of_every_worker_is_predicts_bits(start):
     assert code == 0, err
 
 
+def _waited_for_a_cpu(pid):
+    """Seconds the process has spent runnable but waiting for a CPU (the scheduler's run_delay)."""
+    with open(f"/proc/{pid}/schedstat") as f:
+        return int(f.read().split()[1]) / 1e9
+
+
 def _workers_of_connections(port, n):
     """The worker that answers GET /info on each of n connections opened at once (as wrk opens them:
     all connects on their way before any is accepted)."""
@@ -277,18 +283,25 @@ def _workers_of_connections(port, n):
 
 def test_connections_opened_together_are_dealt_out_between_the_workers(start):
     """16 connections opened at once went 15/1 between two workers (the first awake took them all)."""
+    from apsi_layers.web.accepting import TURN_PATIENCE
+
     server = start(WORKERS)
     # both workers accept before the first round ("serving" is said once they are forked, and a worker
     # still starting left the first burst to the other: [(16, [16]), (16, [6, 10]), …] under load 14)
-    assert len(workers_seen(server.url)) == 2
+    pids = sorted(workers_seen(server.url))
+    assert len(pids) == 2, pids
     rounds = []
     for n in (16, 16, 16, 64, 64, 64):
+        before = [_waited_for_a_cpu(p) for p in pids]
         seen = _workers_of_connections(server.port, n)
-        rounds.append((n, sorted(seen.count(pid) for pid in set(seen))))
+        waited = [_waited_for_a_cpu(p) - b for p, b in zip(pids, before)]
+        rounds.append((n, [seen.count(p) for p in pids], [round(w, 3) for w in waited]))
         time.sleep(0.3)
-    # each round reaches both; the split is judged over all rounds: a worker that the scheduler keeps
-    # off the CPU for TURN_PATIENCE (a loaded machine) rightly leaves a round's burst to the other
-    assert all(len(counts) == 2 for _, counts in rounds), rounds
-    assert sum(counts[0] for _, counts in rounds) >= sum(n for n, _ in rounds) // 4, rounds
+    # each round reaches both, unless the scheduler kept the one it missed waiting for a CPU for
+    # TURN_PATIENCE (a loaded machine: the other then rightly takes the burst; [(64, [64]), …] at load
+    # 12); the split is judged over all rounds
+    assert all(min(counts) > 0 or waited[counts.index(0)] >= TURN_PATIENCE for _, counts, waited in rounds), \
+        rounds
+    assert sum(min(counts) for _, counts, _ in rounds) >= sum(n for n, _, _ in rounds) // 4, rounds
     code, _, err = server.stop()
     assert code == 0, err
