@@ -12,11 +12,7 @@ import errno
 import os
 import sys
 
-# the permission flags of apsi_cli/options.py (tests/test_cli.py checks the two lists agree)
-BOOL_FLAGS = {"--allow-python": "allow_python", "--allow-all": "allow_all", "-A": "allow_all"}
-SCOPED_FLAGS = {f"--{verb}-{name}": f"{verb}_{name}" for verb in ("allow", "deny")
-                for name in ("read", "write", "net", "env", "run")}
-PERM_KEYS = tuple(dict.fromkeys([*BOOL_FLAGS.values(), *SCOPED_FLAGS.values()]))
+from .perm_flags import BOOL_FLAGS, PERM_KEYS, SCOPED_FLAGS
 
 
 def _perm_flag(arg, perms):

@@ -136,7 +136,7 @@ def run_file(path, args, perms, after_flag=None):
 def _flags_in_args(args, program):
     """For a refused permission: the flags granting it that were written after the program, which
     went to the program as arguments (`apsi train.apsi --allow-python`), and where they belong."""
-    from .fast import BOOL_FLAGS, SCOPED_FLAGS
+    from .perm_flags import BOOL_FLAGS, SCOPED_FLAGS
 
     flags = {a: {**BOOL_FLAGS, **SCOPED_FLAGS}.get(a.partition("=")[0]) for a in args}
 

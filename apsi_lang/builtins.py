@@ -219,7 +219,7 @@ def host_port(url):
         port = parts.port or (443 if parts.scheme.lower() == "https" else 80)
     except ValueError:
         raise ApsiError(f"fetch_text({show(url, True)}): not a valid URL") from None
-    return f"{(parts.hostname or '').lower()}:{port}"
+    return permissions.net_name((parts.hostname or "").lower(), port)
 
 
 def apsi_type(value):

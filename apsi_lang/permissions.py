@@ -138,8 +138,31 @@ def _name_matches(permission, name, granted):
     """env and run: the exact name. net: 'host' allows every port of it, 'host:port' that port."""
     if permission != "net":
         return name == granted
-    host, _, port = name.rpartition(":")
-    return granted in (name, host)
+    (host, port), (want, want_port) = host_form(name), host_form(granted)
+    return host == want and want_port in ("", port)
+
+
+def host_form(value):
+    """(host, port or "") of a net name, as DNS and URLs compare them: without case, without the
+    trailing dot of a fully qualified name ("example.com." is example.com), and an IPv6 address
+    without the brackets a URL writes it in ("[::1]:80" is ::1 port 80; a bare "::1" has no port).
+    Compared as strings, --deny-net=example.com let http://example.com./ through, and
+    --deny-net=[::1] http://[::1]/."""
+    value = value.lower()
+    if value.startswith("["):
+        host, _, rest = value[1:].partition("]")
+        port = rest[1:] if rest.startswith(":") else ""
+    elif value.count(":") == 1:
+        host, _, port = value.partition(":")
+    else:                       # a name with no port, or an IPv6 address
+        host, port = value, ""
+    return host.rstrip("."), port
+
+
+def net_name(host, port):
+    """The name a connection to host:port is asked about as ("[::1]:80" for an IPv6 address)."""
+    host = str(host)
+    return f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
 
 
 def resolve(path):
@@ -200,14 +223,25 @@ def check_path(permission, path, what, follow=True, folder=False):
     if path.startswith("~") and not (path == "~" or path.startswith("~/")):
         raise ApsiError(f"{what}: only ~ (your home folder) is understood, not ~name; write the "
                         f"folder itself, or ./{path} for a folder named {path.split('/')[0]}")
-    if follow:
-        target = resolve(path)
-    else:
-        literal = os.path.abspath(expand_home(path))
-        target = resolve(os.path.dirname(literal)) / os.path.basename(literal)
+    try:
+        if follow:
+            target = resolve(path)
+        else:
+            literal = os.path.abspath(expand_home(path))
+            target = resolve(os.path.dirname(literal)) / os.path.basename(literal)
+    except OSError as e:
+        # a link the system will not let this user follow (/proc/1/cwd): where it leads is unknown,
+        # so nothing is granted; said in Apsi's words, not as Python's PermissionError
+        # (the part that failed is not named: it may be where a link in the project leads, outside)
+        raise ApsiError(f"{what}: cannot follow {path!r} ({e.strerror or 'not allowed'}); "
+                        f"name a file in the project folder (or one an --allow-{permission} grant "
+                        "covers)") from None
     reason = current().refusal(permission, path, target, folder)
     if reason is None:
         return str(target)
+    if reason == "outside" and _inside(Path(os.path.normpath(os.path.abspath(expand_home(path)))),
+                                       current().project_root):
+        reason = "linked out"       # the name is in the project, a link there leads out of it
     raise PermissionDenied(denial_message(permission, what, path, reason=reason), permission)
 
 
@@ -304,12 +338,17 @@ def denial_message(permission, what, path=None, name=None, reason="outside"):
             return (f"{what} needs permission '{permission}': the project folder is / (the whole file "
                     "system), where nothing is free; run the program from a folder of its own, or with "
                     f"--allow-{permission}={folder}")
-        if reason != "outside":
+        if reason not in ("outside", "linked out"):
             return (f"{what} needs permission 'write' for {path}: it is a protected file in the project "
                     f"folder ({reason}); if this program should change it, run with "
                     f"--allow-write={path}")
         where = f" ({path} is outside the project folder)"
         flag = f"--allow-{permission} (or --allow-{permission}={folder})"
+        if reason == "linked out":
+            # granting the folder of the name would not do; where the link leads is not said (a
+            # program without `read` learns nothing of the files outside its project)
+            where = f" ({path} is outside the project folder: a link in the path leads there)"
+            flag = f"--allow-{permission} (or --allow-{permission}=FOLDER, the folder the link leads to)"
     elif name is not None and permission in NAME_PERMISSIONS:
         scoped = current().scoped(permission)
         if scoped:

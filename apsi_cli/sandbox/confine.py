@@ -129,10 +129,12 @@ def _project(grants):
 
 def _ports(hosts):
     """The TCP ports that `host:port` grants name; None when a bare host grants every port."""
+    from apsi_lang.permissions import host_form
+
     ports = []
     for host in hosts:
-        _, colon, port = host.rpartition(":")
-        if not colon or not port.isdigit() or host.endswith("]"):
+        port = host_form(host)[1]       # (a bare IPv6 address, ::1, names no port: every port)
+        if not port.isdigit():
             return None
         ports.append(int(port))
     return tuple(sorted(set(ports)))

@@ -7,6 +7,7 @@ from apsi_lang.errors import ApsiError
 
 from .memmap import Mapped
 from .sources import Column, Dataset, DatasetSource, mapped_column
+from .sources import read_whole as read_whole  # (data_checks reads targets and masks through here)
 
 CHUNK_BYTES = 1 << 20          # the streamed checks read this much at a time
 
@@ -47,11 +48,6 @@ def _check_ids(fn, block, vocab, where):
         at = tuple(np.argwhere(out)[0])
         raise ApsiError(f"{fn}: token id {block[at]:.0f} at {where(at[0])} is out of range "
                         f"(ids 0..{vocab - 1})")
-
-
-def read_whole(m, fn):
-    """Targets and masks are read into memory (one value or row per sample: small beside inputs)."""
-    return m.take(np.arange(len(m)), fn)
 
 
 def dataset_data(fn, ds, seed, ids_vocab, nan_ok=False):

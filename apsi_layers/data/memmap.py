@@ -99,6 +99,11 @@ def _header(f, shown):
         raise ApsiError(f"load_npy: {shown!r} has a damaged header: its shape {list(shape)} "
                         f"{'has a negative length' if min(shape) < 0 else 'is too large for any file'}; "
                         "write it again (save_npy writes a valid one)")
+    if len(shape) > 1 and shape[0] and not math.prod(shape[1:]):
+        # rows of no bytes: any count of them fits in the file, so a header could promise 2**62 rows
+        # that every loop over the rows (save_npy, `for row in x`) then walks for ever
+        raise ApsiError(f"load_npy: {shown!r} has rows that hold no numbers (shape {list(shape)}); a data "
+                        "file's rows hold one number at least")
     return dtype, shape, f.tell()
 
 
@@ -201,6 +206,9 @@ class Mapped:
         """[its first `at` rows, the rest] as two mapped arrays, nothing read: the training split of
         data larger than memory (x[a:b] reads its rows into a tensor)."""
         n = len(self.rows)
+        if n < 2:
+            raise ApsiError(f"split: a mapped array of {n} row{'' if n == 1 else 's'} cannot be split in two "
+                            "parts of at least one row")
         if type(at) is not int or not 0 < at < n:
             raise ApsiError(f"split: at must be an int from 1 to {n - 1} (the rows of the first part) for "
                             f"a mapped array of {n} rows, not {show(at, True)}")
@@ -280,7 +288,10 @@ class Mapped:
         rows, rest = (key[0], key[1:]) if isinstance(key, tuple) and key else (key, ())
         n = len(self.rows)
         if isinstance(rows, slice):
-            picked = self.take(np.arange(n)[rows])
+            # the slice's own rows (np.arange(n)[rows] made an array of every row first: 8 GB for a
+            # file of a billion rows, for x[0:3])
+            part = range(n)[rows]
+            picked = self.take(np.arange(part.start, part.stop, part.step))
         elif type(rows) in (int, bool) or isinstance(rows, np.integer):
             i = int(rows)
             if not -n <= i < n:
@@ -341,6 +352,9 @@ def load_npy(path, mmap=True):
     paths = path if isinstance(path, list | tuple) else [path]
     if not paths or any(type(p) is not str or not p for p in paths):
         raise ApsiError(f"load_npy: path must be a file name or a list of file names, not {show(path, True)}")
+    if type(mmap) is not bool:         # (mmap=0 or "false" read as true would map, not read)
+        raise ApsiError(f"load_npy: mmap must be true (read by rows when used) or false (read it into a "
+                        f"tensor now), not {show(mmap, True)}")
     resolved = [permissions.require("read", what=f"load_npy({show(p, True)})", path=p) for p in paths]
     _room_for(len(paths))
     try:

@@ -120,10 +120,13 @@ def _line(e):
     return where
 
 
+def read_whole(m, fn):
+    """Targets and masks are read into memory (one value or row per sample: small beside inputs)."""
+    return m.take(np.arange(len(m)), fn)
+
+
 def _parts(out, i, epoch, what):
     from apsi_layers.layers.training.data_checks import as_array
-
-    from .fit_data import read_whole
 
     items = list(out) if isinstance(out, list | tuple) else [out]
     if not 1 <= len(items) <= 2:

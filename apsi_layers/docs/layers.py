@@ -416,8 +416,11 @@ TABLES = (
     Table('docs/layers.md', 'layer', None,
           ('Layer', 'Meaning'),
           (
-              ('`normalization(eps=1e-12)`', '`(x - mean) / sqrt(var + eps)` per feature (the last axis)'),
-              ('`category_lookup(max_categories, unknown="column", output="one_hot")`', 'category codes (numbers, one per sample) to one-hot columns `[unknown, c1, …, cK]` over the K most frequent codes (ties: smaller first), sorted; a code not kept, or NaN (a missing code), sets the unknown column (`unknown="zeros"`: no column), and `fit`/`predict` accept NaN in the inputs of a model that starts with it; `output="index"` gives the column number, 0 for unknown; on torch below `precision="fp64"` the codes are compared in float32, so kept codes must be whole numbers below 2^24 (16777216; others are refused: renumber them 0, 1, 2, …)'),
+              ('`normalization(eps=1e-12)`', '`(x - mean) / sqrt(var + eps)` per feature (the last axis); a feature '
+               'that is constant in the data `adapt` saw keeps its scale (its `var` is stored as 1, so it gives '
+               '`x - mean`), as scikit-learn\'s `StandardScaler` does: its `1/sqrt(eps)` would turn a difference '
+               'of 1 at `predict` into 10^6'),
+              ('`category_lookup(max_categories, unknown="column", output="one_hot")`', 'category codes (numbers, one per sample) to one-hot columns `[unknown, c1, …, cK]` over the K most frequent codes (ties: smaller first), sorted; a code not kept, or NaN (a missing code), sets the unknown column (`unknown="zeros"`: no column), and `fit`/`predict` accept NaN in the inputs of a model that starts with it; `output="index"` gives the column number, 0 for unknown (`embedding(max_categories + 1, dim)` takes it, on both backends); on torch below `precision="fp64"` the codes are compared in float32, so kept codes must be whole numbers below 2^24 (16777216; others are refused: renumber them 0, 1, 2, …)'),
               ('`impute(strategy="mean", fill=0.0)`', 'NaN replaced per feature by the mean, median or most frequent value seen (`"mean"`, `"median"`, `"most_frequent"`) or by `fill` (`"constant"`); `fit` and `predict` accept NaN in the inputs of a model that starts with it'),
           )),
     Table('docs/layers.md', 'option', 'predict',

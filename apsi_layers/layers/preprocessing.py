@@ -73,7 +73,12 @@ class _Moments:
     def state(self, like):
         if self.mean is None:
             raise ApsiError("adapt: normalization saw no rows")
-        return Record(mean=self.mean, var=self.m2 / self.n)
+        var = self.m2 / self.n
+        # A feature constant in the training split has no scale to learn: sqrt(0 + eps) would multiply
+        # any later difference by 1e6. It keeps its scale (variance 1), as scikit-learn's StandardScaler
+        # does; "constant" up to the rounding of n values of this size (the mean's own error).
+        rounding = (self.n * np.finfo(np.float64).eps * np.abs(self.mean)) ** 2
+        return Record(mean=self.mean, var=np.where(var <= rounding, 1.0, var))
 
 
 class CategoryLookup(Layer):

@@ -14,7 +14,8 @@ from apsi_lang.errors import ApsiError
 
 
 def require_net(fn, host, port):
-    permissions.require("net", what=f"{fn}(host={host!r}, port={port}) listening", name=f"{host}:{port}")
+    permissions.require("net", what=f"{fn}(host={host!r}, port={port}) listening",
+                        name=permissions.net_name(host, port))
 
 
 def listen(fn, host, port):

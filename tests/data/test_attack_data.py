@@ -235,30 +235,6 @@ def test_shards_in_another_byte_order_are_named_so(tmp_path):
     assert np.load(tmp_path / "b.npy").dtype == np.dtype("<f8")
 
 
-@pytest.mark.torch
-def test_category_codes_float32_cannot_hold_are_refused_on_torch(tmp_path):
-    """On torch (below fp64) codes are compared in float32: 16777217 matched both 16777216 and itself,
-    so predict set two one-hot columns (index output 6 + 7 = 13) with no word. Refused now; fp64 and
-    NumPy give the lookup exactly."""
-    out = ok(tmp_path, """use layers
-use nn
-let c = array([[1001.0], [16777217.0], [16777216.0], [1001.0]])
-let net = sequential(category_lookup(3, output="index"))
-let p = adapt(net, net.init(seed=0, input_shape=[1]), c)
-print(predict(net, p, c, backend="torch", precision="fp64").flatten().tolist())
-try:
-    predict(net, p, c, backend="torch")
-catch e:
-    print(e)
-""", "--allow-python")
-    exact, refused = out.splitlines()
-    assert exact == "[1.0, 3.0, 2.0, 1.0]"
-    assert refused == ('predict: category_lookup keeps the category code 16777216, which float32 (the '
-                       'torch backend at precision="fp32") cannot tell from its neighbours: codes there must '
-                       'be whole numbers below 2^24 = 16777216; renumber the codes 0, 1, 2, … before adapt, '
-                       'or use precision="fp64"')
-
-
 def test_sample_weight_from_a_mapped_file_is_read_as_targets_are(tmp_path):
     """Targets and masks from load_npy were read into memory; sample_weight was refused ('must be a
     tensor … not mapped array')."""
@@ -286,6 +262,7 @@ def test_split_gives_a_training_split_that_stays_on_disk(tmp_path):
     np.save(tmp_path / "a.npy", x[:300])
     np.save(tmp_path / "b.npy", x[300:])
     np.save(tmp_path / "y.npy", x.sum(axis=1, keepdims=True))
+    np.save(tmp_path / "one.npy", x[:1])
     out = ok(tmp_path, """use layers
 use nn
 let x = load_npy(["a.npy", "b.npy"])
@@ -302,8 +279,13 @@ try:
     x.split(500)
 catch e:
     print(e)
+try:
+    load_npy("one.npy").split(1)
+catch e:
+    print(e)
 """)
-    shown, same, refused = out.splitlines()
+    shown, same, refused, empty = out.splitlines()
+    assert empty == "split: a mapped array of 1 row cannot be split in two parts of at least one row"
     assert shown == "mapped array [400, 3] float64 (2 file(s)) mapped array [100, 3] float64 (2 file(s))"
     assert same == "true true"
     assert refused == ("split: at must be an int from 1 to 499 (the rows of the first part) for a mapped "
@@ -367,3 +349,51 @@ def test_save_npy_of_a_mapped_array_writes_it_block_by_block(tmp_path):
     joined = np.load(tmp_path / "all.npy")
     assert joined.dtype == np.dtype("=f8") and np.array_equal(joined, np.concatenate([a, b]))
     assert int(out.stdout) < 8 << 20, f"peak rose by {int(out.stdout) / 2**20:.1f} MiB for 32 MB written"
+
+
+def test_load_npy_mmap_must_be_true_or_false(tmp_path):
+    """mmap=0 or mmap="false" mapped the file (only false itself read it)."""
+    np.save(tmp_path / "x.npy", np.zeros((2, 2)))
+    msg = error(tmp_path, 'use nn\nload_npy("x.npy", mmap=0)\n')
+    assert ("load_npy: mmap must be true (read by rows when used) or false (read it into a tensor now), "
+            "not 0") in msg, msg
+
+
+@pytest.mark.torch
+def test_category_lookup_on_torch(tmp_path):
+    """(1) category_lookup(output="index") then embedding (Keras's IntegerLookup → Embedding) trained
+    on NumPy; on torch it stopped with PyTorch's words: 'predict: RuntimeError: index_select():
+    Expected dtype int32 or int64 for index'. (2) On torch below fp64 codes are compared in float32:
+    16777217 matched both 16777216 and itself, so predict set two one-hot columns (index output
+    6 + 7 = 13) with no word. Refused now; fp64 gives the lookup exactly. One program: one start of
+    PyTorch."""
+    c = np.array([[5.0], [7.0], [5.0], [9.0], [np.nan], [123.0]])
+    np.save(tmp_path / "c.npy", c)
+    out = ok(tmp_path, """use layers
+use nn
+let c = load_npy("c.npy", mmap=false)
+let net = sequential(category_lookup(3, output="index"), embedding(4, 2), flatten(), dense(1))
+let p = adapt(net, net.init(seed=0, input_shape=[1]), c)
+let r = fit(net, p, c, array([[1.0], [2.0], [1.0], [3.0], [0.0], [0.0]]), loss="mse", epochs=2,
+            backend="torch", precision="fp64", verbose=false)
+save_params("p.npz", r.params)
+save_npy("out.npy", predict(net, r.params, c, backend="torch", precision="fp64"))
+let big = array([[1001.0], [16777217.0], [16777216.0], [1001.0]])
+let lookup = sequential(category_lookup(3, output="index"))
+let q = adapt(lookup, lookup.init(seed=0, input_shape=[1]), big)
+print(predict(lookup, q, big, backend="torch", precision="fp64").flatten().tolist())
+try:
+    predict(lookup, q, big, backend="torch")
+catch e:
+    print(e)
+""", "--allow-python")
+    p = np.load(tmp_path / "p.npz")
+    index = np.array([1, 2, 1, 3, 0, 0])               # kept 5, 7, 9; NaN and 123: 0 (unknown)
+    want = p["embedding.w"][index].reshape(6, -1) @ p["dense.w"] + p["dense.b"]
+    assert np.allclose(np.load(tmp_path / "out.npy"), want, rtol=1e-12, atol=1e-12)
+    exact, refused = out.splitlines()
+    assert exact == "[1.0, 3.0, 2.0, 1.0]"
+    assert refused == ('predict: category_lookup keeps the category code 16777216, which float32 (the '
+                       'torch backend at precision="fp32") cannot tell from its neighbours: codes there must '
+                       'be whole numbers below 2^24 = 16777216; renumber the codes 0, 1, 2, … before adapt, '
+                       'or use precision="fp64"')

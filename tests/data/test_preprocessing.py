@@ -181,3 +181,28 @@ let p = adapt(net, net.init(seed=0, input_shape=[2]), array([[1.0, 10.0], [3.0, 
 print(p.sequential.impute.state.values.tolist(), p.sequential.normalization.state.mean.tolist())
 """)
     assert out.strip() == "[3.0, 20.0] [3.0, 20.0]"
+
+
+def test_a_feature_constant_in_training_keeps_its_scale(tmp_path):
+    """scikit-learn's StandardScaler leaves a constant feature's scale at 1; sqrt(0 + eps) turned a
+    difference of 1 at predict into 10^6. A feature that varies, however little, keeps its variance."""
+    r = np.random.default_rng(0)
+    x = np.column_stack([np.full(1000, 0.1), np.full(1000, 7.0), np.zeros(1000),
+                         1e3 + 1e-8 * r.normal(size=1000), r.normal(size=1000)])
+    np.save(tmp_path / "x.npy", x)
+    later = x[:4] + 1.0
+    np.save(tmp_path / "later.npy", later)
+    ok(tmp_path, """use layers
+use nn
+let net = sequential([normalization()])
+let p = adapt(net, net.init(seed=0, input_shape=[5]), load_npy("x.npy"))
+save_params("p.npz", p)
+save_npy("out.npy", predict(net, p, load_npy("later.npy", mmap=false)))
+""")
+    p = np.load(tmp_path / "p.npz")
+    mean, var = x.mean(axis=0), x.var(axis=0)
+    scale = np.where(np.arange(5) < 3, 1.0, np.sqrt(var + 1e-12))       # StandardScaler's rule
+    learnt = p["normalization.state.var"]
+    assert np.allclose(learnt[:3], 1.0) and np.allclose(learnt[3:], var[3:])
+    assert np.allclose(np.load(tmp_path / "out.npy"), (later - mean) / scale, rtol=1e-9, atol=1e-12)
+    assert np.allclose(np.load(tmp_path / "out.npy")[:, :3], 1.0)

@@ -228,18 +228,26 @@ def test_the_kernel_passes_on_only_text_and_png(monkeypatch):
     assert sent == [("display_data", {"data": {"text/plain": "x", "image/png": "iVBOR"}, "metadata": {}})]
 
 
-def _answer(worker, timeout=60):
-    """The worker's messages up to its answer to one request ("done"); the hang guard fails the test."""
+def _answer(worker, until="done", timeout=60):
+    """The worker's messages up to its answer (`until`) to one request; the hang guard fails the test."""
     import queue
 
     messages = []
-    while not messages or messages[-1] is None or messages[-1]["type"] != "done":
+    while not messages or messages[-1]["type"] != until:
         try:
             messages.append(worker.messages.get(timeout=timeout))
         except queue.Empty:
             raise AssertionError(f"no answer from the worker within {timeout} s: {messages}") from None
         assert messages[-1] is not None, f"the worker ended: {messages}"
     return messages
+
+
+def _wait_for(condition, timeout=60):
+    """Poll until `condition()` holds (a hang guard, not a time limit)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "waited in vain (a hang guard)"
+        time.sleep(0.01)
 
 
 def _waiting_for_a_request(pid):
@@ -265,13 +273,13 @@ def test_a_ctrl_c_that_reaches_the_worker_before_it_reads_its_cell_stops_that_ce
     monkeypatch.chdir(tmp_path)
     worker = WorkerProcess([])
     try:
-        assert _answer_type(worker) == "ready"
-        wait_for(lambda: _waiting_for_a_request(worker.process.pid))
+        _answer(worker, until="ready")
+        _wait_for(lambda: _waiting_for_a_request(worker.process.pid))
         worker.interrupt()                                  # late, for no cell: nothing to stop
-        wait_for(lambda: _waiting_for_a_request(worker.process.pid))
+        _wait_for(lambda: _waiting_for_a_request(worker.process.pid))
         worker.send("execute", code="let kept = 7", count=1)
         assert _answer(worker)[-1]["status"] == "ok"
-        wait_for(lambda: _waiting_for_a_request(worker.process.pid))
+        _wait_for(lambda: _waiting_for_a_request(worker.process.pid))
         os.kill(worker.process.pid, signal.SIGSTOP)
         worker.send("execute", code="while true:\n    pass\n", count=2)
         worker.interrupt()
@@ -284,14 +292,3 @@ def test_a_ctrl_c_that_reaches_the_worker_before_it_reads_its_cell_stops_that_ce
     finally:
         worker.stop()
 
-
-def _answer_type(worker, timeout=60):
-    message = worker.messages.get(timeout=timeout)
-    return message and message["type"]
-
-
-def wait_for(condition, timeout=60):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "waited in vain (a hang guard)"
-        time.sleep(0.01)

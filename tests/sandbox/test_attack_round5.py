@@ -4,6 +4,7 @@
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -208,30 +209,56 @@ print(predict(m.net, m.params, ones([5, 2])))
 """
 
 
-@pytest.mark.parametrize("act, harm", [
-    ('save_params("data.npz", {w: zeros(1)})', "rewrites"),
-    ('save_model("other.apsim", dense(1), {})', "rewrites"),
-    ('print("READ", load_csv("secret.csv", header=false))', "reads"),
-    ('print("READ", load_params("weights.npz"))', "reads"),
-])
-def test_a_model_files_function_touches_no_file(tmp_path, act, harm):
-    """A model file's lambda_layer runs as Apsi source 'under no permissions', and a builtin that
-    touches files is refused when it is loaded, but nn's and layers' exports were not checked: with no
-    flag, reading and writing data files inside the project needs none. A downloaded model, used by a
-    flag-less program (or served: `apsi serve` returns its outputs to whoever asks), read the user's
-    project files and overwrote their data files whenever it ran."""
-    maker = tmp_path / "maker"
+ACTS = {
+    'save_params("data.npz", {w: zeros(1)})': "rewrites",
+    'save_model("other.apsim", dense(1), {})': "rewrites",
+    'print("READ", load_csv("secret.csv", header=false))': "reads",
+    'print("READ", load_params("weights.npz"))': "reads",
+}
+
+
+def _make_and_use(folder, act):
+    """A model file made with `act` in its function, then used in a user's project; what the use said
+    and the user's folder."""
+    maker = folder / "maker"
     maker.mkdir()
     (maker / "make.apsi").write_text(MAKE_MODEL.format(act=act))
     code, out, err = cli(["make.apsi"], maker)
     assert code == 0, err
-    user = tmp_path / "user"
+    user = folder / "user"
     user.mkdir()
     (user / "m.apsim").write_bytes((maker / "m.apsim").read_bytes())
     (user / "use.apsi").write_text(USE_MODEL)
     (user / "secret.csv").write_text("4242\n")
     (user / "data.npz").write_bytes(b"the user's data")
-    code, out, err = cli(["use.apsi"], user)
+    return cli(["use.apsi"], user), user
+
+
+@pytest.fixture(scope="module")
+def model_uses(tmp_path_factory):
+    """Every act's make and use, two acts at a time, each in a folder of its own (a run is mostly its
+    child's start-up, which leaves a core idle: suite time); an act's error is raised by its test."""
+    def one(numbered):
+        i, act = numbered
+        try:
+            return _make_and_use(tmp_path_factory.mktemp(f"act{i}"), act)
+        except Exception as e:          # (said by the test of that act, not by every test)
+            return e
+
+    with ThreadPoolExecutor(2) as pool:
+        return dict(zip(ACTS, pool.map(one, enumerate(ACTS))))
+
+
+@pytest.mark.parametrize("act, harm", ACTS.items())
+def test_a_model_files_function_touches_no_file(model_uses, act, harm):
+    """A model file's lambda_layer runs as Apsi source 'under no permissions', and a builtin that
+    touches files is refused when it is loaded, but nn's and layers' exports were not checked: with no
+    flag, reading and writing data files inside the project needs none. A downloaded model, used by a
+    flag-less program (or served: `apsi serve` returns its outputs to whoever asks), read the user's
+    project files and overwrote their data files whenever it ran."""
+    if isinstance(model_uses[act], Exception):
+        raise model_uses[act]
+    (code, out, err), user = model_uses[act]
     assert code == 1 and "a model file's function may only compute" in err, err
     assert "READ" not in out and "4242" not in out
     assert (user / "data.npz").read_bytes() == b"the user's data"

@@ -132,6 +132,28 @@ def post_in_two_halves(url, i, rest, results):
     results.append((i, r.status_code, r.json()))
 
 
+def held_request(url):
+    """POST a request to url/predict whose body stops halfway until the returned event is set (the server
+    is stopped under it: its end is not the test's business)."""
+    import contextlib
+
+    import httpx
+
+    rest = threading.Event()
+
+    def slow():
+        yield b'{"inputs": [[1, '
+        rest.wait(HANG_GUARD)
+        yield b"2, 3, 4]]}"
+
+    def post():
+        with contextlib.suppress(httpx.HTTPError):
+            httpx.post(f"{url}/predict", content=slow(), timeout=HANG_GUARD)
+
+    threading.Thread(target=post, daemon=True).start()
+    return rest
+
+
 def in_flight(url):
     """The server's apsi_requests_in_flight (this scrape included)."""
     import httpx

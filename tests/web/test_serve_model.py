@@ -13,7 +13,7 @@ import httpx
 import numpy as np
 import pytest
 
-from .conftest import Server, in_flight, post_in_two_halves, refused, wait_for
+from .conftest import Server, held_request, in_flight, post_in_two_halves, refused, wait_for
 
 MODEL = """use layers
 use web
@@ -307,23 +307,15 @@ def test_the_torch_backend_needs_python_and_says_so(start):
 @pytest.mark.slow
 def test_a_second_ctrl_c_stops_at_once_with_130(start):
     server = start(MODEL.format(options=", timeout=20"))
-
-    def slow():
-        yield b'{"inputs": [[1, '
-        time.sleep(8)
-        yield b"2, 3, 4]]}"
-
-    t = threading.Thread(target=lambda: httpx.post(f"{server.url}/predict", content=slow(), timeout=30),
-                         daemon=True)
-    t.start()
-    deadline = time.monotonic() + 20
-    while _metric(httpx.get(f"{server.url}/metrics").text, "apsi_requests_in_flight") < 2:
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
-    server.proc.send_signal(signal.SIGINT)
-    time.sleep(0.5)
-    started = time.monotonic()
-    code, out, err = server.stop(signal.SIGINT)
+    rest = held_request(server.url)
+    try:            # the request is in flight (the grace: 20 + 2 s), and the first Ctrl-C was taken
+        wait_for(lambda: in_flight(server.url) >= 2, "the request did not arrive")
+        server.proc.send_signal(signal.SIGINT)
+        wait_for(lambda: refused(server.port), "the first Ctrl-C did not stop the server accepting")
+        started = time.monotonic()
+        code, out, err = server.stop(signal.SIGINT)
+    finally:
+        rest.set()
     assert code == 130 and time.monotonic() - started < 5, err
     assert "apsi: interrupted (Ctrl-C)" in err and "after serve_model" not in out
 

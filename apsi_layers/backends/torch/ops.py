@@ -167,6 +167,8 @@ class TorchOps:
     def take(self, x, idx, axis=0):
         if not isinstance(idx, torch.Tensor):
             idx = self.indices(idx)
+        elif idx.is_floating_point():     # ids a layer computed (category_lookup's index), as NumPy
+            idx = idx.long()               # takes them
         axis %= x.ndim
         flat = torch.index_select(x, axis, idx.reshape(-1))
         if idx.ndim == 1:
