@@ -12,6 +12,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "nvidia-smi"
+HUNG = 60           # seconds a hanging stand-in sleeps: a test that waited for it took at least this
 
 
 # ---- fake nvidia-smi -------------------------------------------------------------------------------
@@ -34,7 +35,7 @@ def fake_nvidia_smi(path, fixture):
         return 0
 
     def answer(name, mode):
-        tail = "exec /bin/sleep 60" if mode in hangs else f"exit {rc_for(name)}"
+        tail = f"exec /bin/sleep {HUNG}" if mode in hangs else f"exit {rc_for(name)}"
         return f"/bin/cat '{d}/{name}'; {tail}"
 
     script = f"""#!/bin/sh
@@ -58,7 +59,7 @@ def fake_rocminfo(path, fixture):
 
 
 def hanging_nvidia_smi(path):
-    _write_exe(path, "#!/bin/sh\nexec /bin/sleep 60\n")
+    _write_exe(path, f"#!/bin/sh\nexec /bin/sleep {HUNG}\n")
     return path
 
 

@@ -94,7 +94,7 @@ def test_machines_where_nothing_is_chosen(machine, monkeypatch, fixture):
     monkeypatch.setenv("APSI_DETECT_TIMEOUT", "1")
     start = time.monotonic()
     hw = hardware.detect()
-    assert time.monotonic() - start < 3
+    assert time.monotonic() - start < helpers.HUNG / 2     # the 1 s timeout ended it, not the tool (60 s)
     status, says = STOPS[fixture]
     plan = torch_choice.choose(hw)
     assert hw.nvidia.status == status and plan.index is None
@@ -200,10 +200,11 @@ def test_jetson_orin_gets_the_cpu_build_and_where_to_look(machine):
 def test_detection_as_a_whole_takes_one_timeout(machine, monkeypatch):
     bindir = machine("hang")
     helpers.hanging_nvidia_smi(bindir / "rocminfo")
-    monkeypatch.setenv("APSI_DETECT_TIMEOUT", "1")
+    monkeypatch.setenv("APSI_DETECT_TIMEOUT", "2")
     start = time.monotonic()
     hw = hardware.detect()
-    assert time.monotonic() - start < 2.5
+    # one timeout and not one per tool (>= 4 s): the other 2 s is room for a loaded machine
+    assert time.monotonic() - start < 2 * 2
     assert hw.nvidia.status == "timeout" and hw.amd == ()
 
 
@@ -244,9 +245,10 @@ def test_given_capabilities_and_the_module_version_need_no_nvidia_smi(machine, m
     (tmp_path / "version").write_text("535.183.01\n")
     monkeypatch.setenv("APSI_NVIDIA_SYS_VERSION", str(tmp_path / "version"))
     monkeypatch.setenv("APSI_GPU_COMPUTE_CAPABILITY", "9.0,9.0")
+    monkeypatch.setenv("APSI_DETECT_TIMEOUT", "30")   # asking nvidia-smi would take all of it
     start = time.monotonic()
     hw = hardware.detect()
-    assert time.monotonic() - start < 1
+    assert time.monotonic() - start < 30 / 2
     assert hw.nvidia.source == f"{tmp_path / 'version'} + APSI_GPU_COMPUTE_CAPABILITY"
     assert torch_choice.choose(hw).reason == ("GPU 0 (compute 9.0 given) + GPU 1 (compute 9.0 given), "
                                               "driver 535.183.01 → torch-cuda: PyTorch 2.6–2.14 + CUDA 12.6")
@@ -286,7 +288,7 @@ def test_hanging_nvidia_smi_times_out_quickly(machine, monkeypatch):
     monkeypatch.setenv("APSI_DETECT_TIMEOUT", "0.5")
     start = time.monotonic()
     hw = hardware.detect()
-    assert time.monotonic() - start < 2
+    assert time.monotonic() - start < helpers.HUNG / 2     # the timeout ended it, not the tool (60 s)
     assert hw.nvidia.status == "timeout" and "did not answer within 0.5 s: the driver" in hw.nvidia.note
     plan = torch_choice.choose(hw)
     assert plan.index is None and "apsi pkg install torch-cuda" in plan.stop

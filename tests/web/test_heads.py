@@ -18,7 +18,7 @@ serve_model(net, net.init(seed=3), port=PORT, timeout=1{options})
 
 def _connect(server):
     s = socket.create_connection(("127.0.0.1", server.port))
-    s.settimeout(8)
+    s.settimeout(30)                                 # a hang guard only
     return s
 
 
@@ -36,7 +36,9 @@ def _check(server, keep_alive=True):
     half.sendall(b"POST /predict HTTP/1.1\r\nHost: x\r\nContent-Le")
     silent = _connect(server)
     got = _answer(half)
-    assert 0.9 < time.monotonic() - begun < 4
+    # the 1 s timeout waited, and it was that one that ended the wait (not the default 30 s): the rest of
+    # the bound is room for a loaded machine
+    assert 0.9 < time.monotonic() - begun < 30 / 2
     head, body = got.split(b"\r\n\r\n", 1)
     assert head.startswith(b"HTTP/1.1 408 ")
     assert json.loads(body) == {"status": 408, "error": (

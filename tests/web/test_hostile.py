@@ -55,19 +55,22 @@ def _bad_rows_metric(url):
 def test_one_clients_bad_rows_never_fail_another_clients_request(start):
     """16 clients send good rows while one sends rows that make the model's code fail (on any row of a
     call): every good request is answered 200 with its own numbers, every bad one 500 with its line.
-    They go on until 1000 good and 50 bad ones were answered (ten and five times what is asserted;
-    a fixed 6 s made ~7000 on this machine: suite time), at most 60 s."""
+    They send in rounds, all 17 together (a barrier), 63 of them: 1008 good and 63 bad requests. Free
+    running, a loaded machine slowed the good clients (each checks its answer) and not the bad one,
+    which then sent more bad requests than there were calls of several rows."""
     server = start(MODEL.format(options=", max_wait_ms=20"))
     wrong, answers = [], {"good": 0, "bad": 0}
-    deadline = time.monotonic() + 60
+    rounds = threading.Barrier(17, timeout=60)        # (the timeout: a hang guard only)
 
-    def going():
-        return (answers["good"] < 1000 or answers["bad"] < 50) and time.monotonic() < deadline
+    def together():
+        for _ in range(63):
+            rounds.wait()
+            yield
 
     def good(seed):
         rng = np.random.default_rng(seed)
         with httpx.Client(base_url=server.url, timeout=30) as client:
-            while going():
+            for _ in together():
                 rows = rng.uniform(0, 1, (int(rng.integers(1, 4)), 4)).tolist()
                 r = client.post("/predict", json={"inputs": rows})
                 if r.status_code != 200 or not np.allclose(r.json()["outputs"], reference(rows), rtol=1e-12,
@@ -77,7 +80,7 @@ def test_one_clients_bad_rows_never_fail_another_clients_request(start):
 
     def bad():
         with httpx.Client(base_url=server.url, timeout=30) as client:
-            while going():
+            for _ in together():
                 r = client.post("/predict", json={"inputs": [[-5, 0, 0, 0]]})
                 if r.status_code != 500 or not r.json()["error"].startswith("the model failed at p.apsi:9: "):
                     wrong.append(("bad", r.status_code, r.text))
@@ -89,9 +92,10 @@ def test_one_clients_bad_rows_never_fail_another_clients_request(start):
     for t in threads:
         t.join(60)
     assert wrong == [], wrong[:3]
-    assert answers["good"] > 100 and answers["bad"] > 10, answers
+    assert answers == {"good": 16 * 63, "bad": 63}, answers
     buckets = _bad_rows_metric(server.url)
     assert buckets[2.0] < buckets[float("inf")] - answers["bad"], buckets   # (calls of several requests ran)
+    assert buckets[4.0] < buckets[float("inf")], buckets    # over 4 rows: several requests (each has 1 to 3)
     code, out, err = server.stop()
     assert code == 0 and out == "after serve\n"
     _no_python_traceback(err)
@@ -139,7 +143,8 @@ def test_empty_rows_a_graph_for_a_plain_model_and_huge_numbers_are_the_clients_4
     for _ in range(5):
         assert httpx.get(f"{url}/health", timeout=60).status_code == 200
     sending.join(60)
-    assert time.monotonic() - began < 3
+    # refused, not held until the server's timeout (30 s by default): half of it is room for a loaded machine
+    assert time.monotonic() - began < 30 / 2
     r = answer["r"]
     assert r.status_code == 400 and r.json()["error"] == (
         "the body holds a number of more than 4300 digits; send numbers as floats or shorter ints")

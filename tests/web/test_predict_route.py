@@ -88,7 +88,8 @@ def test_a_prediction_past_timeout_is_a_408_naming_the_stage():
     assert status == 408 and left == {}
     assert body == {"error": "the prediction took longer than timeout = 0.3 s; send it again, or start the "
                              "server with a larger timeout", "status": 408}
-    assert time.monotonic() - start < 2          # kept to within a tick of the sweeper
+    # the 0.3 s timeout waited and ended the 30 s prediction's wait (half of that: room for a loaded machine)
+    assert 0.3 <= time.monotonic() - start < 30 / 2
 
 
 def test_each_stage_has_the_whole_timeout():
