@@ -9,6 +9,7 @@ project is written through (the link stays, its target changes) and what was che
 import os
 import re
 import stat
+import threading
 from contextlib import contextmanager
 
 _umask = None
@@ -53,7 +54,7 @@ def atomic_open(path, mode="w", encoding=None):
 
 
 PENDING = set()     # temporary files of atomic writes in progress, on any thread
-_creating = None    # a lock held from naming a temporary file to creating it (made on first use)
+_creating = threading.Lock()    # held from naming a temporary file to creating it
 _closed = False     # remove_pending(final=True) ran: no new temporary file, the process is ending
 
 
@@ -64,8 +65,7 @@ def remove_pending(final=False):
     bigstack.abandoned). `final`: the process is about to end with a thread still running, and that
     thread must not create a new file after this."""
     global _closed
-    lock = _lock()
-    held = lock.acquire(timeout=1.0)        # (a creation under way ends in microseconds)
+    held = _creating.acquire(timeout=1.0)        # (a creation under way ends in microseconds)
     try:
         _closed = _closed or final
         for tmp in list(PENDING):
@@ -76,16 +76,7 @@ def remove_pending(final=False):
             PENDING.discard(tmp)
     finally:
         if held:
-            lock.release()
-
-
-def _lock():
-    global _creating
-    if _creating is None:
-        import threading
-
-        _creating = threading.Lock()
-    return _creating
+            _creating.release()
 
 
 def _may_keep_execute(path):
@@ -116,7 +107,7 @@ def _create(tmp):
     """The new file's descriptor, or None when the name is taken. The name stays in PENDING unless the
     file was not made: an exception raised into this thread right after the creation (Ctrl-C) must
     leave it where remove_pending finds it."""
-    with _lock():
+    with _creating:
         if _closed:
             raise OSError(f"{tmp}: not created, the process is ending")
         PENDING.add(tmp)
